@@ -1,0 +1,177 @@
+// The IR of one module: what the front end builds from the AST, what every pass takes and
+// returns, what the verifier checks and the printer prints. Names are resolved: references
+// are indices into the module's tables. Every node keeps its source location.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "compiler/ir/dtype.h"
+#include "compiler/ir/expr.h"
+#include "compiler/support/source.h"
+
+namespace etc::ir {
+
+enum class Role : uint8_t { Input, Output, Param, Temp };
+std::string_view roleName(Role r);
+std::optional<Role> parseRole(std::string_view name);
+
+enum class Schedule : uint8_t { Auto, Static, Dynamic };
+std::string_view scheduleName(Schedule s);
+std::optional<Schedule> parseSchedule(std::string_view name);
+
+struct Sym {
+  std::string name;
+  int64_t lo = 0, hi = 0;
+  Expr lo_expr, hi_expr;  // as written (may name consts); lo/hi are their values
+  SourceRange range;
+};
+
+struct Const {
+  std::string name;
+  Expr value_expr;  // as written
+  int64_t value = 0;
+  SourceRange range;
+};
+
+struct Tensor {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<Expr> shape;  // rank 0: a scalar
+  Role role = Role::Temp;
+  // Made by the front end for an op-level result that has no declaration (`h = rmsnorm(...)`):
+  // its dtype and shape are inferred, and it is printed as the assignment, not as a decl.
+  bool implicit = false;
+  SourceRange range;
+};
+
+struct Event {
+  std::string name;
+  std::vector<Expr> shape;
+  std::vector<std::string> init_coords;  // names of the coordinates `init (i, j) -> ...` binds
+  Expr init;                             // may use Coord leaves with ids 0..init_coords.size()-1
+  SourceRange range;
+};
+
+// One entry of a subscript. A point index drops the dimension (numpy semantics).
+struct SliceDim {
+  bool is_range = false;
+  Expr lo;  // always set (0 when written as `:hi` or `:`)
+  Expr hi;  // set for ranges (the dimension's extent when written as `lo:` or `:`)
+  bool lo_written = true;  // false for `:hi` and `:` (printer keeps the user's short form)
+  bool hi_written = true;  // false for `lo:` and `:`
+  SourceRange range;
+};
+
+// A tensor or event reference with an optional subscript. An empty `dims` with
+// has_subscript == false is the whole tensor.
+struct Slice {
+  uint32_t target = 0;  // tensor index (op operands) or event index (wait/notify)
+  bool has_subscript = false;
+  std::vector<SliceDim> dims;
+  SourceRange range;
+};
+
+enum class AttrType : uint8_t { Bool, Int, Float, String, DType };
+
+struct AttrValue {
+  AttrType type = AttrType::Bool;
+  bool b = false;
+  Expr i;  // AttrType::Int
+  double f = 0;
+  std::string text;  // String: the string; Float: the literal as written (re-printed as is)
+  DType dtype = DType::F32;
+};
+
+struct Attr {
+  std::string name;
+  AttrValue value;
+  SourceRange range;
+};
+
+struct OpCall {
+  std::string op;  // a name in the op registry (compiler/ir/ops.h)
+  std::vector<Slice> args;
+  std::vector<Attr> attrs;  // as written, in the order written
+  SourceRange range;
+  const Attr* findAttr(std::string_view name) const;
+};
+
+// Task-level statements.
+struct WaitStmt {
+  Slice event;
+  SourceRange range;
+};
+struct NotifyStmt {
+  Slice event;
+  SourceRange range;
+};
+struct CallStmt {
+  OpCall call;
+  std::vector<Slice> dests;
+  SourceRange range;
+};
+using TaskStmt = std::variant<WaitStmt, NotifyStmt, CallStmt>;
+
+struct Task {
+  std::string name;
+  std::vector<Expr> grid;            // extents (may be data-dependent: Bounded loads)
+  std::vector<std::string> coords;   // Coord leaf id k is coords[k]
+  std::vector<TaskStmt> body;
+  SourceRange range;
+};
+
+// Op-level statements.
+struct AssignStmt {
+  std::vector<uint32_t> results;  // tensor indices (declared or implicit)
+  OpCall call;
+  SourceRange range;
+};
+struct RunStmt {
+  uint32_t task = 0;
+  SourceRange range;
+};
+using GraphStmt = std::variant<AssignStmt, RunStmt>;
+
+struct Graph {
+  std::string name;
+  Schedule schedule = Schedule::Auto;
+  bool schedule_written = false;
+  std::vector<GraphStmt> body;
+  SourceRange range;
+};
+
+struct Module {
+  std::string name;
+  SourceRange range;
+  std::vector<Sym> syms;
+  std::vector<Const> consts;
+  std::vector<Tensor> tensors;
+  std::vector<Event> events;
+  std::vector<Task> tasks;
+  std::vector<Graph> graphs;
+
+  // The order in which declarations were written, so the printer keeps it.
+  enum class DeclKind : uint8_t { Sym, Const, Tensor, Event, Task, Graph };
+  struct DeclRef {
+    DeclKind kind;
+    uint32_t index;
+  };
+  std::vector<DeclRef> order;
+
+  // Symbol table over all top-level names (syms, consts, tensors, events share one
+  // namespace; tasks and graphs are `@names` in a second one).
+  std::optional<uint32_t> findTensor(std::string_view name) const;
+  std::optional<uint32_t> findEvent(std::string_view name) const;
+  std::optional<uint32_t> findTask(std::string_view name) const;
+  std::optional<uint32_t> findSym(std::string_view name) const;
+
+  // Ranges of the syms, for ir::bounds / ir::simplify.
+  RangeEnv symRanges() const;
+};
+
+}  // namespace etc::ir
