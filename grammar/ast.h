@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "compiler/support/source.h"
@@ -240,9 +242,10 @@ struct File {
 // Owns every node of one or more parsed files.
 class Context {
  public:
-  template <class T>
-  T* make() {
-    auto node = std::make_unique<T>();
+  // Arguments are forwarded to T's constructor (EventStmt takes its StmtKind).
+  template <class T, class... Args>
+  T* make(Args&&... args) {
+    auto node = std::make_unique<T>(std::forward<Args>(args)...);
     T* raw = node.get();
     if constexpr (std::is_base_of_v<Expr, T>) {
       exprs_.push_back(std::move(node));

@@ -163,15 +163,33 @@ struct Module {
   };
   std::vector<DeclRef> order;
 
-  // Symbol table over all top-level names (syms, consts, tensors, events share one
-  // namespace; tasks and graphs are `@names` in a second one).
+  // Appending through these keeps the name index and the declaration order in step.
+  uint32_t addSym(Sym s);
+  uint32_t addConst(Const c);
+  uint32_t addTensor(Tensor t);  // implicit tensors are indexed but not put in `order`
+  uint32_t addEvent(Event e);
+  uint32_t addTask(Task t);
+  uint32_t addGraph(Graph g);
+
+  // Syms, consts, tensors and events share one namespace; tasks and graphs (`@names`)
+  // have one each.
+  std::optional<DeclRef> findValue(std::string_view name) const;
   std::optional<uint32_t> findTensor(std::string_view name) const;
   std::optional<uint32_t> findEvent(std::string_view name) const;
-  std::optional<uint32_t> findTask(std::string_view name) const;
   std::optional<uint32_t> findSym(std::string_view name) const;
+  std::optional<uint32_t> findTask(std::string_view name) const;
+  std::optional<uint32_t> findGraph(std::string_view name) const;
 
   // Ranges of the syms, for ir::bounds / ir::simplify.
   RangeEnv symRanges() const;
+
+ private:
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, DeclRef, StringHash, std::equal_to<>> values_;
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> tasks_, graphs_;
 };
 
 }  // namespace etc::ir

@@ -47,6 +47,10 @@ class OpContext {
   virtual DType attrDType(std::string_view name) const = 0;
   virtual std::string attrString(std::string_view name) const = 0;
   virtual bool attrWritten(std::string_view name) const = 0;
+  // An integer attribute as an expression. A context that keeps the written expression
+  // (`num_experts = E`) should return it, so that result shapes keep named consts; the
+  // default wraps attrInt.
+  virtual Expr attrIntExpr(std::string_view name) const { return intConst(attrInt(name)); }
 
   // True unless a and b can differ for some sym values in their ranges (proved equal, or no
   // counterexample found). Use it for every shape comparison.

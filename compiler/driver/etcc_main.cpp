@@ -1,0 +1,164 @@
+// etcc: the Event Tensor Compiler's command line.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "compiler/driver/summary.h"
+#include "compiler/driver/verify_diagnostics.h"
+#include "compiler/frontend/frontend.h"
+#include "compiler/ir/printer.h"
+#include "compiler/passes/pipeline.h"
+
+namespace {
+
+struct Options {
+  std::string input;
+  std::string output;
+  std::string emit = "etir";
+  std::vector<std::string> include_dirs;
+  bool print_after_all = false;
+  std::vector<std::string> print_after;
+  bool verify_diagnostics = false;
+  bool summary = false;
+  std::string color = "auto";
+  bool verbose = false;
+};
+
+bool useColor(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color && *no_color) return false;
+  return isatty(STDERR_FILENO);
+}
+
+// Writes to a temporary next to `path` and renames it into place, so that a failed or
+// interrupted compile never leaves a partial output behind.
+bool writeOutput(const std::string& path, const std::string& text, std::string* error) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    std::cout.flush();
+    return static_cast<bool>(std::cout);
+  }
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) {
+      *error = fmt::format("cannot write '{}': {}", path, std::strerror(errno));
+      return false;
+    }
+    f << text;
+    f.close();
+    if (!f) {
+      *error = fmt::format("cannot write '{}': {}", path, std::strerror(errno));
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = fmt::format("cannot write '{}': {}", path, std::strerror(errno));
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+int run(const Options& opt) {
+  etc::SourceManager sources;
+  etc::DiagnosticEngine diags(sources);
+  diags.setColor(useColor(opt.color));
+  if (opt.verify_diagnostics) {
+    diags.setCollect(true);
+    diags.setErrorLimit(0);
+  }
+
+  etc::LoadOptions load;
+  load.include_dirs = opt.include_dirs;
+  std::unique_ptr<etc::ir::Module> m;
+  if (opt.input == "-") {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    uint32_t id = sources.addBuffer("<stdin>", std::move(text));
+    m = etc::parseAndVerifyBuffer(id, load, sources, diags);
+  } else {
+    m = etc::parseAndVerifyFile(opt.input, load, sources, diags);
+  }
+
+  if (m) {
+    etc::PipelineOptions po;
+    po.print_after_all = opt.print_after_all;
+    po.print_after.insert(opt.print_after.begin(), opt.print_after.end());
+    po.dump = &std::cerr;
+    po.verbose = opt.verbose;
+    m = etc::runPipeline(std::move(m), po, diags);
+  }
+
+  if (opt.verify_diagnostics) {
+    std::vector<etc::ExpectedDiagnostic> expected;
+    std::vector<std::string> problems;
+    for (uint32_t f = 1; f <= sources.fileCount(); ++f) {
+      auto e = etc::parseExpectations(sources, f, &problems);
+      expected.insert(expected.end(), e.begin(), e.end());
+    }
+    for (const std::string& p : problems) std::cerr << p << '\n';
+    bool ok = etc::verifyDiagnostics(sources, diags.collected(), expected, std::cerr) && problems.empty();
+    if (ok && opt.verbose) std::cerr << fmt::format("etcc: {} expected diagnostics produced\n", expected.size());
+    return ok ? 0 : 1;
+  }
+  if (!m || diags.hasErrors()) return 1;
+
+  std::string text = etc::ir::printModule(*m);
+  std::string error;
+  if (!writeOutput(opt.output, text, &error)) {
+    diags.error({}, error);
+    return 1;
+  }
+  if (opt.summary) std::cerr << '\n' << etc::summarizeModule(*m);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  CLI::App app{
+      "etcc: the Event Tensor Compiler. Compiles a .etir module into one persistent GPU megakernel.\n"
+      "This build parses, verifies and prints modules (--emit=etir); code generation is not built yet.",
+      "etcc"};
+  app.set_version_flag("--version", std::string("etcc ") + ETC_VERSION);
+  app.add_option("file", opt.input, "the .etir module to compile ('-' reads standard input)")->required();
+  app.add_option("-o,--output", opt.output, "write the output here (default: standard output)");
+  app.add_option("--emit", opt.emit, "what to produce: etir (the verified module as canonical .etir text)")
+      ->check(CLI::IsMember({"etir"}));
+  app.add_option("-I,--include-dir", opt.include_dirs,
+                 "search this directory for `include` files (after the including file's own directory)");
+  app.add_flag("--print-after-all", opt.print_after_all, "print the IR to standard error after every pass");
+  std::vector<std::string> points;
+  for (std::string_view p : etc::dumpPointNames()) points.emplace_back(p);
+  app.add_option("--print-after", opt.print_after, "print the IR to standard error after this pass (repeatable)")
+      ->check(CLI::IsMember(points));
+  app.add_flag("--verify-diagnostics", opt.verify_diagnostics,
+               "check that the diagnostics are exactly those announced by `// expected-error@+N:COL {{message}}` "
+               "comments in the input; exit 0 if so (for tests)");
+  app.add_flag("-s,--summary", opt.summary,
+               "after compiling, print a summary of syms, tensors, events, tasks and graphs to standard error");
+  app.add_option("--color", opt.color, "colour diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_flag("-v,--verbose", opt.verbose, "say what the compiler does and how long each step takes");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    // --help and --version exit 0; any usage error exits 1, like every other error.
+    return rc == 0 ? 0 : 1;
+  }
+  return run(opt);
+}

@@ -1,0 +1,856 @@
+#include "compiler/frontend/builder.h"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <unordered_map>
+
+#include "compiler/ir/op_check.h"
+#include "compiler/ir/ops.h"
+#include "compiler/support/suggest.h"
+
+namespace etc {
+
+namespace {
+
+using ir::Expr;
+
+// What an expression may refer to where it appears.
+enum Allow : unsigned {
+  kSyms = 1,
+  kCoords = 2,
+  kLoads = 4,
+  kBound = 8,  // `value <= bound`
+};
+
+struct ExprScope {
+  unsigned allow = 0;
+  std::string_view what;  // "a const", "a tensor shape", ... (for messages)
+  const std::vector<std::string>* coords = nullptr;
+};
+
+std::string_view kindName(ir::Module::DeclKind k) {
+  switch (k) {
+    case ir::Module::DeclKind::Sym: return "sym";
+    case ir::Module::DeclKind::Const: return "const";
+    case ir::Module::DeclKind::Tensor: return "tensor";
+    case ir::Module::DeclKind::Event: return "event";
+    case ir::Module::DeclKind::Task: return "task";
+    case ir::Module::DeclKind::Graph: return "graph";
+  }
+  return "name";
+}
+
+std::string joinNames(const std::vector<std::string_view>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) out += i + 1 == names.size() ? " or " : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
+std::string_view attrTypeName(ir::AttrType t) {
+  switch (t) {
+    case ir::AttrType::Bool: return "a boolean (true or false)";
+    case ir::AttrType::Int: return "an integer";
+    case ir::AttrType::Float: return "a number";
+    case ir::AttrType::String: return "a string";
+    case ir::AttrType::DType: return "a dtype (f32, f16, bf16, i32, i64 or u8)";
+  }
+  return "a value";
+}
+
+class Builder {
+ public:
+  Builder(const SourceManager& sources, DiagnosticEngine& diags) : sources_(sources), diags_(diags) {}
+
+  std::unique_ptr<ir::Module> build(const LoadedSource& src) {
+    m_ = std::make_unique<ir::Module>();
+    const ast::ModuleDecl* module_decl = nullptr;
+    for (const ast::Decl* d : src.decls) {
+      if (diags_.limitReached()) break;
+      switch (d->kind) {
+        case ast::DeclKind::Module: {
+          auto* md = static_cast<const ast::ModuleDecl*>(d);
+          if (module_decl) {
+            diags_.error(d->range.begin, "a file declares one module; this is a second module declaration",
+                         {{module_decl->range.begin, "the module was declared here"}});
+          } else {
+            module_decl = md;
+            m_->name = std::string(md->name.name);
+            m_->range = md->range;
+          }
+          break;
+        }
+        case ast::DeclKind::Include: break;  // expanded by the loader
+        case ast::DeclKind::Sym: buildSym(*static_cast<const ast::SymDecl*>(d)); break;
+        case ast::DeclKind::Const: buildConst(*static_cast<const ast::ConstDecl*>(d)); break;
+        case ast::DeclKind::Tensor: buildTensor(*static_cast<const ast::TensorDecl*>(d)); break;
+        case ast::DeclKind::Event: buildEvent(*static_cast<const ast::EventDecl*>(d)); break;
+        case ast::DeclKind::Task: buildTask(*static_cast<const ast::TaskDecl*>(d)); break;
+        case ast::DeclKind::Graph: buildGraph(*static_cast<const ast::GraphDecl*>(d)); break;
+      }
+    }
+    if (!module_decl && !diags_.hasErrors())
+      diags_.error(SourceLoc{src.main_file, 1, 1}, "missing module declaration: a file starts with `module @name`");
+    return std::move(m_);
+  }
+
+ private:
+  // ---- names --------------------------------------------------------------------------
+
+  SourceRange rangeOf(ir::Module::DeclRef r) const {
+    switch (r.kind) {
+      case ir::Module::DeclKind::Sym: return m_->syms[r.index].range;
+      case ir::Module::DeclKind::Const: return m_->consts[r.index].range;
+      case ir::Module::DeclKind::Tensor: return m_->tensors[r.index].range;
+      case ir::Module::DeclKind::Event: return m_->events[r.index].range;
+      case ir::Module::DeclKind::Task: return m_->tasks[r.index].range;
+      case ir::Module::DeclKind::Graph: return m_->graphs[r.index].range;
+    }
+    return {};
+  }
+
+  // Reports a redefinition and returns false if `name` is taken in the value namespace.
+  bool claimValueName(const ast::Ident& name) {
+    if (auto prev = m_->findValue(name.name)) {
+      diags_.error(name.range.begin, fmt::format("redefinition of '{}'", name.name),
+                   {{rangeOf(*prev).begin, fmt::format("'{}' was first defined here (as a {})", name.name,
+                                                       kindName(prev->kind))}});
+      return false;
+    }
+    return true;
+  }
+
+  std::vector<std::string_view> valueNames(const std::vector<std::string>* coords) const {
+    std::vector<std::string_view> names;
+    for (const auto& s : m_->syms) names.push_back(s.name);
+    for (const auto& c : m_->consts) names.push_back(c.name);
+    for (const auto& t : m_->tensors) names.push_back(t.name);
+    for (const auto& e : m_->events) names.push_back(e.name);
+    if (coords)
+      for (const auto& c : *coords) names.push_back(c);
+    return names;
+  }
+
+  // ---- expressions --------------------------------------------------------------------
+
+  Expr convert(const ast::Expr* e, const ExprScope& scope) {
+    switch (e->kind) {
+      case ast::ExprKind::Int: return ir::intConst(static_cast<const ast::IntExpr*>(e)->value);
+      case ast::ExprKind::Name: return convertName(static_cast<const ast::NameExpr*>(e)->name, scope);
+      case ast::ExprKind::Call: return convertCall(*static_cast<const ast::CallExpr*>(e), scope);
+      case ast::ExprKind::Index:
+        diags_.error(e->range.begin, "a subscript is only allowed as the argument of load(...) in an expression");
+        return nullptr;
+      case ast::ExprKind::Neg: {
+        Expr a = convert(static_cast<const ast::NegExpr*>(e)->operand, scope);
+        return a ? ir::neg(a) : nullptr;
+      }
+      case ast::ExprKind::Binary: return convertBinary(*static_cast<const ast::BinaryExpr*>(e), scope);
+    }
+    return nullptr;
+  }
+
+  Expr convertName(const ast::Ident& name, const ExprScope& scope) {
+    if (scope.coords) {
+      for (size_t k = 0; k < scope.coords->size(); ++k)
+        if ((*scope.coords)[k] == name.name) return ir::coordRef(static_cast<uint32_t>(k), std::string(name.name));
+    }
+    auto ref = m_->findValue(name.name);
+    if (!ref) {
+      diags_.error(name.range.begin,
+                   fmt::format("undefined name '{}'{}", name.name, didYouMean(name.name, valueNames(scope.coords))));
+      return nullptr;
+    }
+    SourceLoc at = name.range.begin;
+    switch (ref->kind) {
+      case ir::Module::DeclKind::Sym:
+        if (!(scope.allow & kSyms)) {
+          diags_.error(at, fmt::format("'{}' is a sym, but {} must be a compile-time constant", name.name, scope.what),
+                       {{rangeOf(*ref).begin, fmt::format("'{}' is declared here", name.name)}});
+          return nullptr;
+        }
+        return ir::symRef(ref->index, std::string(name.name));
+      case ir::Module::DeclKind::Const: {
+        const ir::Const& c = m_->consts[ref->index];
+        return ir::constRef(ref->index, c.name, c.value);
+      }
+      case ir::Module::DeclKind::Tensor:
+        diags_.error(at, fmt::format("'{}' is a tensor, not an integer; read an element of an i32 tensor with "
+                                     "load({}[...])",
+                                     name.name, name.name));
+        return nullptr;
+      default:
+        diags_.error(at, fmt::format("'{}' is an {}, not an integer", name.name, kindName(ref->kind)));
+        return nullptr;
+    }
+  }
+
+  Expr convertCall(const ast::CallExpr& c, const ExprScope& scope) {
+    std::string_view f = c.callee.name;
+    SourceLoc at = c.callee.range.begin;
+    if (f == "load") return convertLoad(c, scope);
+    if (f != "cdiv" && f != "min" && f != "max") {
+      diags_.error(at, fmt::format("unknown function '{}'{}; the integer functions are cdiv, min, max and load", f,
+                                   didYouMean(f, {"cdiv", "min", "max", "load"})));
+      return nullptr;
+    }
+    if (f == "cdiv" && c.args.size() != 2) {
+      diags_.error(at, fmt::format("cdiv takes 2 arguments; got {}", c.args.size()));
+      return nullptr;
+    }
+    if (c.args.size() < 2) {
+      diags_.error(at, fmt::format("{} takes at least 2 arguments; got {}", f, c.args.size()));
+      return nullptr;
+    }
+    std::vector<Expr> args;
+    bool ok = true;
+    for (const ast::Expr* a : c.args) {
+      Expr x = convert(a, scope);
+      ok = ok && x;
+      args.push_back(std::move(x));
+    }
+    if (!ok) return nullptr;
+    if (f == "cdiv") {
+      if (!checkDivisor(args[1], c.args[1], "division")) return nullptr;
+      return ir::cdiv(args[0], args[1]);
+    }
+    Expr r = args[0];
+    for (size_t i = 1; i < args.size(); ++i) r = f == "min" ? ir::min(r, args[i]) : ir::max(r, args[i]);
+    return r;
+  }
+
+  Expr convertLoad(const ast::CallExpr& c, const ExprScope& scope) {
+    SourceLoc at = c.callee.range.begin;
+    if (!(scope.allow & kLoads)) {
+      diags_.error(at, fmt::format("{} cannot depend on data: load(...) is not allowed here", scope.what));
+      return nullptr;
+    }
+    if (c.args.size() != 1 || c.args[0]->kind != ast::ExprKind::Index) {
+      diags_.error(at, "load takes one element of an i32 tensor, as in load(counts[e])");
+      return nullptr;
+    }
+    const ast::TensorRef& ref = static_cast<const ast::IndexExpr*>(c.args[0])->ref;
+    auto t = resolveTensor(ref.name);
+    if (!t) return nullptr;
+    const ir::Tensor& tensor = m_->tensors[*t];
+    if (tensor.dtype != ir::DType::I32) {
+      diags_.error(ref.name.range.begin,
+                   fmt::format("load reads i32 tensors; '{}' is {}", tensor.name, ir::dtypeName(tensor.dtype)),
+                   {{tensor.range.begin, fmt::format("'{}' is declared here", tensor.name)}});
+      return nullptr;
+    }
+    if (ref.entries.size() != tensor.shape.size()) {
+      diags_.error(ref.range.begin, fmt::format("load needs one index per dimension of '{}' ({}); got {}", tensor.name,
+                                                tensor.shape.size(), ref.entries.size()));
+      return nullptr;
+    }
+    std::vector<Expr> idx;
+    for (const ast::SliceEntry& s : ref.entries) {
+      if (s.is_range) {
+        diags_.error(s.range.begin, "load reads one element: its indices cannot be ranges");
+        return nullptr;
+      }
+      ExprScope inner = scope;
+      inner.allow &= ~kBound;
+      Expr x = convert(s.lo, inner);
+      if (!x) return nullptr;
+      idx.push_back(std::move(x));
+    }
+    return ir::load(*t, tensor.name, std::move(idx));
+  }
+
+  bool checkDivisor(const Expr& divisor, const ast::Expr* node, std::string_view what) {
+    auto v = ir::asInt(ir::inlineConsts(divisor));
+    if (v && *v == 0) {
+      diags_.error(node->range.begin, fmt::format("{} by zero", what));
+      return false;
+    }
+    return true;
+  }
+
+  Expr convertBinary(const ast::BinaryExpr& b, const ExprScope& scope) {
+    if (b.op == ast::BinaryOp::Le) {
+      if (!(scope.allow & kBound)) {
+        diags_.error(b.range.begin, fmt::format("an upper bound (`value <= bound`) is only allowed on a task's grid "
+                                                "extent or an event's count, not in {}",
+                                                scope.what));
+        return nullptr;
+      }
+      ExprScope inner = scope;
+      inner.allow &= ~kBound;
+      Expr value = convert(b.lhs, inner);
+      if (!value) return nullptr;
+      if (!ir::hasLoad(value)) {
+        diags_.error(b.lhs->range.begin, fmt::format("`<=` states an upper bound for a value read from data, but '{}' "
+                                                     "reads no data",
+                                                     ir::toString(value)));
+        return nullptr;
+      }
+      inner.allow &= ~kLoads;
+      inner.what = "an upper bound";
+      Expr bound = convert(b.rhs, inner);
+      return bound ? ir::bounded(value, bound) : nullptr;
+    }
+    Expr l = convert(b.lhs, scope);
+    Expr r = convert(b.rhs, scope);
+    if (!l || !r) return nullptr;
+    switch (b.op) {
+      case ast::BinaryOp::Add: return ir::add(l, r);
+      case ast::BinaryOp::Sub: return ir::sub(l, r);
+      case ast::BinaryOp::Mul: return ir::mul(l, r);
+      case ast::BinaryOp::Div: return checkDivisor(r, b.rhs, "division") ? ir::floorDiv(l, r) : nullptr;
+      case ast::BinaryOp::Mod: return checkDivisor(r, b.rhs, "modulo") ? ir::mod(l, r) : nullptr;
+      case ast::BinaryOp::Le: break;
+    }
+    return nullptr;
+  }
+
+  // A compile-time constant: its value, or nullopt after an error.
+  std::optional<int64_t> constValue(const ast::Expr* e, std::string_view what, Expr* as_written) {
+    Expr x = convert(e, ExprScope{0, what, nullptr});
+    if (!x) return std::nullopt;
+    ir::EvalResult r = ir::evaluate(ir::inlineConsts(x), {});
+    if (r.error == ir::EvalError::Overflow) {
+      diags_.error(e->range.begin, fmt::format("integer overflow in {} ('{}' does not fit in 64 bits)", what,
+                                               ir::toString(x)));
+      return std::nullopt;
+    }
+    if (r.error == ir::EvalError::DivByZero) {
+      diags_.error(e->range.begin, fmt::format("division by zero in {}", what));
+      return std::nullopt;
+    }
+    if (!r.ok()) {
+      diags_.error(e->range.begin, fmt::format("{} must be a compile-time constant", what));
+      return std::nullopt;
+    }
+    if (as_written) *as_written = x;
+    return r.value;
+  }
+
+  // ---- declarations -------------------------------------------------------------------
+
+  void buildSym(const ast::SymDecl& d) {
+    ir::Sym s;
+    s.name = std::string(d.name.name);
+    s.range = d.range;
+    auto lo = constValue(d.lo, "a sym range", &s.lo_expr);
+    auto hi = constValue(d.hi, "a sym range", &s.hi_expr);
+    if (!claimValueName(d.name) || !lo || !hi) return;
+    s.lo = *lo;
+    s.hi = *hi;
+    m_->addSym(std::move(s));
+  }
+
+  void buildConst(const ast::ConstDecl& d) {
+    ir::Const c;
+    c.name = std::string(d.name.name);
+    c.range = d.range;
+    auto v = constValue(d.value, "a const", &c.value_expr);
+    if (!claimValueName(d.name) || !v) return;
+    c.value = *v;
+    m_->addConst(std::move(c));
+  }
+
+  std::optional<std::vector<Expr>> convertShape(const std::vector<ast::Expr*>& dims, std::string_view what) {
+    std::vector<Expr> shape;
+    bool ok = true;
+    for (const ast::Expr* e : dims) {
+      Expr x = convert(e, ExprScope{kSyms, what, nullptr});
+      ok = ok && x;
+      shape.push_back(std::move(x));
+    }
+    if (!ok) return std::nullopt;
+    return shape;
+  }
+
+  void buildTensor(const ast::TensorDecl& d) {
+    ir::Tensor t;
+    t.name = std::string(d.name.name);
+    t.range = d.range;
+    bool ok = true;
+    if (auto dt = ir::parseDType(d.dtype.name)) {
+      t.dtype = *dt;
+    } else {
+      std::vector<std::string_view> names(std::begin(ir::kDTypeNames), std::end(ir::kDTypeNames));
+      diags_.error(d.dtype.range.begin, fmt::format("unknown dtype '{}'{}; the dtypes are {}", d.dtype.name,
+                                                    didYouMean(d.dtype.name, names), joinNames(names)));
+      ok = false;
+    }
+    if (auto r = ir::parseRole(d.role.name)) {
+      t.role = *r;
+    } else {
+      std::vector<std::string_view> roles{"input", "output", "param", "temp"};
+      diags_.error(d.role.range.begin, fmt::format("unknown tensor role '{}'{}; the roles are {}", d.role.name,
+                                                   didYouMean(d.role.name, roles), joinNames(roles)));
+      ok = false;
+    }
+    auto shape = convertShape(d.shape, "a tensor shape");
+    if (!claimValueName(d.name) || !ok || !shape) return;
+    t.shape = std::move(*shape);
+    m_->addTensor(std::move(t));
+  }
+
+  // Binds coordinate names; reports duplicates and names that would shadow module names.
+  bool bindCoords(const std::vector<ast::Ident>& idents, std::vector<std::string>* out) {
+    bool ok = true;
+    for (size_t k = 0; k < idents.size(); ++k) {
+      const ast::Ident& c = idents[k];
+      for (size_t j = 0; j < k; ++j) {
+        if (idents[j].name == c.name) {
+          diags_.error(c.range.begin, fmt::format("coordinate '{}' is bound twice", c.name),
+                       {{idents[j].range.begin, "first bound here"}});
+          ok = false;
+        }
+      }
+      if (auto prev = m_->findValue(c.name)) {
+        diags_.error(c.range.begin,
+                     fmt::format("coordinate '{}' would hide the {} '{}'", c.name, kindName(prev->kind), c.name),
+                     {{rangeOf(*prev).begin, fmt::format("the {} is declared here", kindName(prev->kind))}});
+        ok = false;
+      }
+      out->push_back(std::string(c.name));
+    }
+    return ok;
+  }
+
+  void buildEvent(const ast::EventDecl& d) {
+    ir::Event e;
+    e.name = std::string(d.name.name);
+    e.range = d.range;
+    auto shape = convertShape(d.shape, "an event shape");
+    bool ok = shape.has_value();
+    if (d.init_has_coords) {
+      ok = bindCoords(d.init_coords, &e.init_coords) && ok;
+      if (shape && d.init_coords.size() != shape->size()) {
+        diags_.error(d.init_coords.front().range.begin,
+                     fmt::format("event '{}' has {} dimension{}, but its init binds {} coordinate{}", e.name,
+                                 shape->size(), shape->size() == 1 ? "" : "s", d.init_coords.size(),
+                                 d.init_coords.size() == 1 ? "" : "s"));
+        ok = false;
+      }
+    }
+    e.init = convert(d.init, ExprScope{kSyms | kCoords | kLoads | kBound, "an event's count", &e.init_coords});
+    if (!claimValueName(d.name) || !ok || !e.init) return;
+    e.shape = std::move(*shape);
+    m_->addEvent(std::move(e));
+  }
+
+  std::optional<uint32_t> resolveTensor(const ast::Ident& name) {
+    auto ref = m_->findValue(name.name);
+    if (ref && ref->kind == ir::Module::DeclKind::Tensor) return ref->index;
+    if (!ref) {
+      std::vector<std::string_view> names;
+      for (const auto& t : m_->tensors) names.push_back(t.name);
+      diags_.error(name.range.begin, fmt::format("undefined tensor '{}'{}", name.name, didYouMean(name.name, names)));
+    } else {
+      diags_.error(name.range.begin, fmt::format("'{}' is a {}, not a tensor", name.name, kindName(ref->kind)),
+                   {{rangeOf(*ref).begin, fmt::format("'{}' is declared here", name.name)}});
+    }
+    return std::nullopt;
+  }
+
+  std::optional<uint32_t> resolveEvent(const ast::Ident& name) {
+    auto ref = m_->findValue(name.name);
+    if (ref && ref->kind == ir::Module::DeclKind::Event) return ref->index;
+    if (!ref) {
+      std::vector<std::string_view> names;
+      for (const auto& e : m_->events) names.push_back(e.name);
+      diags_.error(name.range.begin, fmt::format("undefined event '{}'{}", name.name, didYouMean(name.name, names)));
+    } else {
+      diags_.error(name.range.begin,
+                   fmt::format("'{}' is a {}, not an event; wait and notify take events", name.name,
+                               kindName(ref->kind)),
+                   {{rangeOf(*ref).begin, fmt::format("'{}' is declared here", name.name)}});
+    }
+    return std::nullopt;
+  }
+
+  // Converts the subscript of `ref` on an object of the given shape.
+  std::optional<ir::Slice> convertSlice(const ast::TensorRef& ref, uint32_t target, std::string_view target_name,
+                                        const std::vector<Expr>& shape, const ExprScope& scope) {
+    ir::Slice s;
+    s.target = target;
+    s.has_subscript = ref.has_subscript;
+    s.range = ref.range;
+    if (ref.entries.size() > shape.size()) {
+      diags_.error(ref.entries[shape.size()].range.begin,
+                   fmt::format("too many subscripts: '{}' has {} dimension{}, {} given", target_name, shape.size(),
+                               shape.size() == 1 ? "" : "s", ref.entries.size()));
+      return std::nullopt;
+    }
+    bool ok = true;
+    for (size_t k = 0; k < ref.entries.size(); ++k) {
+      const ast::SliceEntry& e = ref.entries[k];
+      ir::SliceDim dim;
+      dim.is_range = e.is_range;
+      dim.range = e.range;
+      dim.lo_written = e.lo != nullptr;
+      dim.hi_written = e.hi != nullptr;
+      dim.lo = e.lo ? convert(e.lo, scope) : ir::intConst(0);
+      if (e.is_range) dim.hi = e.hi ? convert(e.hi, scope) : shape[k];
+      if (!dim.lo || (e.is_range && !dim.hi)) ok = false;
+      s.dims.push_back(std::move(dim));
+    }
+    if (!ok) return std::nullopt;
+    return s;
+  }
+
+  std::optional<ir::Slice> tensorSlice(const ast::TensorRef& ref, const ExprScope& scope) {
+    auto t = resolveTensor(ref.name);
+    if (!t) return std::nullopt;
+    const ir::Tensor& tensor = m_->tensors[*t];
+    return convertSlice(ref, *t, tensor.name, tensor.shape, scope);
+  }
+
+  std::optional<ir::AttrValue> convertAttr(const ast::Attr& a, const ir::AttrSpec& spec, std::string_view op) {
+    ir::AttrValue v;
+    v.type = spec.type;
+    auto mismatch = [&]() -> std::optional<ir::AttrValue> {
+      diags_.error(a.value_range.valid() ? a.value_range.begin : a.range.begin,
+                   fmt::format("{}: attribute '{}' takes {}", op, spec.name, attrTypeName(spec.type)));
+      return std::nullopt;
+    };
+    const ast::NameExpr* name =
+        a.kind == ast::AttrKind::Expr && a.expr->kind == ast::ExprKind::Name ? static_cast<const ast::NameExpr*>(a.expr)
+                                                                              : nullptr;
+    switch (spec.type) {
+      case ir::AttrType::Bool:
+        if (a.kind == ast::AttrKind::Flag) {
+          v.b = true;
+        } else if (name && (name->name.name == "true" || name->name.name == "false")) {
+          v.b = name->name.name == "true";
+        } else {
+          return mismatch();
+        }
+        return v;
+      case ir::AttrType::Int: {
+        if (a.kind != ast::AttrKind::Expr) return mismatch();
+        Expr written;
+        if (!constValue(a.expr, fmt::format("attribute '{}'", spec.name), &written)) return std::nullopt;
+        v.i = written;
+        return v;
+      }
+      case ir::AttrType::Float: {
+        if (a.kind == ast::AttrKind::Float) {
+          v.f = a.fvalue;
+          v.text = std::string(a.ftext);
+          return v;
+        }
+        if (a.kind != ast::AttrKind::Expr) return mismatch();
+        Expr written;
+        auto iv = constValue(a.expr, fmt::format("attribute '{}'", spec.name), &written);
+        if (!iv) return std::nullopt;
+        v.f = static_cast<double>(*iv);
+        v.text = ir::toString(written);
+        return v;
+      }
+      case ir::AttrType::String:
+        if (a.kind != ast::AttrKind::String) return mismatch();
+        v.text = a.svalue;
+        return v;
+      case ir::AttrType::DType:
+        if (!name) return mismatch();
+        if (auto dt = ir::parseDType(name->name.name)) {
+          v.dtype = *dt;
+          return v;
+        }
+        return mismatch();
+    }
+    return std::nullopt;
+  }
+
+  // Resolves the op, its operands and attributes. Result slots are the caller's business.
+  std::optional<ir::OpCall> convertOpCall(const ast::OpCall& c, size_t num_results, const ExprScope& scope) {
+    ir::OpCall call;
+    call.op = std::string(c.callee.name);
+    call.range = c.range;
+    const ir::OpInfo* info = ir::findOp(c.callee.name);
+    if (!info) {
+      std::vector<std::string_view> names;
+      for (const ir::OpInfo& o : ir::allOps()) names.push_back(o.name);
+      diags_.error(c.callee.range.begin,
+                   fmt::format("unknown op '{}'{}", c.callee.name, didYouMean(c.callee.name, names)));
+      return std::nullopt;
+    }
+    bool ok = true;
+    int n_in = static_cast<int>(c.args.size());
+    if (n_in < info->min_inputs || n_in > info->max_inputs) {
+      diags_.error(c.callee.range.begin,
+                   fmt::format("{} takes {} operand{}; got {}", info->name,
+                               info->min_inputs == info->max_inputs
+                                   ? std::to_string(info->min_inputs)
+                                   : fmt::format("{} to {}", info->min_inputs, info->max_inputs),
+                               info->max_inputs == 1 ? "" : "s", n_in));
+      ok = false;
+    }
+    int n_out = static_cast<int>(num_results);
+    if (n_out < info->min_outputs || n_out > info->max_outputs) {
+      diags_.error(c.callee.range.begin,
+                   fmt::format("{} gives {} result{}; {} {} given", info->name,
+                               info->min_outputs == info->max_outputs
+                                   ? std::to_string(info->min_outputs)
+                                   : fmt::format("{} or {}", info->min_outputs, info->max_outputs),
+                               info->max_outputs == 1 ? "" : "s", n_out, n_out == 1 ? "destination is" : "destinations are"));
+      ok = false;
+    }
+    for (const ast::TensorRef& arg : c.args) {
+      auto s = tensorSlice(arg, scope);
+      if (!s) {
+        ok = false;
+        continue;
+      }
+      call.args.push_back(std::move(*s));
+    }
+    std::unordered_map<std::string_view, const ast::Attr*> seen;
+    for (const ast::Attr& a : c.attrs) {
+      if (auto [it, fresh] = seen.emplace(a.name.name, &a); !fresh) {
+        diags_.error(a.name.range.begin, fmt::format("attribute '{}' is given twice", a.name.name),
+                     {{it->second->name.range.begin, "first given here"}});
+        ok = false;
+        continue;
+      }
+      const ir::AttrSpec* spec = nullptr;
+      for (const ir::AttrSpec& sp : info->attrs)
+        if (sp.name == a.name.name) spec = &sp;
+      if (!spec) {
+        std::vector<std::string_view> names;
+        for (const ir::AttrSpec& sp : info->attrs) names.push_back(sp.name);
+        diags_.error(a.name.range.begin,
+                     fmt::format("{} has no attribute '{}'{}", info->name, a.name.name,
+                                 names.empty() ? std::string("; it takes no attributes")
+                                               : didYouMean(a.name.name, names).empty()
+                                                     ? fmt::format("; its attributes are {}", joinNames(names))
+                                                     : didYouMean(a.name.name, names)));
+        ok = false;
+        continue;
+      }
+      auto v = convertAttr(a, *spec, info->name);
+      if (!v) {
+        ok = false;
+        continue;
+      }
+      call.attrs.push_back(ir::Attr{std::string(a.name.name), std::move(*v), a.range});
+    }
+    for (const ir::AttrSpec& sp : info->attrs) {
+      if (sp.required && !seen.count(sp.name)) {
+        diags_.error(c.callee.range.begin, fmt::format("{} needs the attribute '{}'", info->name, sp.name));
+        ok = false;
+      }
+    }
+    if (!ok) return std::nullopt;
+    return call;
+  }
+
+  void buildTask(const ast::TaskDecl& d) {
+    ir::Task t;
+    t.name = std::string(d.name.name);
+    t.range = d.range;
+    bool ok = true;
+    if (auto prev = m_->findTask(d.name.name)) {
+      diags_.error(d.name.range.begin, fmt::format("redefinition of task '@{}'", d.name.name),
+                   {{m_->tasks[*prev].range.begin, "first defined here"}});
+      ok = false;
+    }
+    for (const ast::Expr* e : d.grid) {
+      Expr x = convert(e, ExprScope{kSyms | kLoads | kBound, "a grid extent", nullptr});
+      ok = ok && x;
+      t.grid.push_back(std::move(x));
+    }
+    ok = bindCoords(d.coords, &t.coords) && ok;
+    if (d.coords.size() != d.grid.size()) {
+      diags_.error(d.coords.empty() ? d.grid_range.begin : d.coords.front().range.begin,
+                   fmt::format("task '@{}' has a {}-dimensional grid but binds {} coordinate{}", t.name, d.grid.size(),
+                               d.coords.size(), d.coords.size() == 1 ? "" : "s"));
+      ok = false;
+    }
+    ExprScope scope{kSyms | kCoords | kLoads, "a subscript", &t.coords};
+    for (const ast::Stmt* s : d.body) {
+      if (diags_.limitReached()) break;
+      switch (s->kind) {
+        case ast::StmtKind::Wait:
+        case ast::StmtKind::Notify: {
+          const auto& es = *static_cast<const ast::EventStmt*>(s);
+          auto ev = resolveEvent(es.event.name);
+          if (!ev) {
+            ok = false;
+            break;
+          }
+          auto slice = convertSlice(es.event, *ev, m_->events[*ev].name, m_->events[*ev].shape, scope);
+          if (!slice) {
+            ok = false;
+            break;
+          }
+          if (s->kind == ast::StmtKind::Wait)
+            t.body.push_back(ir::WaitStmt{std::move(*slice), s->range});
+          else
+            t.body.push_back(ir::NotifyStmt{std::move(*slice), s->range});
+          break;
+        }
+        case ast::StmtKind::Call: {
+          const auto& cs = *static_cast<const ast::CallStmt*>(s);
+          auto call = convertOpCall(cs.call, cs.dests.size(), scope);
+          ir::CallStmt out;
+          out.range = s->range;
+          bool dests_ok = true;
+          for (const ast::TensorRef& dref : cs.dests) {
+            auto slice = tensorSlice(dref, scope);
+            if (!slice) {
+              dests_ok = false;
+              continue;
+            }
+            out.dests.push_back(std::move(*slice));
+          }
+          if (!call || !dests_ok) {
+            ok = false;
+            break;
+          }
+          out.call = std::move(*call);
+          t.body.push_back(std::move(out));
+          break;
+        }
+        default:
+          diags_.error(s->range.begin, "op-level statements (`x = op(...)`, `run @task`) belong in a graph, not in a task");
+          ok = false;
+      }
+    }
+    if (ok) m_->addTask(std::move(t));
+  }
+
+  void buildGraph(const ast::GraphDecl& d) {
+    ir::Graph g;
+    g.name = std::string(d.name.name);
+    g.range = d.range;
+    bool ok = true;
+    if (auto prev = m_->findGraph(d.name.name)) {
+      diags_.error(d.name.range.begin, fmt::format("redefinition of graph '@{}'", d.name.name),
+                   {{m_->graphs[*prev].range.begin, "first defined here"}});
+      ok = false;
+    }
+    if (d.has_schedule) {
+      if (auto s = ir::parseSchedule(d.schedule.name)) {
+        g.schedule = *s;
+        g.schedule_written = true;
+      } else {
+        diags_.error(d.schedule.range.begin, fmt::format("unknown schedule '{}'{}; the schedules are static, dynamic "
+                                                         "and auto",
+                                                         d.schedule.name,
+                                                         didYouMean(d.schedule.name, {"static", "dynamic", "auto"})));
+        ok = false;
+      }
+    }
+    ir::Prover prover(*m_);
+    for (const ast::Stmt* s : d.body) {
+      if (diags_.limitReached()) break;
+      if (s->kind == ast::StmtKind::Run) {
+        const auto& rs = *static_cast<const ast::RunStmt*>(s);
+        auto task = m_->findTask(rs.task.name);
+        if (!task) {
+          std::vector<std::string_view> names;
+          for (const auto& t : m_->tasks) names.push_back(t.name);
+          diags_.error(rs.task.range.begin,
+                       fmt::format("undefined task '@{}'{}", rs.task.name, didYouMean(rs.task.name, names)));
+          ok = false;
+          continue;
+        }
+        g.body.push_back(ir::RunStmt{*task, s->range});
+        continue;
+      }
+      if (s->kind != ast::StmtKind::Assign) {
+        diags_.error(s->range.begin, "task-level statements (wait, notify, `op(...) -> dest`) belong in a task, not "
+                                     "in a graph");
+        ok = false;
+        continue;
+      }
+      ok = buildAssign(*static_cast<const ast::AssignStmt*>(s), prover, &g) && ok;
+    }
+    if (ok) m_->addGraph(std::move(g));
+  }
+
+  bool buildAssign(const ast::AssignStmt& a, const ir::Prover& prover, ir::Graph* g) {
+    ExprScope scope{kSyms, "an op-level subscript", nullptr};
+    auto call = convertOpCall(a.call, a.results.size(), scope);
+    // Results: declared tensors are written; new names become implicit temps typed by the op.
+    std::vector<ir::OpResultSlot> slots;
+    std::vector<ir::OperandType> declared(a.results.size());
+    std::vector<int> implicit;  // indices into a.results
+    bool ok = call.has_value();
+    for (size_t k = 0; k < a.results.size(); ++k) {
+      const ast::Ident& r = a.results[k];
+      ir::OpResultSlot slot;
+      slot.name = std::string(r.name);
+      slot.range = r.range;
+      for (size_t j = 0; j < k; ++j) {
+        if (a.results[j].name == r.name) {
+          diags_.error(r.range.begin, fmt::format("'{}' is assigned twice in one statement", r.name));
+          ok = false;
+        }
+      }
+      if (auto ref = m_->findValue(r.name)) {
+        if (ref->kind != ir::Module::DeclKind::Tensor) {
+          diags_.error(r.range.begin,
+                       fmt::format("'{}' is a {}; an op's result must be a tensor", r.name, kindName(ref->kind)),
+                       {{rangeOf(*ref).begin, fmt::format("'{}' is declared here", r.name)}});
+          ok = false;
+        } else if (m_->tensors[ref->index].implicit) {
+          diags_.error(r.range.begin, fmt::format("'{}' is already defined; each op-level value is assigned once",
+                                                  r.name),
+                       {{m_->tensors[ref->index].range.begin, "first assigned here"}});
+          ok = false;
+        } else {
+          const ir::Tensor& t = m_->tensors[ref->index];
+          declared[k] = ir::OperandType{t.dtype, t.shape};
+          slot.declared = &declared[k];
+        }
+      } else {
+        implicit.push_back(static_cast<int>(k));
+      }
+      slots.push_back(std::move(slot));
+    }
+    std::vector<ir::OperandType> types;
+    bool poisoned_input = false;
+    if (call)
+      for (const ir::Slice& s : call->args) poisoned_input = poisoned_input || poisoned_.count(s.target);
+    bool typed = ok && !poisoned_input && ir::checkOpCall(*m_, *call, slots, prover, diags_, &types);
+    // Implicit results exist even when typing failed, so later uses do not cascade into
+    // "undefined name" errors; they are marked poisoned and their uses are not re-checked.
+    std::vector<uint32_t> ids(a.results.size());
+    for (size_t k = 0; k < a.results.size(); ++k) {
+      if (slots[k].declared) {
+        ids[k] = *m_->findTensor(a.results[k].name);
+        continue;
+      }
+      if (m_->findValue(a.results[k].name)) continue;  // reported above
+      ir::Tensor t;
+      t.name = std::string(a.results[k].name);
+      t.role = ir::Role::Temp;
+      t.implicit = true;
+      t.range = a.results[k].range;
+      if (typed) {
+        t.dtype = types[k].dtype;
+        t.shape = types[k].shape;
+      }
+      ids[k] = m_->addTensor(std::move(t));
+      if (!typed) poisoned_.insert(ids[k]);
+    }
+    if (!typed) return false;
+    g->body.push_back(ir::AssignStmt{std::move(ids), std::move(*call), a.range});
+    return true;
+  }
+
+  const SourceManager& sources_;
+  DiagnosticEngine& diags_;
+  std::unique_ptr<ir::Module> m_;
+  std::set<uint32_t> poisoned_;
+};
+
+}  // namespace
+
+std::unique_ptr<ir::Module> buildModule(const LoadedSource& src, const SourceManager& sources,
+                                        DiagnosticEngine& diags) {
+  return Builder(sources, diags).build(src);
+}
+
+}  // namespace etc

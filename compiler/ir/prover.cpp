@@ -1,0 +1,232 @@
+#include "compiler/ir/prover.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace etc::ir {
+
+namespace {
+
+// Caps on the counterexample search, so a module with many unprovable facts still verifies
+// quickly; the sampled points favour range ends and multiples of the constants in the
+// expression (tile sizes), where off-by-one errors live.
+constexpr size_t kMaxSymPoints = 256;
+constexpr size_t kMaxValuesPerSym = 12;
+
+uint64_t splitmix(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+RangeEnv Prover::rangeEnv() const {
+  RangeEnv env = m_.symRanges();
+  if (task_) {
+    const Task* t = task_;
+    RangeEnv syms = env;
+    env.coord = [t, syms](uint32_t id) -> std::optional<Interval> {
+      if (id >= t->grid.size()) return std::nullopt;
+      Interval ext = bounds(t->grid[id], syms);
+      if (ext.upperUnbounded()) return Interval{0, Interval::all().hi};
+      return Interval{0, std::max<int64_t>(0, ext.hi - 1)};
+    };
+  }
+  return env;
+}
+
+Bindings Prover::bindingsAt(const SamplePoint& p) const {
+  Bindings b;
+  b.sym = [&p](uint32_t id) -> std::optional<int64_t> {
+    if (id < p.syms.size()) return p.syms[id];
+    return std::nullopt;
+  };
+  b.coord = [&p](uint32_t id) -> std::optional<int64_t> {
+    if (id < p.coords.size()) return p.coords[id];
+    return std::nullopt;
+  };
+  return b;
+}
+
+std::optional<int64_t> Prover::valueAt(const Expr& e, const SamplePoint& p) const {
+  EvalResult r = evaluate(e, bindingsAt(p));
+  if (!r.ok()) return std::nullopt;
+  return r.value;
+}
+
+std::vector<std::vector<int64_t>> Prover::symSamples(const Expr& e) const {
+  std::set<uint32_t> used;
+  std::set<int64_t> consts;
+  forEachLeaf(e, [&](const ExprNode& n) {
+    if (n.kind == ExprKind::Sym) used.insert(n.id);
+    if (n.kind == ExprKind::Const && n.value > 1) consts.insert(n.value);
+  });
+  // Integer literals matter too (tile sizes written as numbers).
+  std::vector<const ExprNode*> stack{e.get()};
+  while (!stack.empty()) {
+    const ExprNode* n = stack.back();
+    stack.pop_back();
+    if (n->kind == ExprKind::Int && n->value > 1) consts.insert(n->value);
+    for (const Expr& op : n->ops) stack.push_back(op.get());
+  }
+  // A coordinate's range depends on the grid extents; their syms and constants matter too.
+  if (task_) {
+    for (const Expr& g : task_->grid)
+      forEachLeaf(g, [&](const ExprNode& n) {
+        if (n.kind == ExprKind::Sym) used.insert(n.id);
+      });
+  }
+
+  std::vector<std::vector<int64_t>> values(m_.syms.size());
+  for (size_t id = 0; id < m_.syms.size(); ++id) {
+    const Sym& s = m_.syms[id];
+    std::vector<int64_t>& v = values[id];
+    if (!used.count(static_cast<uint32_t>(id))) {
+      v.push_back(s.lo);
+      continue;
+    }
+    auto put = [&](int64_t x) {
+      if (x >= s.lo && x <= s.hi && std::find(v.begin(), v.end(), x) == v.end() && v.size() < kMaxValuesPerSym)
+        v.push_back(x);
+    };
+    put(s.lo);
+    put(s.hi);
+    put(s.lo + 1);
+    put(s.hi - 1);
+    for (int64_t c : consts) {
+      if (c > s.hi) continue;
+      put(c - 1);
+      put(c);
+      put(c + 1);
+      if (c <= s.hi / 2) put(2 * c + 1);
+    }
+    put(s.lo + (s.hi - s.lo) / 2);
+  }
+
+  std::vector<std::vector<int64_t>> points;
+  size_t total = 1;
+  for (auto& v : values) total = std::min<size_t>(total * v.size(), kMaxSymPoints + 1);
+  if (total <= kMaxSymPoints) {
+    std::vector<size_t> idx(values.size(), 0);
+    while (true) {
+      std::vector<int64_t> p(values.size());
+      for (size_t i = 0; i < values.size(); ++i) p[i] = values[i][idx[i]];
+      points.push_back(std::move(p));
+      size_t k = 0;
+      while (k < idx.size() && ++idx[k] == values[k].size()) idx[k++] = 0;
+      if (k == idx.size()) break;
+    }
+    return points;
+  }
+  // Too many combinations: all-low and all-high corners, then a fixed pseudo-random choice.
+  uint64_t seed = 0x5EED;
+  for (int corner = 0; corner < 2; ++corner) {
+    std::vector<int64_t> p(values.size());
+    for (size_t i = 0; i < values.size(); ++i) p[i] = corner ? values[i][std::min<size_t>(1, values[i].size() - 1)] : values[i][0];
+    points.push_back(std::move(p));
+  }
+  while (points.size() < kMaxSymPoints) {
+    std::vector<int64_t> p(values.size());
+    for (size_t i = 0; i < values.size(); ++i) p[i] = values[i][splitmix(seed) % values[i].size()];
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
+Fact Prover::search(const Expr& e, int64_t min_ok) const {
+  bool has_coord = hasCoord(e);
+  if (has_coord && !task_) return {};
+  for (std::vector<int64_t>& syms : symSamples(e)) {
+    SamplePoint p{std::move(syms), {}};
+    if (!has_coord) {
+      auto v = valueAt(e, p);
+      if (v && *v < min_ok) return {Fact::Refuted, std::move(p)};
+      continue;
+    }
+    // Coordinates at both ends of their grid dimension (and next to the ends), which is
+    // where slices of a grid of tiles go wrong.
+    std::vector<std::vector<int64_t>> coord_values;
+    bool empty_grid = false;
+    for (const Expr& g : task_->grid) {
+      std::optional<int64_t> ext = valueAt(g, p);
+      if (!ext) {  // data-dependent extent: use its stated upper bound
+        if (g->kind == ExprKind::Bounded) ext = valueAt(g->ops[1], p);
+        if (!ext) return {};
+      }
+      if (*ext <= 0) {
+        empty_grid = true;
+        break;
+      }
+      std::vector<int64_t> cv{0};
+      for (int64_t c : {int64_t{1}, *ext - 2, *ext - 1})
+        if (c > 0 && c < *ext && std::find(cv.begin(), cv.end(), c) == cv.end()) cv.push_back(c);
+      if (task_->grid.size() > 3) cv = {0, *ext - 1};
+      coord_values.push_back(std::move(cv));
+    }
+    if (empty_grid) continue;  // no task runs at this point
+    std::vector<size_t> idx(coord_values.size(), 0);
+    while (true) {
+      p.coords.resize(coord_values.size());
+      for (size_t i = 0; i < coord_values.size(); ++i) p.coords[i] = coord_values[i][idx[i]];
+      auto v = valueAt(e, p);
+      if (v && *v < min_ok) return {Fact::Refuted, std::move(p)};
+      size_t k = 0;
+      while (k < idx.size() && ++idx[k] == coord_values[k].size()) idx[k++] = 0;
+      if (k == idx.size()) break;
+    }
+  }
+  return {};
+}
+
+Fact Prover::nonNegative(const Expr& e) const {
+  Expr s = simplify(inlineConsts(e), rangeEnv());
+  if (bounds(s, rangeEnv()).lo >= 0) return {Fact::Proved, {}};
+  return search(s, 0);
+}
+
+Fact Prover::positive(const Expr& e) const {
+  Expr s = simplify(inlineConsts(e), rangeEnv());
+  if (bounds(s, rangeEnv()).lo >= 1) return {Fact::Proved, {}};
+  return search(s, 1);
+}
+
+Fact Prover::equalValues(const Expr& a, const Expr& b) const {
+  Expr ia = inlineConsts(a), ib = inlineConsts(b);
+  if (equal(ia, ib)) return {Fact::Proved, {}};
+  RangeEnv env = rangeEnv();
+  Expr d = simplify(sub(ia, ib), env);
+  if (auto v = asInt(d); v && *v == 0) return {Fact::Proved, {}};
+  Interval bd = bounds(d, env);
+  if (bd.lo == 0 && bd.hi == 0) return {Fact::Proved, {}};
+  Fact low = search(d, 0);  // finds a point where a < b
+  if (low.refuted()) return low;
+  return search(neg(d), 0);  // or where a > b
+}
+
+std::string Prover::describe(const SamplePoint& p, const std::vector<Expr>& exprs) const {
+  std::set<uint32_t> syms, coords;
+  for (const Expr& e : exprs)
+    forEachLeaf(e, [&](const ExprNode& n) {
+      if (n.kind == ExprKind::Sym) syms.insert(n.id);
+      if (n.kind == ExprKind::Coord) coords.insert(n.id);
+    });
+  // Coordinates' ranges depend on the syms of the grid: name those too.
+  if (task_ && !coords.empty())
+    for (const Expr& g : task_->grid)
+      forEachLeaf(g, [&](const ExprNode& n) {
+        if (n.kind == ExprKind::Sym) syms.insert(n.id);
+      });
+  std::string out;
+  for (uint32_t id : syms)
+    if (id < p.syms.size()) out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", m_.syms[id].name, p.syms[id]);
+  for (uint32_t id : coords)
+    if (task_ && id < p.coords.size() && id < task_->coords.size())
+      out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", task_->coords[id], p.coords[id]);
+  return out;
+}
+
+}  // namespace etc::ir

@@ -1,0 +1,55 @@
+// Decides facts about symbolic expressions over every value the syms (and, inside a task,
+// its coordinates) can take: first symbolically (simplify + interval bounds), then by looking
+// for a counterexample at chosen sample points. A fact is Proved, Refuted (with the point
+// that breaks it) or Unknown (neither; e.g. it depends on data read at run time).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/ir/ir.h"
+
+namespace etc::ir {
+
+struct SamplePoint {
+  std::vector<int64_t> syms;    // indexed by sym id
+  std::vector<int64_t> coords;  // indexed by coordinate id (empty outside a task)
+};
+
+struct Fact {
+  enum Kind { Proved, Refuted, Unknown } kind = Unknown;
+  SamplePoint at;  // Refuted: where it fails
+  bool proved() const { return kind == Proved; }
+  bool refuted() const { return kind == Refuted; }
+};
+
+class Prover {
+ public:
+  explicit Prover(const Module& m) : m_(m) {}
+  // Coordinates in the expressions that follow belong to this task (nullptr: none).
+  void setTask(const Task* t) { task_ = t; }
+  const Task* task() const { return task_; }
+
+  Fact nonNegative(const Expr& e) const;  // e >= 0
+  Fact positive(const Expr& e) const;     // e >= 1
+  Fact lessEqual(const Expr& a, const Expr& b) const { return nonNegative(sub(b, a)); }
+  Fact lessThan(const Expr& a, const Expr& b) const { return positive(sub(b, a)); }
+  Fact equalValues(const Expr& a, const Expr& b) const;
+
+  // The value of e at a point (nullopt if it cannot be evaluated there, e.g. reads data).
+  std::optional<int64_t> valueAt(const Expr& e, const SamplePoint& p) const;
+  // "N = 1, i = 0": the syms and coordinates that occur in `exprs`, at p.
+  std::string describe(const SamplePoint& p, const std::vector<Expr>& exprs) const;
+
+  RangeEnv rangeEnv() const;  // sym ranges, and coordinate ranges from the task's grid
+
+ private:
+  Fact search(const Expr& e, int64_t min_ok) const;
+  std::vector<std::vector<int64_t>> symSamples(const Expr& e) const;
+  Bindings bindingsAt(const SamplePoint& p) const;
+
+  const Module& m_;
+  const Task* task_ = nullptr;
+};
+
+}  // namespace etc::ir

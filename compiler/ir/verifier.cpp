@@ -1,0 +1,274 @@
+#include "compiler/ir/verifier.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "compiler/ir/op_check.h"
+#include "compiler/ir/prover.h"
+
+namespace etc::ir {
+
+namespace {
+
+// Tensors and event tensors are sized from the upper bounds of their shapes; more than this
+// many bytes cannot be a real buffer, and the runtime's size arithmetic must not overflow.
+constexpr int64_t kMaxBufferBytes = int64_t{1} << 48;
+
+std::string ordinal(size_t k) { return std::to_string(k); }
+
+class Verifier {
+ public:
+  Verifier(const Module& m, DiagnosticEngine& diags) : m_(m), diags_(diags), prover_(m) {}
+
+  bool run() {
+    size_t before = diags_.errorCount();
+    for (const Sym& s : m_.syms) verifySym(s);
+    if (diags_.errorCount() != before) return false;  // every range below depends on the syms
+    for (const Tensor& t : m_.tensors) verifyTensor(t);
+    for (const Event& e : m_.events) verifyEvent(e);
+    for (const Task& t : m_.tasks) verifyTask(t);
+    std::set<uint32_t> run_somewhere;
+    for (const Graph& g : m_.graphs) verifyGraph(g, &run_somewhere);
+    for (uint32_t k = 0; k < m_.tasks.size(); ++k)
+      if (!run_somewhere.count(k) && !m_.graphs.empty())
+        diags_.warning(m_.tasks[k].range.begin, fmt::format("task '@{}' is not run by any graph", m_.tasks[k].name));
+    return diags_.errorCount() == before;
+  }
+
+ private:
+  // ---- helpers ------------------------------------------------------------------------
+
+  std::string at(const Fact& f, const std::vector<Expr>& exprs) const {
+    std::string where = prover_.describe(f.at, exprs);
+    return where.empty() ? std::string() : " at " + where;
+  }
+
+  std::string valueAt(const Expr& e, const Fact& f) const {
+    auto v = prover_.valueAt(e, f.at);
+    return v ? std::to_string(*v) : "?";
+  }
+
+  // Divisors that can be zero (literal zeros were rejected by the front end).
+  void checkDivisors(const Expr& e, SourceLoc loc, std::string_view context) {
+    std::vector<const ExprNode*> stack{e.get()};
+    while (!stack.empty()) {
+      const ExprNode* n = stack.back();
+      stack.pop_back();
+      for (const Expr& op : n->ops) stack.push_back(op.get());
+      if (n->kind != ExprKind::Div && n->kind != ExprKind::Mod && n->kind != ExprKind::CDiv) continue;
+      const Expr& d = n->ops[1];
+      if (hasLoad(d)) continue;
+      Fact f = prover_.positive(d);
+      if (!f.refuted()) continue;
+      diags_.error(loc, fmt::format("divisor '{}' in {} is {}{}; divisors must be positive", toString(d), context,
+                                    valueAt(d, f), at(f, {d})));
+    }
+  }
+
+  // Upper bound of a shape's element count times `bytes`, or an error.
+  void checkSize(const std::vector<Expr>& shape, int bytes, SourceLoc loc, std::string_view what) {
+    RangeEnv env = m_.symRanges();
+    __int128 total = bytes;
+    for (const Expr& d : shape) {
+      Interval b = bounds(d, env);
+      if (b.upperUnbounded()) {
+        diags_.error(loc, fmt::format("{} has no upper bound on its size (dimension '{}')", what, toString(d)));
+        return;
+      }
+      total *= std::max<int64_t>(0, b.hi);
+      if (total > kMaxBufferBytes) {
+        diags_.error(loc, fmt::format("{} can take more than 2^48 bytes at the top of the sym ranges", what));
+        return;
+      }
+    }
+  }
+
+  void checkDims(const std::vector<Expr>& shape, SourceLoc loc, std::string_view what) {
+    for (size_t k = 0; k < shape.size(); ++k) {
+      Fact f = prover_.nonNegative(shape[k]);
+      if (f.refuted())
+        diags_.error(loc, fmt::format("dimension {} of {} ('{}') is negative: {}{}", ordinal(k), what,
+                                      toString(shape[k]), valueAt(shape[k], f), at(f, {shape[k]})));
+      checkDivisors(shape[k], loc, what);
+    }
+  }
+
+  // A load that no `<=` bounds: the value can be any i32.
+  static bool hasUnboundedLoad(const Expr& e) {
+    if (e->kind == ExprKind::Bounded) return false;
+    if (e->kind == ExprKind::Load) return true;
+    for (const Expr& op : e->ops)
+      if (hasUnboundedLoad(op)) return true;
+    return false;
+  }
+
+  // ---- declarations -------------------------------------------------------------------
+
+  void verifySym(const Sym& s) {
+    if (s.lo > s.hi) {
+      diags_.error(s.range.begin, fmt::format("sym '{}' has an empty range [{}, {}]: the lower bound exceeds the "
+                                              "upper bound",
+                                              s.name, s.lo, s.hi));
+    } else if (s.lo < 0) {
+      diags_.error(s.range.begin, fmt::format("sym '{}' can be negative (range [{}, {}]); syms are sizes and must be "
+                                              ">= 0",
+                                              s.name, s.lo, s.hi));
+    }
+  }
+
+  void verifyTensor(const Tensor& t) {
+    std::string what = fmt::format("tensor '{}'", t.name);
+    checkDims(t.shape, t.range.begin, what);
+    checkSize(t.shape, dtypeBytes(t.dtype), t.range.begin, what);
+  }
+
+  void verifyEvent(const Event& e) {
+    std::string what = fmt::format("event '{}'", e.name);
+    checkDims(e.shape, e.range.begin, what);
+    checkSize(e.shape, 4, e.range.begin, what);
+    if (hasUnboundedLoad(e.init)) {
+      diags_.error(e.range.begin, fmt::format("the count of event '{}' reads data but has no upper bound; state one "
+                                              "with `load(...) <= bound`",
+                                              e.name));
+      return;
+    }
+    // The init's coordinates range over the event's shape, like a task's over its grid.
+    Task over;
+    over.grid = e.shape;
+    over.coords = e.init_coords;
+    prover_.setTask(&over);
+    Fact f = prover_.nonNegative(e.init);
+    if (f.refuted())
+      diags_.error(e.range.begin, fmt::format("the count of event '{}' ('{}') is negative: {}{}", e.name,
+                                              toString(e.init), valueAt(e.init, f), at(f, {e.init})));
+    checkDivisors(e.init, e.range.begin, what);
+    prover_.setTask(nullptr);
+  }
+
+  // One subscript against the shape of its target.
+  void checkSlice(const Slice& s, const std::vector<Expr>& shape, std::string_view name) {
+    for (size_t k = 0; k < s.dims.size() && k < shape.size(); ++k) {
+      const SliceDim& d = s.dims[k];
+      SourceLoc loc = d.range.begin;
+      const Expr& dim = shape[k];
+      std::string context = fmt::format("a subscript of '{}'", name);
+      checkDivisors(d.lo, loc, context);
+      if (d.is_range) checkDivisors(d.hi, loc, context);
+      if (hasLoad(d.lo) || (d.is_range && hasLoad(d.hi))) continue;  // checked at run time
+      if (!d.is_range) {
+        if (Fact f = prover_.nonNegative(d.lo); f.refuted()) {
+          diags_.error(loc, fmt::format("index '{}' into dimension {} of '{}' is negative: {}{}", toString(d.lo), k,
+                                        name, valueAt(d.lo, f), at(f, {d.lo})));
+        } else if (Fact g = prover_.lessThan(d.lo, dim); g.refuted()) {
+          diags_.error(loc, fmt::format("index '{}' is out of bounds for dimension {} of '{}' (extent '{}'): {} >= "
+                                        "{}{}",
+                                        toString(d.lo), k, name, toString(dim), valueAt(d.lo, g), valueAt(dim, g),
+                                        at(g, {d.lo, dim})));
+        }
+        continue;
+      }
+      if (Fact f = prover_.nonNegative(d.lo); f.refuted()) {
+        diags_.error(loc, fmt::format("slice start '{}' in dimension {} of '{}' is negative: {}{}", toString(d.lo), k,
+                                      name, valueAt(d.lo, f), at(f, {d.lo})));
+      } else if (Fact g = prover_.lessEqual(d.hi, dim); g.refuted()) {
+        diags_.error(loc, fmt::format("slice end '{}' exceeds dimension {} of '{}' (extent '{}'): {} > {}{}",
+                                      toString(d.hi), k, name, toString(dim), valueAt(d.hi, g), valueAt(dim, g),
+                                      at(g, {d.hi, dim})));
+      } else if (Fact h = prover_.lessEqual(d.lo, d.hi); h.refuted()) {
+        diags_.error(loc, fmt::format("slice start '{}' exceeds its end '{}' in dimension {} of '{}': {} > {}{}",
+                                      toString(d.lo), toString(d.hi), k, name, valueAt(d.lo, h), valueAt(d.hi, h),
+                                      at(h, {d.lo, d.hi})));
+      }
+    }
+  }
+
+  void checkWritable(const Slice& s, SourceLoc loc) {
+    const Tensor& t = m_.tensors[s.target];
+    if (t.role == Role::Input || t.role == Role::Param)
+      diags_.error(loc, fmt::format("'{}' is {} {} and cannot be written", t.name, t.role == Role::Input ? "an" : "a",
+                                    roleName(t.role)),
+                   {{t.range.begin, fmt::format("'{}' is declared here", t.name)}});
+  }
+
+  void verifyCall(const OpCall& call, const std::vector<Slice>& dests) {
+    for (const Slice& a : call.args) checkSlice(a, m_.tensors[a.target].shape, m_.tensors[a.target].name);
+    std::vector<OperandType> declared;
+    declared.reserve(dests.size());
+    std::vector<OpResultSlot> slots;
+    for (const Slice& d : dests) {
+      checkSlice(d, m_.tensors[d.target].shape, m_.tensors[d.target].name);
+      checkWritable(d, d.range.begin);
+      declared.push_back(sliceType(m_, d));
+    }
+    for (size_t k = 0; k < dests.size(); ++k)
+      slots.push_back(OpResultSlot{&declared[k], m_.tensors[dests[k].target].name, dests[k].range});
+    checkOpCall(m_, call, slots, prover_, diags_, nullptr);
+  }
+
+  void verifyTask(const Task& t) {
+    std::string what = fmt::format("the grid of task '@{}'", t.name);
+    RangeEnv env = m_.symRanges();
+    for (size_t k = 0; k < t.grid.size(); ++k) {
+      const Expr& g = t.grid[k];
+      if (hasUnboundedLoad(g)) {
+        diags_.error(t.range.begin, fmt::format("grid extent {} of task '@{}' ('{}') reads data but has no upper "
+                                                "bound; state one with `load(...) <= bound`",
+                                                k, t.name, toString(g)));
+        continue;
+      }
+      if (bounds(g, env).upperUnbounded())
+        diags_.error(t.range.begin, fmt::format("grid extent {} of task '@{}' ('{}') has no upper bound", k, t.name,
+                                                toString(g)));
+      checkDivisors(g, t.range.begin, what);
+    }
+    prover_.setTask(&t);
+    for (const TaskStmt& st : t.body) {
+      if (const auto* w = std::get_if<WaitStmt>(&st)) {
+        checkSlice(w->event, m_.events[w->event.target].shape, m_.events[w->event.target].name);
+      } else if (const auto* n = std::get_if<NotifyStmt>(&st)) {
+        checkSlice(n->event, m_.events[n->event.target].shape, m_.events[n->event.target].name);
+      } else {
+        const auto& c = std::get<CallStmt>(st);
+        verifyCall(c.call, c.dests);
+      }
+    }
+    prover_.setTask(nullptr);
+  }
+
+  void verifyGraph(const Graph& g, std::set<uint32_t>* run_somewhere) {
+    std::vector<SourceLoc> first_run(m_.tasks.size());
+    for (const GraphStmt& st : g.body) {
+      if (const auto* r = std::get_if<RunStmt>(&st)) {
+        run_somewhere->insert(r->task);
+        if (first_run[r->task].valid()) {
+          diags_.error(r->range.begin,
+                       fmt::format("task '@{}' runs twice in graph '@{}'", m_.tasks[r->task].name, g.name),
+                       {{first_run[r->task], "it first runs here"}});
+        } else {
+          first_run[r->task] = r->range.begin;
+        }
+        continue;
+      }
+      const auto& a = std::get<AssignStmt>(st);
+      std::vector<Slice> dests;
+      for (uint32_t id : a.results) {
+        Slice s;
+        s.target = id;
+        s.range = a.range;
+        dests.push_back(s);
+      }
+      verifyCall(a.call, dests);
+    }
+  }
+
+  const Module& m_;
+  DiagnosticEngine& diags_;
+  Prover prover_;
+};
+
+}  // namespace
+
+bool verifyModule(const Module& m, DiagnosticEngine& diags) { return Verifier(m, diags).run(); }
+
+}  // namespace etc::ir

@@ -1,0 +1,50 @@
+#include "compiler/passes/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ostream>
+
+#include "compiler/ir/printer.h"
+#include "compiler/ir/verifier.h"
+
+namespace etc {
+
+const std::vector<Pass>& pipeline() {
+  // Passes arrive with the end-to-end work (lower-ops, infer-events, fuse, schedule, ...).
+  static const std::vector<Pass> passes;
+  return passes;
+}
+
+std::vector<std::string_view> dumpPointNames() {
+  std::vector<std::string_view> names{"parse"};
+  for (const Pass& p : pipeline()) names.push_back(p.name);
+  return names;
+}
+
+void dumpModule(const ir::Module& m, std::string_view after, std::ostream& out) {
+  out << fmt::format("// ----- IR after {} ----- //\n", after) << ir::printModule(m) << '\n';
+}
+
+std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const PipelineOptions& opts,
+                                        DiagnosticEngine& diags) {
+  auto wants = [&](std::string_view name) { return opts.print_after_all || opts.print_after.count(name); };
+  if (opts.dump && wants("parse")) dumpModule(*m, "parse", *opts.dump);
+  for (const Pass& p : pipeline()) {
+    auto start = std::chrono::steady_clock::now();
+    m = p.run(std::move(m), diags);
+    if (!m || diags.hasErrors()) return nullptr;
+    if (!ir::verifyModule(*m, diags)) {
+      diags.error({}, fmt::format("the module does not verify after pass '{}' (a compiler bug)", p.name));
+      return nullptr;
+    }
+    if (opts.verbose && opts.dump)
+      *opts.dump << fmt::format(
+          "etcc: {}: {:.3f} ms\n", p.name,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    if (opts.dump && wants(p.name)) dumpModule(*m, p.name, *opts.dump);
+  }
+  return m;
+}
+
+}  // namespace etc

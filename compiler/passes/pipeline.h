@@ -1,0 +1,45 @@
+// The lowering pipeline: one straight list of passes, each Module -> Module in its own file,
+// the verifier after every one, and a dump after any of them on request.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/ir/ir.h"
+#include "compiler/support/diagnostics.h"
+
+namespace etc {
+
+struct Pass {
+  std::string_view name;
+  std::string_view summary;
+  std::function<std::unique_ptr<ir::Module>(std::unique_ptr<ir::Module>, DiagnosticEngine&)> run;
+};
+
+// The passes, in order. "parse" (the front end: parse, resolve, verify) is not in this list
+// but can be dumped after like a pass.
+const std::vector<Pass>& pipeline();
+
+// Names accepted by --print-after: "parse" and every pass.
+std::vector<std::string_view> dumpPointNames();
+
+struct PipelineOptions {
+  bool print_after_all = false;
+  std::set<std::string, std::less<>> print_after;
+  std::ostream* dump = nullptr;  // where dumps go
+  bool verbose = false;          // timings of every step on `dump`
+};
+
+// Dumps after "parse" if asked, then runs every pass with the verifier after each. Returns
+// null after reporting errors.
+std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const PipelineOptions& opts,
+                                        DiagnosticEngine& diags);
+
+void dumpModule(const ir::Module& m, std::string_view after, std::ostream& out);
+
+}  // namespace etc

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Command-line behaviour of etcc: exit codes, messages, outputs, hostile inputs.
+# Usage: etcc_cli_test.sh ETCC   (run from the repository root)
+set -uo pipefail
+etcc=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0 passed=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { passed=$((passed + 1)); }
+
+# run NAME EXPECTED_RC ARGS... : runs etcc with a 10 s limit; stdout -> $tmp/out, stderr -> $tmp/err
+run() {
+  local name=$1 want=$2
+  shift 2
+  timeout 10 "$etcc" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    fail "$name: exit status $rc, expected $want"; sed 's/^/  | /' "$tmp/err" | head -20
+    return 1
+  fi
+  pass
+}
+stderr_is() {  # NAME EXPECTED_TEXT
+  if [ "$(cat "$tmp/err")" != "$2" ]; then
+    fail "$1: stderr differs"; diff <(echo "$2") "$tmp/err" | head -20
+  else pass; fi
+}
+stderr_has() {  # NAME TEXT
+  if ! grep -qF -- "$2" "$tmp/err"; then fail "$1: stderr lacks '$2'"; sed 's/^/  | /' "$tmp/err" | head -10; else pass; fi
+}
+stdout_has() {
+  if ! grep -qF -- "$2" "$tmp/out"; then fail "$1: stdout lacks '$2'"; sed 's/^/  | /' "$tmp/out" | head -10; else pass; fi
+}
+
+# ---- files that cannot be read ----------------------------------------------------------
+run missing 1 "$tmp/nope.etir" && stderr_is missing "etcc: error: cannot read '$tmp/nope.etir': No such file or directory"
+run directory 1 "$tmp" && stderr_is directory "etcc: error: cannot read '$tmp': is a directory"
+
+# ---- options ----------------------------------------------------------------------------
+run help 0 --help && stdout_has help "--emit" && stdout_has help "--verify-diagnostics"
+run version 0 --version && stdout_has version "etcc "
+run unknown-flag 1 --bogus samples/mlp.etir
+run emit-not-built 1 --emit=cuda samples/mlp.etir
+run no-file 1
+run print-after-unknown 1 --print-after=bogus samples/mlp.etir
+run color-bad 1 --color=sometimes samples/mlp.etir
+
+# ---- outputs ----------------------------------------------------------------------------
+run stdout-print 0 samples/two_stage_sum.etir && stdout_has stdout-print "module @two_stage_sum"
+run write-o 0 samples/mlp.etir -o "$tmp/mlp.out.etir"
+[ -s "$tmp/mlp.out.etir" ] && pass || fail "write-o: no output file"
+ls "$tmp" | grep -q '\.tmp\.' && fail "write-o: temporary file left behind" || pass
+
+printf 'module @bad\ntensor x : f32[Q] input\n' >"$tmp/bad.etir"
+run error-no-output 1 "$tmp/bad.etir" -o "$tmp/bad.out"
+[ -e "$tmp/bad.out" ] && fail "error-no-output: output file written on error" || pass
+ls "$tmp" | grep -q '\.tmp\.' && fail "error-no-output: temporary file left behind" || pass
+stderr_is error-render "$tmp/bad.etir:2:17: error: undefined name 'Q'
+  tensor x : f32[Q] input
+                 ^"
+
+run unwritable-output 1 samples/mlp.etir -o "$tmp/no/such/dir/out.etir"
+stderr_has unwritable-output "cannot write '$tmp/no/such/dir/out.etir'"
+
+timeout 10 "$etcc" - <samples/mlp.etir >"$tmp/out" 2>"$tmp/err" && pass || fail "stdin: rejected"
+stdout_has stdin "module @mlp"
+
+run summary 0 samples/llama_layer.etir --summary -o "$tmp/l.etir"
+stderr_has summary "module @llama_layer: verified"
+stderr_has summary "w_gate_up"
+
+run print-after-all 0 samples/mlp.etir --print-after-all -o "$tmp/m.etir"
+stderr_has print-after-all "// ----- IR after parse ----- //"
+
+# ---- colour -----------------------------------------------------------------------------
+run color-always 1 --color=always "$tmp/bad.etir"
+grep -q $'\033\[' "$tmp/err" && pass || fail "color-always: no escape codes"
+run color-never 1 --color=never "$tmp/bad.etir"
+grep -q $'\033\[' "$tmp/err" && fail "color-never: escape codes" || pass
+NO_COLOR=1 run no-color-env 1 "$tmp/bad.etir"
+grep -q $'\033\[' "$tmp/err" && fail "NO_COLOR: escape codes" || pass
+
+# ---- includes ---------------------------------------------------------------------------
+mkdir -p "$tmp/inc/lib"
+printf 'const H = 64\n' >"$tmp/inc/lib/dims.etir"
+printf 'module @m\ninclude "dims.etir"\ntensor x : f32[H] input\n' >"$tmp/inc/main.etir"
+run include-missing 1 "$tmp/inc/main.etir"
+stderr_has include-missing "cannot find include file 'dims.etir'"
+run include-dir 0 -I "$tmp/inc/lib" "$tmp/inc/main.etir" && stdout_has include-dir "const H = 64"
+printf 'include "b.etir"\nconst A = 1\n' >"$tmp/inc/a.etir"
+printf 'include "a.etir"\nconst B = 2\n' >"$tmp/inc/b.etir"
+printf 'module @m\ninclude "a.etir"\n' >"$tmp/inc/cycle.etir"
+run include-cycle 1 "$tmp/inc/cycle.etir"
+stderr_has include-cycle "include cycle: 'a.etir' is already being included"
+
+# ---- hostile inputs: a diagnostic and exit status 1, never a crash or a hang --------------
+: >"$tmp/empty.etir"
+run empty 1 "$tmp/empty.etir" && stderr_has empty "missing module declaration"
+head -c 65536 /dev/urandom >"$tmp/random.etir"
+run random-bytes 1 "$tmp/random.etir"
+printf 'module @m\nsym N in [1, 4]\x00\x00 const X = 1\n' >"$tmp/nul.etir"
+run nul-bytes 1 "$tmp/nul.etir" && stderr_has nul-bytes "null character in input"
+printf 'module @m\ninclude "unterminated\n' >"$tmp/string.etir"
+run unterminated-string 1 "$tmp/string.etir" && stderr_has unterminated-string "unterminated string"
+{ printf 'module @m\nconst X = '; head -c 1000000 /dev/zero | tr '\0' '1'; printf '\n'; } >"$tmp/longline.etir"
+run long-literal 1 "$tmp/longline.etir"
+{ printf 'module @m\nconst X = '; for i in $(seq 1 1000); do printf '1 + '; done; printf '1\n'; } >"$tmp/chain.etir"
+run chain-1000 1 "$tmp/chain.etir" && stderr_has chain-1000 "nested too deeply"
+{ printf 'module @m\nconst X = '; head -c 100000 /dev/zero | tr '\0' '('; printf '1\n'; } >"$tmp/parens.etir"
+run nested-parens 1 "$tmp/parens.etir" && stderr_has nested-parens "nested too deeply"
+{ printf 'module @m\n'; for i in $(seq 1 200); do printf 'tensor t%d : f32[Q] input\n' "$i"; done; } >"$tmp/many.etir"
+run many-errors 1 "$tmp/many.etir" && stderr_has many-errors "too many errors"
+
+echo "$passed passed, $failures failed"
+[ "$failures" -eq 0 ]
