@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -11,6 +12,31 @@
 #include "grammar/lexer.h"
 
 namespace etc::grammar {
+
+// Recycling storage for partial results that are too large to travel through Bison's variant
+// (every variant push zero-fills and moves the whole buffer). get() hands out a default
+// object; take() moves it out and recycles the slot. Slots of symbols that error recovery
+// discards are simply never recycled (the pool owns them).
+template <class T>
+class Pool {
+ public:
+  T* get() {
+    if (free_.empty()) return &store_.emplace_back();
+    T* p = free_.back();
+    free_.pop_back();
+    return p;
+  }
+  T take(T* p) {
+    T value = std::move(*p);
+    *p = T{};
+    free_.push_back(p);
+    return value;
+  }
+
+ private:
+  std::deque<T> store_;
+  std::vector<T*> free_;
+};
 
 class Driver {
  public:
@@ -39,6 +65,31 @@ class Driver {
   static uint32_t depthOf(const ast::Expr* e) { return e ? e->depth : 0; }
   static uint32_t depthOf(const ast::TensorRef& ref);
   ast::Expr* binary(ast::BinaryOp op, ast::Expr* lhs, ast::Expr* rhs, const SourceRange& range);
+
+  ast::SliceEntry* slice(const SourceRange& range, bool is_range, ast::Expr* lo, ast::Expr* hi) {
+    ast::SliceEntry* e = slices.get();
+    e->is_range = is_range;
+    e->lo = lo;
+    e->hi = hi;
+    e->range = range;
+    return e;
+  }
+  ast::OpCall* opcall(std::string_view callee, const SourceRange& callee_range,
+                      std::vector<ast::TensorRef> args, bool has_attr_block,
+                      std::vector<ast::Attr> attrs, const SourceRange& range) {
+    ast::OpCall* c = calls.get();
+    c->callee = ast::Ident{callee, callee_range};
+    c->args = std::move(args);
+    c->attrs = std::move(attrs);
+    c->has_attr_block = has_attr_block;
+    c->range = range;
+    return c;
+  }
+
+  Pool<ast::TensorRef> refs;
+  Pool<ast::SliceEntry> slices;
+  Pool<ast::OpCall> calls;
+  Pool<ast::Attr> attrs;
 
   ast::File* file() { return file_; }
   void addDecl(ast::Decl* d) {

@@ -141,20 +141,15 @@ symbol_type Lexer::lexFloat(const uchar* b, const uchar* e) {
 
 // `quote` points at the opening '"'. Strings end at the closing '"'; a newline or the end of
 // the file first makes the string unterminated (reported at the opening quote; the token is
-// YYerror). Bad escapes and control characters are reported and skipped; the token is then
-// still a STRING, since its extent is clear.
+// YYerror). Bad escapes and control characters are reported (one error per run); the token
+// is then still a STRING, since its extent is clear. The value is the raw text between the
+// quotes; unescapeString() makes the string.
 symbol_type Lexer::lexString(const uchar* quote) {
-  std::string value;
   const uchar* p = quote + 1;
   for (;;) {
-    const uchar* run = p;
     while (*p >= 0x20 && *p != '"' && *p != '\\' && *p != 0x7f) ++p;
-    value.append(reinterpret_cast<const char*>(run), static_cast<size_t>(p - run));
     uchar c = *p;
-    if (c == '"') {
-      ++p;
-      break;
-    }
+    if (c == '"') break;
     if (c == '\n' || c == '\r' || (c == 0 && p == end_)) {
       error(locAt(quote), "unterminated string");
       cursor_ = p;
@@ -162,20 +157,15 @@ symbol_type Lexer::lexString(const uchar* quote) {
     }
     if (c == '\\') {
       uchar n = p[1];
-      switch (n) {
-        case '"': value += '"'; p += 2; continue;
-        case '\\': value += '\\'; p += 2; continue;
-        case 'n': value += '\n'; p += 2; continue;
-        case 't': value += '\t'; p += 2; continue;
-        default:
-          if (n == '\n' || n == '\r' || (n == 0 && p + 1 == end_)) {
-            ++p;  // unterminated: reported by the next iteration
-            continue;
-          }
-          error(locAt(p), fmt::format("unknown escape sequence '\\{}' in string", escapeChar(n)));
-          p += 2;
-          continue;
+      if (n == '"' || n == '\\' || n == 'n' || n == 't') {
+        p += 2;
+      } else if (n == '\n' || n == '\r' || (n == 0 && p + 1 == end_)) {
+        ++p;  // unterminated: reported by the next iteration
+      } else {
+        error(locAt(p), fmt::format("unknown escape sequence '\\{}' in string", escapeChar(n)));
+        p += 2;
       }
+      continue;
     }
     // a control character (or NUL) inside the string: one error per run
     const uchar* bad = p;
@@ -186,12 +176,39 @@ symbol_type Lexer::lexString(const uchar* quote) {
       error(locAt(bad), fmt::format("invalid character '{}' in string", escapeChar(*bad)));
     }
   }
-  cursor_ = p;
-  return Parser::make_STRING(std::move(value), rangeOf(quote, p));
+  cursor_ = p + 1;
+  return Parser::make_STRING(textOf(quote + 1, p), rangeOf(quote, p + 1));
 }
 
-symbol_type Lexer::next() {
+std::string unescapeString(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(raw[i]);
+    if (c == '\\' && i + 1 < raw.size()) {
+      switch (raw[++i]) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        default: break;  // reported by the lexer
+      }
+    } else if (c >= 0x20 && c != 0x7f) {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+symbol_type Lexer::next(bool recovering) {
   if (stopped_) return Parser::make_YYEOF(eofRange());
+  if (recovering && !recovering_) {
+    // The parser has just popped its stack back to a statement or declaration list, where
+    // nothing is open.
+    nest_ = 0;
+    minus_run_ = 0;
+  }
+  recovering_ = recovering;
   const uint32_t minus_run = minus_run_;
   minus_run_ = 0;
   for (;;) {
@@ -272,8 +289,12 @@ symbol_type Lexer::next() {
 
       "\""           { return lexString(tok); }
 
-      "("  { cursor_ = p; if (++nest_ > ast::kMaxExprDepth) return tooDeep(tok, p); TOKEN(LPAREN); }
-      "["  { cursor_ = p; if (++nest_ > ast::kMaxExprDepth) return tooDeep(tok, p); TOKEN(LBRACK); }
+      // Nesting guard: more than kMaxExprDepth open '(' / '[' (or a run of that many '-')
+      // stops the parse with one error, so neither Bison's stack nor later recursive walks
+      // get deep. While the parser discards tokens in error recovery the count restarts
+      // instead (the parser holds at most two tokens shifted since its stack was reset).
+      "("  { cursor_ = p; if (++nest_ > ast::kMaxExprDepth) { if (!recovering_) return tooDeep(tok, p); nest_ = 0; } TOKEN(LPAREN); }
+      "["  { cursor_ = p; if (++nest_ > ast::kMaxExprDepth) { if (!recovering_) return tooDeep(tok, p); nest_ = 0; } TOKEN(LBRACK); }
       ")"  { if (nest_) --nest_; TOKEN(RPAREN); }
       "]"  { if (nest_) --nest_; TOKEN(RBRACK); }
       "{"  { nest_ = 0; TOKEN(LBRACE); }
@@ -286,7 +307,10 @@ symbol_type Lexer::next() {
       "-"  {
         cursor_ = p;
         minus_run_ = minus_run + 1;
-        if (minus_run_ > ast::kMaxExprDepth) return tooDeep(tok, p);
+        if (minus_run_ > ast::kMaxExprDepth) {
+          if (!recovering_) return tooDeep(tok, p);
+          minus_run_ = 0;
+        }
         VTOKEN(MINUS);
       }
       "*"  { TOKEN(STAR); }
@@ -383,7 +407,7 @@ std::string describeToken(const Parser::symbol_type& tok) {
     case kind::S_FLOAT:
       return "float '" + clip(tok.value.as<FloatLit>().text) + "'";
     case kind::S_STRING:
-      return "string " + quoteString(tok.value.as<std::string>());
+      return "string " + quoteString(unescapeString(tok.value.as<std::string_view>()));
     default:
       return tokenKindName(k);
   }

@@ -1,8 +1,8 @@
 // The .etir lexer: a hand-driven re2c loop over the SourceManager's NUL-terminated buffer
 // (the implementation is generated from grammar/etir.re).
 //
-// Tokens carry string_views into the buffer (identifiers, @names, keywords, literal text);
-// only string literals are copied (they are unescaped). Lexical errors are reported here,
+// Tokens carry string_views into the buffer (identifiers, @names, keywords, literal text,
+// the raw text of strings); nothing is copied per token. Lexical errors are reported here,
 // once each, and the token returned is the parser's YYerror, which makes the parser recover
 // without a second diagnostic. After a fatal condition (nesting limit, the diagnostic
 // engine's error limit) the lexer is `stopped()` and returns end of file from then on.
@@ -23,7 +23,9 @@ class Lexer {
   // `text` must satisfy text.data()[text.size()] == '\0' (SourceManager guarantees it).
   Lexer(uint32_t file, std::string_view text, DiagnosticEngine& diags);
 
-  Parser::symbol_type next();
+  // `recovering`: the parser is recovering from a syntax error (it discards tokens, so the
+  // nesting guard below restarts its count instead of reporting).
+  Parser::symbol_type next(bool recovering = false);
 
   // Reports an error (unless stopped); stops when the engine's error limit is reached.
   void error(SourceLoc loc, std::string message, std::vector<Note> notes = {});
@@ -62,9 +64,14 @@ class Lexer {
   uint32_t line_ = 1;
   uint32_t nest_ = 0;       // open '(' and '[' (reset at '{' and '}')
   uint32_t minus_run_ = 0;  // consecutive '-' tokens
+  bool recovering_ = false;
   bool stopped_ = false;
   DiagnosticEngine& diags_;
 };
+
+// The value of a STRING token (its raw text between the quotes, which the lexer validated):
+// escapes replaced; invalid escapes and control characters (already reported) dropped.
+std::string unescapeString(std::string_view raw);
 
 // Human-readable text of a token for messages: "identifier 'x'", "keyword 'grid'", "']'",
 // "integer '42'", "end of file"... Long texts are shortened.

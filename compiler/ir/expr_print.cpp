@@ -153,12 +153,19 @@ class Printer {
       return;
     }
     bool negative = t.coef < 0;
-    if (first) {
-      if (negative) out += '-';
-    } else {
+    if (!first) {
       out += negative ? " - " : " + ";
+      printMagnitude(t, false);
+    } else if (negative && t.nfactors > 0 && isMinMax(t.factors[0]->kind)) {
+      // `-max(a, b) * c` would re-parse with the minus absorbed into the max (as
+      // min(-a, -b)): negate the whole product instead.
+      out += "-(";
+      printMagnitude(t, false);
+      out += ')';
+    } else {
+      if (negative) out += '-';
+      printMagnitude(t, negative);
     }
-    printMagnitude(t, first && negative);
   }
 
   // Sums print in canonical order with two adjustments: min/max terms first (so that the

@@ -29,6 +29,7 @@ struct Sym {
   int64_t lo = 0, hi = 0;
   Expr lo_expr, hi_expr;  // as written (may name consts); lo/hi are their values
   SourceRange range;
+  SourceRange name_range, lo_range, hi_range;  // for diagnostics; may be invalid
 };
 
 struct Const {
@@ -36,6 +37,7 @@ struct Const {
   Expr value_expr;  // as written
   int64_t value = 0;
   SourceRange range;
+  SourceRange name_range;  // for diagnostics; may be invalid
 };
 
 struct Tensor {
@@ -47,6 +49,9 @@ struct Tensor {
   // its dtype and shape are inferred, and it is printed as the assignment, not as a decl.
   bool implicit = false;
   SourceRange range;
+  // For diagnostics; may be invalid, and shape_ranges may be empty (implicit tensors).
+  SourceRange name_range;
+  std::vector<SourceRange> shape_ranges;
 };
 
 struct Event {
@@ -55,6 +60,9 @@ struct Event {
   std::vector<std::string> init_coords;  // names of the coordinates `init (i, j) -> ...` binds
   Expr init;                             // may use Coord leaves with ids 0..init_coords.size()-1
   SourceRange range;
+  // For diagnostics; may be invalid, and shape_ranges may be empty.
+  SourceRange name_range, init_range;
+  std::vector<SourceRange> shape_ranges;
 };
 
 // One entry of a subscript. A point index drops the dimension (numpy semantics).
@@ -65,6 +73,7 @@ struct SliceDim {
   bool lo_written = true;  // false for `:hi` and `:` (printer keeps the user's short form)
   bool hi_written = true;  // false for `lo:` and `:`
   SourceRange range;
+  SourceRange lo_range, hi_range;  // of the expressions as written (invalid when not written)
 };
 
 // A tensor or event reference with an optional subscript. An empty `dims` with
@@ -123,6 +132,9 @@ struct Task {
   std::vector<std::string> coords;   // Coord leaf id k is coords[k]
   std::vector<TaskStmt> body;
   SourceRange range;
+  // For diagnostics; may be invalid, and grid_ranges may be empty.
+  SourceRange name_range;
+  std::vector<SourceRange> grid_ranges;
 };
 
 // Op-level statements.
@@ -143,6 +155,7 @@ struct Graph {
   bool schedule_written = false;
   std::vector<GraphStmt> body;
   SourceRange range;
+  SourceRange name_range;  // for diagnostics; may be invalid
 };
 
 struct Module {

@@ -376,8 +376,7 @@ bool inferReduce(OpContext& ctx, std::vector<OperandType>& out) {
 
 // The weight [H] of a norm against the last dimension of x.
 void checkNormWeight(Rule& r, int x, int w) {
-  bool w_float = r.isFloatOperand(w);
-  (void)w_float;
+  r.isFloatOperand(w);
   if (r.rankIs(w, 1) && r.rank(x) >= 1) r.extentMatches(w, 0, x, r.rank(x) - 1);
 }
 

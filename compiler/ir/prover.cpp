@@ -182,29 +182,74 @@ Fact Prover::search(const Expr& e, int64_t min_ok) const {
   return {};
 }
 
-Fact Prover::nonNegative(const Expr& e) const {
+namespace {
+
+bool sameGrid(const std::vector<Expr>& a, const Task* b) {
+  size_t n = b ? b->grid.size() : 0;
+  if (a.size() != n) return false;
+  for (size_t k = 0; k < n; ++k)
+    if (!equal(a[k], b->grid[k])) return false;
+  return true;
+}
+
+size_t gridHash(const Task* t) {
+  size_t h = 0x9E3779B9;
+  if (t)
+    for (const Expr& g : t->grid) h = h * 31 + g->hash;
+  return h;
+}
+
+}  // namespace
+
+const Fact* Prover::recall(Query q, const Expr& a, const Expr& b, size_t* key) const {
+  *key = (static_cast<size_t>(q) * 1000003u) ^ a->hash ^ (b ? b->hash * 7919u : 0) ^ (gridHash(task_) << 1);
+  auto [lo, hi] = memo_.equal_range(*key);
+  for (auto it = lo; it != hi; ++it) {
+    const MemoEntry& m = it->second;
+    if (m.q == q && equal(m.a, a) && (b ? m.b && equal(m.b, b) : !m.b) && sameGrid(m.grid, task_)) return &m.fact;
+  }
+  return nullptr;
+}
+
+Fact Prover::remember(Query q, const Expr& a, const Expr& b, size_t key, Fact f) const {
+  // A refuted fact's coordinates are positions in the grid, the same for every task with an
+  // equal grid.
+  memo_.emplace(key, MemoEntry{q, a, b, task_ ? task_->grid : std::vector<Expr>{}, f});
+  return f;
+}
+
+Fact Prover::decideNonNegative(const Expr& e, int64_t min_ok) const {
   Expr s = simplify(inlineConsts(e), rangeEnv());
-  if (bounds(s, rangeEnv()).lo >= 0) return {Fact::Proved, {}};
-  return search(s, 0);
+  if (bounds(s, rangeEnv()).lo >= min_ok) return {Fact::Proved, {}};
+  return search(s, min_ok);
+}
+
+Fact Prover::nonNegative(const Expr& e) const {
+  size_t key;
+  if (const Fact* f = recall(Query::NonNegative, e, nullptr, &key)) return *f;
+  return remember(Query::NonNegative, e, nullptr, key, decideNonNegative(e, 0));
 }
 
 Fact Prover::positive(const Expr& e) const {
-  Expr s = simplify(inlineConsts(e), rangeEnv());
-  if (bounds(s, rangeEnv()).lo >= 1) return {Fact::Proved, {}};
-  return search(s, 1);
+  size_t key;
+  if (const Fact* f = recall(Query::Positive, e, nullptr, &key)) return *f;
+  return remember(Query::Positive, e, nullptr, key, decideNonNegative(e, 1));
 }
 
 Fact Prover::equalValues(const Expr& a, const Expr& b) const {
+  if (equal(a, b)) return {Fact::Proved, {}};
+  size_t key;
+  if (const Fact* f = recall(Query::Equal, a, b, &key)) return *f;
   Expr ia = inlineConsts(a), ib = inlineConsts(b);
-  if (equal(ia, ib)) return {Fact::Proved, {}};
+  if (equal(ia, ib)) return remember(Query::Equal, a, b, key, {Fact::Proved, {}});
   RangeEnv env = rangeEnv();
   Expr d = simplify(sub(ia, ib), env);
-  if (auto v = asInt(d); v && *v == 0) return {Fact::Proved, {}};
+  if (auto v = asInt(d); v && *v == 0) return remember(Query::Equal, a, b, key, {Fact::Proved, {}});
   Interval bd = bounds(d, env);
-  if (bd.lo == 0 && bd.hi == 0) return {Fact::Proved, {}};
+  if (bd.lo == 0 && bd.hi == 0) return remember(Query::Equal, a, b, key, {Fact::Proved, {}});
   Fact low = search(d, 0);  // finds a point where a < b
-  if (low.refuted()) return low;
-  return search(neg(d), 0);  // or where a > b
+  if (low.refuted()) return remember(Query::Equal, a, b, key, low);
+  return remember(Query::Equal, a, b, key, search(neg(d), 0));  // or where a > b
 }
 
 std::string Prover::describe(const SamplePoint& p, const std::vector<Expr>& exprs) const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/ir/ir.h"
@@ -44,12 +45,26 @@ class Prover {
   RangeEnv rangeEnv() const;  // sym ranges, and coordinate ranges from the task's grid
 
  private:
+  // Facts are memoised: models repeat the same slices layer after layer, and the same
+  // expression over the same grid has the same answer.
+  enum class Query : uint8_t { NonNegative, Positive, Equal };
+  struct MemoEntry {
+    Query q;
+    Expr a, b;
+    std::vector<Expr> grid;  // the grid the coordinates ranged over (tasks come and go)
+    Fact fact;
+  };
+  const Fact* recall(Query q, const Expr& a, const Expr& b, size_t* key) const;
+  Fact remember(Query q, const Expr& a, const Expr& b, size_t key, Fact f) const;
+  Fact decideNonNegative(const Expr& e, int64_t min_ok) const;
+
   Fact search(const Expr& e, int64_t min_ok) const;
   std::vector<std::vector<int64_t>> symSamples(const Expr& e) const;
   Bindings bindingsAt(const SamplePoint& p) const;
 
   const Module& m_;
   const Task* task_ = nullptr;
+  mutable std::unordered_multimap<size_t, MemoEntry> memo_;
 };
 
 }  // namespace etc::ir

@@ -102,10 +102,6 @@ std::string DiagnosticEngine::render(const Diagnostic& d) const {
 void DiagnosticEngine::report(Diagnostic d) {
   if (d.severity == Severity::Error) {
     if (limitReached()) {
-      if (!limit_reported_ && !collect_) {
-        limit_reported_ = true;
-        *out_ << fmt::format("etcc: error: too many errors ({}), stopping\n", error_limit_);
-      }
       ++errors_;
       return;
     }
@@ -118,6 +114,12 @@ void DiagnosticEngine::report(Diagnostic d) {
     return;
   }
   *out_ << render(d);
+  // Said as the limit is reached: the front end stops at the next declaration, so no later
+  // error would be there to trigger it.
+  if (limitReached() && !limit_reported_) {
+    limit_reported_ = true;
+    *out_ << fmt::format("etcc: error: too many errors ({}), stopping\n", error_limit_);
+  }
   out_->flush();
 }
 

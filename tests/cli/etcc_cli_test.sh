@@ -57,7 +57,7 @@ printf 'module @bad\ntensor x : f32[Q] input\n' >"$tmp/bad.etir"
 run error-no-output 1 "$tmp/bad.etir" -o "$tmp/bad.out"
 [ -e "$tmp/bad.out" ] && fail "error-no-output: output file written on error" || pass
 ls "$tmp" | grep -q '\.tmp\.' && fail "error-no-output: temporary file left behind" || pass
-stderr_is error-render "$tmp/bad.etir:2:17: error: undefined name 'Q'
+stderr_is error-render "$tmp/bad.etir:2:16: error: undefined name 'Q'
   tensor x : f32[Q] input
                  ^"
 
