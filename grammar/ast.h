@@ -6,8 +6,11 @@
 // buffers, which outlive the tree.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -239,32 +242,59 @@ struct File {
   std::vector<Decl*> decls;
 };
 
-// Owns every node of one or more parsed files.
+// Owns every node of one or more parsed files. Nodes are bump-allocated in large blocks (a
+// 10 MB module makes millions of nodes; one malloc each was a sixth of the parse time) and
+// destroyed, through their virtual destructors, when the Context dies.
 class Context {
  public:
+  Context() = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context() {
+    for (Expr* e : exprs_) e->~Expr();
+    for (Stmt* s : stmts_) s->~Stmt();
+    for (Decl* d : decls_) d->~Decl();
+    for (File* f : files_) f->~File();
+  }
+
   // Arguments are forwarded to T's constructor (EventStmt takes its StmtKind).
   template <class T, class... Args>
   T* make(Args&&... args) {
-    auto node = std::make_unique<T>(std::forward<Args>(args)...);
-    T* raw = node.get();
+    static_assert(alignof(T) <= alignof(std::max_align_t));
+    T* node = ::new (allocate(sizeof(T), alignof(T))) T(std::forward<Args>(args)...);
     if constexpr (std::is_base_of_v<Expr, T>) {
-      exprs_.push_back(std::move(node));
+      exprs_.push_back(node);
     } else if constexpr (std::is_base_of_v<Stmt, T>) {
-      stmts_.push_back(std::move(node));
+      stmts_.push_back(node);
     } else if constexpr (std::is_base_of_v<Decl, T>) {
-      decls_.push_back(std::move(node));
+      decls_.push_back(node);
     } else {
       static_assert(std::is_same_v<T, File>, "unknown AST node type");
-      files_.push_back(std::move(node));
+      files_.push_back(node);
     }
-    return raw;
+    return node;
   }
 
  private:
-  std::vector<std::unique_ptr<Expr>> exprs_;
-  std::vector<std::unique_ptr<Stmt>> stmts_;
-  std::vector<std::unique_ptr<Decl>> decls_;
-  std::vector<std::unique_ptr<File>> files_;
+  static constexpr size_t kBlockSize = 256 * 1024;
+
+  void* allocate(size_t size, size_t align) {
+    size_t offset = (used_ + align - 1) & ~(align - 1);
+    if (blocks_.empty() || offset + size > kBlockSize) {
+      blocks_.push_back(std::make_unique<std::max_align_t[]>(
+          (std::max(size, kBlockSize) + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t)));
+      offset = 0;
+    }
+    used_ = offset + size;
+    return reinterpret_cast<char*>(blocks_.back().get()) + offset;
+  }
+
+  std::vector<std::unique_ptr<std::max_align_t[]>> blocks_;
+  size_t used_ = 0;
+  std::vector<Expr*> exprs_;
+  std::vector<Stmt*> stmts_;
+  std::vector<Decl*> decls_;
+  std::vector<File*> files_;
 };
 
 }  // namespace etc::ast

@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "compiler/support/diagnostics.h"
 #include "grammar/ast.h"
@@ -13,10 +15,15 @@
 
 namespace etc::grammar {
 
-// Recycling storage for partial results that are too large to travel through Bison's variant
-// (every variant push zero-fills and moves the whole buffer). get() hands out a default
-// object; take() moves it out and recycles the slot. Slots of symbols that error recovery
-// discards are simply never recycled (the pool owns them).
+// Recycling storage for partial results. Every semantic value that travels through Bison's
+// variant is trivially copyable (string_views, literals, pointers): the variant then moves and
+// destroys values without real work. Objects and lists under construction live here.
+//
+// Pool<T>::get() hands out a default T; take() moves it out and recycles the slot.
+// ListPool<T>::get() hands out an empty scratch vector that keeps its capacity; take() copies
+// (moves) the elements into an exactly-sized vector for the AST and recycles the scratch one;
+// take(nullptr) is an empty list (optional lists are null when absent).
+// Slots of symbols that error recovery discards are never recycled (the pool still owns them).
 template <class T>
 class Pool {
  public:
@@ -38,11 +45,52 @@ class Pool {
   std::vector<T*> free_;
 };
 
+template <class T>
+class ListPool {
+ public:
+  std::vector<T>* get() {
+    if (free_.empty()) return &store_.emplace_back();
+    std::vector<T>* v = free_.back();
+    free_.pop_back();
+    return v;
+  }
+  std::vector<T>* get(T first) {
+    std::vector<T>* v = get();
+    v->push_back(std::move(first));
+    return v;
+  }
+  std::vector<T> take(std::vector<T>* v) {
+    if (!v) return {};
+    std::vector<T> out(std::make_move_iterator(v->begin()), std::make_move_iterator(v->end()));
+    v->clear();
+    free_.push_back(v);
+    return out;
+  }
+
+ private:
+  std::deque<std::vector<T>> store_;
+  std::vector<std::vector<T>*> free_;
+};
+
 class Driver {
  public:
   Driver(uint32_t file, const SourceManager& sources, ast::Context& ctx, DiagnosticEngine& diags);
 
   Lexer& lexer() { return lexer_; }
+
+  // The parser's yylex. `errstatus` is Bison's error status: nonzero while recovering from a
+  // syntax error (the lexer's nesting guard then restarts its count instead of reporting), 3
+  // while no token has been shifted since the error. In that state the parser is discarding
+  // tokens until one can start a declaration or statement; an identifier that is not the
+  // first token on its line is almost never the start of a statement (it is the middle of
+  // the broken one), so it is handed over as an invalid token, which the parser discards.
+  // Statements that share a line (`run @a  run @b`) start with keywords and are unaffected.
+  Parser::symbol_type lex(int errstatus) {
+    Parser::symbol_type t = lexer_.next(errstatus != 0);
+    if (errstatus == 3 && t.kind() == Parser::symbol_kind::S_IDENT && !lexer_.firstOnLine())
+      return Parser::make_YYUNDEF(t.location);
+    return t;
+  }
   bool stopped() const { return lexer_.stopped(); }
   void error(SourceLoc loc, std::string message, std::vector<Note> notes = {}) {
     lexer_.error(loc, std::move(message), std::move(notes));
@@ -55,8 +103,27 @@ class Driver {
     node->range = range;
     return node;
   }
-  static ast::Ident ident(std::string_view name, const SourceRange& range) {
-    return ast::Ident{name, range};
+  // The text of a token from its first character and its (single-line) range.
+  static std::string_view text(const char* first, const SourceRange& range) {
+    return std::string_view(first, range.end.col - range.begin.col + 1);
+  }
+  // AT_NAME without its '@', STRING without its quotes (raw, escapes not processed).
+  static std::string_view atName(const char* first, const SourceRange& range) {
+    return text(first, range).substr(1);
+  }
+  static std::string_view stringText(const char* first, const SourceRange& range) {
+    std::string_view t = text(first, range);
+    return t.substr(1, t.size() - 2);
+  }
+  // The value of a FLOAT token's text (the lexer has validated it).
+  static double floatValue(std::string_view text);
+
+  // A name token (identifier or keyword) as an Ident.
+  static ast::Ident ident(const char* first, const SourceRange& range) {
+    return ast::Ident{text(first, range), range};
+  }
+  static ast::Ident atIdent(const char* first, const SourceRange& range) {
+    return ast::Ident{atName(first, range), range};
   }
   // Sets e->depth = 1 + child_depth. Returns false (after reporting "expression nested too
   // deeply" once and stopping the lexer) when it exceeds ast::kMaxExprDepth; the action then
@@ -66,30 +133,76 @@ class Driver {
   static uint32_t depthOf(const ast::TensorRef& ref);
   ast::Expr* binary(ast::BinaryOp op, ast::Expr* lhs, ast::Expr* rhs, const SourceRange& range);
 
-  ast::SliceEntry* slice(const SourceRange& range, bool is_range, ast::Expr* lo, ast::Expr* hi) {
-    ast::SliceEntry* e = slices.get();
-    e->is_range = is_range;
-    e->lo = lo;
-    e->hi = hi;
-    e->range = range;
-    return e;
+  // Appends to `list` (a new list when null) and returns it.
+  std::vector<ast::SliceEntry>* addSlice(std::vector<ast::SliceEntry>* list,
+                                         const SourceRange& range, bool is_range, ast::Expr* lo,
+                                         ast::Expr* hi) {
+    if (!list) list = sliceLists.get();
+    ast::SliceEntry& e = list->emplace_back();
+    e.is_range = is_range;
+    e.lo = lo;
+    e.hi = hi;
+    e.range = range;
+    return list;
   }
-  ast::OpCall* opcall(std::string_view callee, const SourceRange& callee_range,
-                      std::vector<ast::TensorRef> args, bool has_attr_block,
-                      std::vector<ast::Attr> attrs, const SourceRange& range) {
+  std::vector<ast::TensorRef>* addRef(std::vector<ast::TensorRef>* list, const char* name,
+                                      const SourceRange& name_range,
+                                      std::vector<ast::SliceEntry>* entries,
+                                      const SourceRange& range) {
+    if (!list) list = refLists.get();
+    ast::TensorRef& r = list->emplace_back();
+    r.name = ident(name, name_range);
+    if (entries) {
+      r.has_subscript = true;
+      r.entries = sliceLists.take(entries);
+    }
+    r.range = range;
+    return list;
+  }
+  // `attrs` null: no attribute block.
+  ast::OpCall* opcall(const char* callee, const SourceRange& callee_range,
+                      std::vector<ast::TensorRef>* args, std::vector<ast::Attr>* attrs,
+                      const SourceRange& range) {
     ast::OpCall* c = calls.get();
-    c->callee = ast::Ident{callee, callee_range};
-    c->args = std::move(args);
-    c->attrs = std::move(attrs);
-    c->has_attr_block = has_attr_block;
+    c->callee = ident(callee, callee_range);
+    c->args = refLists.take(args);
+    c->has_attr_block = attrs != nullptr;
+    c->attrs = attrLists.take(attrs);
     c->range = range;
     return c;
   }
 
   Pool<ast::TensorRef> refs;
-  Pool<ast::SliceEntry> slices;
   Pool<ast::OpCall> calls;
   Pool<ast::Attr> attrs;
+  ListPool<ast::Expr*> exprLists;
+  ListPool<ast::SliceEntry> sliceLists;
+  ListPool<ast::TensorRef> refLists;
+  ListPool<ast::Attr> attrLists;
+  ListPool<ast::Ident> identLists;
+  ListPool<ast::Stmt*> stmtLists;
+
+  ast::TensorRef* ref(const char* name, const SourceRange& name_range,
+                      std::vector<ast::SliceEntry>* entries, const SourceRange& range) {
+    ast::TensorRef* r = refs.get();
+    r->name = ident(name, name_range);
+    if (entries) {
+      r->has_subscript = true;
+      r->entries = sliceLists.take(entries);
+    }
+    r->range = range;
+    return r;
+  }
+  ast::Expr* nameExpr(const char* name, const SourceRange& range) {
+    auto* e = make<ast::NameExpr>(range);
+    e->name = ident(name, range);
+    return e;
+  }
+  // These return null (after reporting) when the expression nests too deeply.
+  ast::Expr* callExpr(const char* callee, const SourceRange& callee_range,
+                      std::vector<ast::Expr*>* args, const SourceRange& range);
+  ast::Expr* indexExpr(const char* name, const SourceRange& name_range,
+                       std::vector<ast::SliceEntry>* entries, const SourceRange& range);
 
   ast::File* file() { return file_; }
   void addDecl(ast::Decl* d) {

@@ -126,7 +126,7 @@ symbol_type Lexer::lexInt(const uchar* b, const uchar* e, bool hex) {
                                 clip(textOf(b, e)), kMax));
     v = kMax;
   }
-  return Parser::make_INT(IntLit{static_cast<int64_t>(v), textOf(b, e)}, rangeOf(b, e));
+  return Parser::make_INT(static_cast<int64_t>(v), rangeOf(b, e));
 }
 
 symbol_type Lexer::lexFloat(const uchar* b, const uchar* e) {
@@ -136,7 +136,7 @@ symbol_type Lexer::lexFloat(const uchar* b, const uchar* e) {
   if (ec != std::errc() || ptr != reinterpret_cast<const char*>(e) || !std::isfinite(v)) {
     error(locAt(b), fmt::format("float literal '{}' is out of range", clip(textOf(b, e))));
   }
-  return Parser::make_FLOAT(FloatLit{v, textOf(b, e)}, rangeOf(b, e));
+  return Parser::make_FLOAT(reinterpret_cast<const char*>(b), rangeOf(b, e));
 }
 
 // `quote` points at the opening '"'. Strings end at the closing '"'; a newline or the end of
@@ -177,7 +177,7 @@ symbol_type Lexer::lexString(const uchar* quote) {
     }
   }
   cursor_ = p + 1;
-  return Parser::make_STRING(textOf(quote + 1, p), rangeOf(quote, p + 1));
+  return Parser::make_STRING(reinterpret_cast<const char*>(quote), rangeOf(quote, p + 1));
 }
 
 std::string unescapeString(std::string_view raw) {
@@ -201,6 +201,13 @@ std::string unescapeString(std::string_view raw) {
 }
 
 symbol_type Lexer::next(bool recovering) {
+  symbol_type t = scan(recovering);
+  first_on_line_ = t.location.begin.line != last_line_;
+  last_line_ = t.location.begin.line;
+  return t;
+}
+
+symbol_type Lexer::scan(bool recovering) {
   if (stopped_) return Parser::make_YYEOF(eofRange());
   if (recovering && !recovering_) {
     // The parser has just popped its stack back to a statement or declaration list, where
@@ -219,7 +226,7 @@ symbol_type Lexer::next(bool recovering) {
 #define TOKEN(kind) \
   do { cursor_ = p; return Parser::make_##kind(rangeOf(tok, p)); } while (0)
 #define VTOKEN(kind) \
-  do { cursor_ = p; return Parser::make_##kind(textOf(tok, p), rangeOf(tok, p)); } while (0)
+  do { cursor_ = p; return Parser::make_##kind(reinterpret_cast<const char*>(tok), rangeOf(tok, p)); } while (0)
     /*!re2c
       re2c:define:YYCTYPE = "unsigned char";
       re2c:define:YYCURSOR = p;
@@ -256,7 +263,7 @@ symbol_type Lexer::next(bool recovering) {
 
       "@" ident {
         cursor_ = p;
-        return Parser::make_AT_NAME(textOf(tok + 1, p), rangeOf(tok, p));
+        return Parser::make_AT_NAME(reinterpret_cast<const char*>(tok), rangeOf(tok, p));
       }
       "@" {
         cursor_ = p;
@@ -397,17 +404,23 @@ std::string tokenKindName(Parser::symbol_kind_type k) {
 
 std::string describeToken(const Parser::symbol_type& tok) {
   const Parser::symbol_kind_type k = tok.kind();
+  auto text = [&] {
+    return std::string_view(tok.value.as<const char*>(),
+                            tok.location.end.col - tok.location.begin.col + 1);
+  };
   switch (k) {
     case kind::S_IDENT:
-      return "identifier '" + clip(tok.value.as<std::string_view>()) + "'";
+      return "identifier '" + clip(text()) + "'";
     case kind::S_AT_NAME:
-      return "'@" + clip(tok.value.as<std::string_view>()) + "'";
+      return "'" + clip(text()) + "'";
     case kind::S_INT:
-      return "integer '" + clip(tok.value.as<IntLit>().text) + "'";
+      return fmt::format("integer '{}'", tok.value.as<int64_t>());
     case kind::S_FLOAT:
-      return "float '" + clip(tok.value.as<FloatLit>().text) + "'";
-    case kind::S_STRING:
-      return "string " + quoteString(unescapeString(tok.value.as<std::string_view>()));
+      return "float '" + clip(text()) + "'";
+    case kind::S_STRING: {
+      std::string_view t = text();
+      return "string " + quoteString(unescapeString(t.substr(1, t.size() - 2)));
+    }
     default:
       return tokenKindName(k);
   }

@@ -26,6 +26,8 @@ class Lexer {
   // `recovering`: the parser is recovering from a syntax error (it discards tokens, so the
   // nesting guard below restarts its count instead of reporting).
   Parser::symbol_type next(bool recovering = false);
+  // Whether the last token returned by next() is the first token on its line.
+  bool firstOnLine() const { return first_on_line_; }
 
   // Reports an error (unless stopped); stops when the engine's error limit is reached.
   void error(SourceLoc loc, std::string message, std::vector<Note> notes = {});
@@ -49,6 +51,7 @@ class Lexer {
     return std::string_view(reinterpret_cast<const char*>(b), static_cast<size_t>(e - b));
   }
 
+  Parser::symbol_type scan(bool recovering);
   Parser::symbol_type lexString(const uchar* quote);
   Parser::symbol_type lexInt(const uchar* b, const uchar* e, bool hex);
   Parser::symbol_type lexFloat(const uchar* b, const uchar* e);
@@ -65,6 +68,8 @@ class Lexer {
   uint32_t nest_ = 0;       // open '(' and '[' (reset at '{' and '}')
   uint32_t minus_run_ = 0;  // consecutive '-' tokens
   bool recovering_ = false;
+  bool first_on_line_ = true;
+  uint32_t last_line_ = 0;  // line of the previous token
   bool stopped_ = false;
   DiagnosticEngine& diags_;
 };

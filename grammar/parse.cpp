@@ -2,6 +2,7 @@
 #include "grammar/parse.h"
 
 #include <algorithm>
+#include <charconv>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,32 @@ ast::Expr* Driver::binary(ast::BinaryOp op, ast::Expr* lhs, ast::Expr* rhs,
   e->rhs = rhs;
   if (!setDepth(e, std::max(lhs->depth, rhs->depth))) return nullptr;
   return e;
+}
+
+double Driver::floatValue(std::string_view text) {
+  double v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  return v;
+}
+
+ast::Expr* Driver::callExpr(const char* callee, const SourceRange& callee_range,
+                            std::vector<ast::Expr*>* args, const SourceRange& range) {
+  auto* e = make<ast::CallExpr>(range);
+  e->callee = ident(callee, callee_range);
+  e->args = exprLists.take(args);
+  uint32_t d = 0;
+  for (const ast::Expr* a : e->args) d = std::max(d, a->depth);
+  return setDepth(e, d) ? e : nullptr;
+}
+
+ast::Expr* Driver::indexExpr(const char* name, const SourceRange& name_range,
+                             std::vector<ast::SliceEntry>* entries, const SourceRange& range) {
+  auto* e = make<ast::IndexExpr>(range);
+  e->ref.name = ident(name, name_range);
+  e->ref.has_subscript = true;
+  e->ref.entries = sliceLists.take(entries);
+  e->ref.range = range;
+  return setDepth(e, depthOf(e->ref)) ? e : nullptr;
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -83,6 +84,7 @@ int run(const Options& opt) {
   etc::LoadOptions load;
   load.include_dirs = opt.include_dirs;
   std::unique_ptr<etc::ir::Module> m;
+  auto start = std::chrono::steady_clock::now();
   if (opt.input == "-") {
     std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
     uint32_t id = sources.addBuffer("<stdin>", std::move(text));
@@ -91,6 +93,12 @@ int run(const Options& opt) {
     m = etc::parseAndVerifyFile(opt.input, load, sources, diags);
   }
 
+  if (opt.verbose)
+    std::cerr << fmt::format(
+        "etcc: front end (read {} file{}, parse, resolve names, verify): {:.3f} ms, {}\n", sources.fileCount(),
+        sources.fileCount() == 1 ? "" : "s",
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
+        m ? "verified" : "errors");
   if (m) {
     etc::PipelineOptions po;
     po.print_after_all = opt.print_after_all;

@@ -56,7 +56,13 @@ std::vector<ExpectedDiagnostic> parseExpectations(const SourceManager& sources, 
       continue;  // "expected-" in ordinary text
     }
     int64_t target_line = line, col = 0;
-    if (p < text.size() && text[p] == '@') {
+    if (p < text.size() && text[p] == ':') {  // `expected-error:COL`: this line, that column
+      ++p;
+      if (!parseNumber(text, &p, &col)) {
+        bad("expected a column after ':'");
+        continue;
+      }
+    } else if (p < text.size() && text[p] == '@') {
       ++p;
       char sign = p < text.size() && (text[p] == '+' || text[p] == '-') ? text[p++] : 0;
       int64_t n;

@@ -1,6 +1,7 @@
 // --verify-diagnostics: the diagnostics a run produced must be exactly those announced in the
 // input by comments of the form
 //   // expected-error {{message}}            on this line
+//   // expected-error:9 {{message}}          on this line, at column 9
 //   // expected-error@+1 {{message}}         on the next line (@-2: two lines up, @7: line 7)
 //   // expected-warning@+1:12 {{message}}    ... and at column 12
 //   // expected-note@-1 {{message}}

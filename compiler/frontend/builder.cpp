@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -41,13 +42,28 @@ std::string_view kindName(ir::Module::DeclKind k) {
   return "name";
 }
 
+// "a sym", "an event", ...
+std::string aKind(ir::Module::DeclKind k) {
+  std::string_view n = kindName(k);
+  return fmt::format("{} {}", n.front() == 'e' ? "an" : "a", n);
+}
+
+// "a, b and c" (for "the roles are ...").
 std::string joinNames(const std::vector<std::string_view>& names) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) {
-    if (i) out += i + 1 == names.size() ? " or " : ", ";
+    if (i) out += i + 1 == names.size() ? " and " : ", ";
     out += names[i];
   }
   return out;
+}
+
+// "; did you mean 'x'?" when a candidate is close to `name`, else "; the <what> are a, b and c".
+std::string suggestOrList(std::string_view name, const std::vector<std::string_view>& candidates,
+                          std::string_view what) {
+  std::string s = didYouMean(name, candidates);
+  if (!s.empty()) return s;
+  return fmt::format("; the {} are {}", what, joinNames(candidates));
 }
 
 std::string_view attrTypeName(ir::AttrType t) {
@@ -112,15 +128,53 @@ class Builder {
     return {};
   }
 
+  static SourceLoc tensorLoc(const ir::Tensor& t) { return t.name_range.valid() ? t.name_range.begin : t.range.begin; }
+
+  // Where a declaration's name is written (notes point there).
+  SourceLoc nameLoc(ir::Module::DeclRef r) const {
+    SourceRange name;
+    switch (r.kind) {
+      case ir::Module::DeclKind::Sym: name = m_->syms[r.index].name_range; break;
+      case ir::Module::DeclKind::Const: name = m_->consts[r.index].name_range; break;
+      case ir::Module::DeclKind::Tensor: name = m_->tensors[r.index].name_range; break;
+      case ir::Module::DeclKind::Event: name = m_->events[r.index].name_range; break;
+      case ir::Module::DeclKind::Task: name = m_->tasks[r.index].name_range; break;
+      case ir::Module::DeclKind::Graph: name = m_->graphs[r.index].name_range; break;
+    }
+    return name.valid() ? name.begin : rangeOf(r).begin;
+  }
+
   // Reports a redefinition and returns false if `name` is taken in the value namespace.
   bool claimValueName(const ast::Ident& name) {
     if (auto prev = m_->findValue(name.name)) {
       diags_.error(name.range.begin, fmt::format("redefinition of '{}'", name.name),
-                   {{rangeOf(*prev).begin, fmt::format("'{}' was first defined here (as a {})", name.name,
-                                                       kindName(prev->kind))}});
+                   {{nameLoc(*prev), fmt::format("'{}' was first defined here (as {})", name.name,
+                                                 aKind(prev->kind))}});
+      return false;
+    }
+    if (auto it = broken_.find(name.name); it != broken_.end()) {
+      diags_.error(name.range.begin, fmt::format("redefinition of '{}'", name.name),
+                   {{it->second.at, fmt::format("'{}' was first defined here (as {})", name.name,
+                                                aKind(it->second.kind))}});
       return false;
     }
     return true;
+  }
+
+  // A declaration that claimed its name but had errors: its name stays defined, so that its
+  // uses report nothing more (the declaration's errors were reported).
+  void markBroken(const ast::Ident& name, ir::Module::DeclKind kind) {
+    broken_.emplace(std::string(name.name), Broken{kind, name.range.begin});
+  }
+  bool isBroken(std::string_view name) const { return broken_.find(name) != broken_.end(); }
+
+  // The source text of a range on one line, or "" (for messages that quote what was written).
+  std::string writtenText(const SourceRange& r) const {
+    if (!r.valid() || r.end.file != r.begin.file || r.end.line != r.begin.line || r.end.col < r.begin.col) return {};
+    std::string_view line = sources_.lineText(r.begin);
+    size_t b = r.begin.col - 1, n = r.end.col - r.begin.col + 1;
+    if (b + n > line.size()) return {};
+    return std::string(line.substr(b, n));
   }
 
   std::vector<std::string_view> valueNames(const std::vector<std::string>* coords) const {
@@ -129,6 +183,7 @@ class Builder {
     for (const auto& c : m_->consts) names.push_back(c.name);
     for (const auto& t : m_->tensors) names.push_back(t.name);
     for (const auto& e : m_->events) names.push_back(e.name);
+    for (const auto& [name, b] : broken_) names.push_back(name);
     if (coords)
       for (const auto& c : *coords) names.push_back(c);
     return names;
@@ -141,9 +196,13 @@ class Builder {
       case ast::ExprKind::Int: return ir::intConst(static_cast<const ast::IntExpr*>(e)->value);
       case ast::ExprKind::Name: return convertName(static_cast<const ast::NameExpr*>(e)->name, scope);
       case ast::ExprKind::Call: return convertCall(*static_cast<const ast::CallExpr*>(e), scope);
-      case ast::ExprKind::Index:
-        diags_.error(e->range.begin, "a subscript is only allowed as the argument of load(...) in an expression");
+      case ast::ExprKind::Index: {
+        std::string written = writtenText(e->range);
+        diags_.error(e->range.begin, fmt::format("a subscript is only allowed as the argument of load(...) in an "
+                                                 "expression{}",
+                                                 written.empty() ? "" : fmt::format("; write load({})", written)));
         return nullptr;
+      }
       case ast::ExprKind::Neg: {
         Expr a = convert(static_cast<const ast::NegExpr*>(e)->operand, scope);
         return a ? ir::neg(a) : nullptr;
@@ -160,6 +219,7 @@ class Builder {
     }
     auto ref = m_->findValue(name.name);
     if (!ref) {
+      if (isBroken(name.name)) return nullptr;  // its declaration's errors were reported
       diags_.error(name.range.begin,
                    fmt::format("undefined name '{}'{}", name.name, didYouMean(name.name, valueNames(scope.coords))));
       return nullptr;
@@ -169,7 +229,7 @@ class Builder {
       case ir::Module::DeclKind::Sym:
         if (!(scope.allow & kSyms)) {
           diags_.error(at, fmt::format("'{}' is a sym, but {} must be a compile-time constant", name.name, scope.what),
-                       {{rangeOf(*ref).begin, fmt::format("'{}' is declared here", name.name)}});
+                       {{nameLoc(*ref), fmt::format("'{}' is declared here", name.name)}});
           return nullptr;
         }
         return ir::symRef(ref->index, std::string(name.name));
@@ -183,7 +243,7 @@ class Builder {
                                      name.name, name.name));
         return nullptr;
       default:
-        diags_.error(at, fmt::format("'{}' is an {}, not an integer", name.name, kindName(ref->kind)));
+        diags_.error(at, fmt::format("'{}' is {}, not an integer", name.name, aKind(ref->kind)));
         return nullptr;
     }
   }
@@ -193,8 +253,8 @@ class Builder {
     SourceLoc at = c.callee.range.begin;
     if (f == "load") return convertLoad(c, scope);
     if (f != "cdiv" && f != "min" && f != "max") {
-      diags_.error(at, fmt::format("unknown function '{}'{}; the integer functions are cdiv, min, max and load", f,
-                                   didYouMean(f, {"cdiv", "min", "max", "load"})));
+      diags_.error(at, fmt::format("unknown function '{}'{}", f,
+                                   suggestOrList(f, {"cdiv", "min", "max", "load"}, "integer functions")));
       return nullptr;
     }
     if (f == "cdiv" && c.args.size() != 2) {
@@ -239,7 +299,7 @@ class Builder {
     if (tensor.dtype != ir::DType::I32) {
       diags_.error(ref.name.range.begin,
                    fmt::format("load reads i32 tensors; '{}' is {}", tensor.name, ir::dtypeName(tensor.dtype)),
-                   {{tensor.range.begin, fmt::format("'{}' is declared here", tensor.name)}});
+                   {{tensorLoc(tensor), fmt::format("'{}' is declared here", tensor.name)}});
       return nullptr;
     }
     if (ref.entries.size() != tensor.shape.size()) {
@@ -265,7 +325,11 @@ class Builder {
   bool checkDivisor(const Expr& divisor, const ast::Expr* node, std::string_view what) {
     auto v = ir::asInt(ir::inlineConsts(divisor));
     if (v && *v == 0) {
-      diags_.error(node->range.begin, fmt::format("{} by zero", what));
+      // Through consts (`N / TILE`), say which value is zero.
+      std::string written = writtenText(node->range);
+      diags_.error(node->range.begin, node->kind == ast::ExprKind::Int || written.empty()
+                                          ? fmt::format("{} by zero", what)
+                                          : fmt::format("{} by zero ('{}' is 0)", what, written));
       return false;
     }
     return true;
@@ -314,8 +378,9 @@ class Builder {
     if (!x) return std::nullopt;
     ir::EvalResult r = ir::evaluate(ir::inlineConsts(x), {});
     if (r.error == ir::EvalError::Overflow) {
+      std::string written = writtenText(e->range);
       diags_.error(e->range.begin, fmt::format("integer overflow in {} ('{}' does not fit in 64 bits)", what,
-                                               ir::toString(x)));
+                                               written.empty() ? ir::toString(x) : written));
       return std::nullopt;
     }
     if (r.error == ir::EvalError::DivByZero) {
@@ -336,9 +401,13 @@ class Builder {
     ir::Sym s;
     s.name = std::string(d.name.name);
     s.range = d.range;
+    s.name_range = d.name.range;
+    if (d.lo) s.lo_range = d.lo->range;
+    if (d.hi) s.hi_range = d.hi->range;
     auto lo = constValue(d.lo, "a sym range", &s.lo_expr);
     auto hi = constValue(d.hi, "a sym range", &s.hi_expr);
-    if (!claimValueName(d.name) || !lo || !hi) return;
+    if (!claimValueName(d.name)) return;
+    if (!lo || !hi) return markBroken(d.name, ir::Module::DeclKind::Sym);
     s.lo = *lo;
     s.hi = *hi;
     m_->addSym(std::move(s));
@@ -348,8 +417,10 @@ class Builder {
     ir::Const c;
     c.name = std::string(d.name.name);
     c.range = d.range;
+    c.name_range = d.name.range;
     auto v = constValue(d.value, "a const", &c.value_expr);
-    if (!claimValueName(d.name) || !v) return;
+    if (!claimValueName(d.name)) return;
+    if (!v) return markBroken(d.name, ir::Module::DeclKind::Const);
     c.value = *v;
     m_->addConst(std::move(c));
   }
@@ -370,25 +441,28 @@ class Builder {
     ir::Tensor t;
     t.name = std::string(d.name.name);
     t.range = d.range;
+    t.name_range = d.name.range;
+    for (const ast::Expr* e : d.shape) t.shape_ranges.push_back(e->range);
     bool ok = true;
     if (auto dt = ir::parseDType(d.dtype.name)) {
       t.dtype = *dt;
     } else {
       std::vector<std::string_view> names(std::begin(ir::kDTypeNames), std::end(ir::kDTypeNames));
-      diags_.error(d.dtype.range.begin, fmt::format("unknown dtype '{}'{}; the dtypes are {}", d.dtype.name,
-                                                    didYouMean(d.dtype.name, names), joinNames(names)));
+      diags_.error(d.dtype.range.begin,
+                   fmt::format("unknown dtype '{}'{}", d.dtype.name, suggestOrList(d.dtype.name, names, "dtypes")));
       ok = false;
     }
     if (auto r = ir::parseRole(d.role.name)) {
       t.role = *r;
     } else {
       std::vector<std::string_view> roles{"input", "output", "param", "temp"};
-      diags_.error(d.role.range.begin, fmt::format("unknown tensor role '{}'{}; the roles are {}", d.role.name,
-                                                   didYouMean(d.role.name, roles), joinNames(roles)));
+      diags_.error(d.role.range.begin,
+                   fmt::format("unknown tensor role '{}'{}", d.role.name, suggestOrList(d.role.name, roles, "roles")));
       ok = false;
     }
     auto shape = convertShape(d.shape, "a tensor shape");
-    if (!claimValueName(d.name) || !ok || !shape) return;
+    if (!claimValueName(d.name)) return;
+    if (!ok || !shape) return markBroken(d.name, ir::Module::DeclKind::Tensor);
     t.shape = std::move(*shape);
     m_->addTensor(std::move(t));
   }
@@ -408,7 +482,7 @@ class Builder {
       if (auto prev = m_->findValue(c.name)) {
         diags_.error(c.range.begin,
                      fmt::format("coordinate '{}' would hide the {} '{}'", c.name, kindName(prev->kind), c.name),
-                     {{rangeOf(*prev).begin, fmt::format("the {} is declared here", kindName(prev->kind))}});
+                     {{nameLoc(*prev), fmt::format("the {} is declared here", kindName(prev->kind))}});
         ok = false;
       }
       out->push_back(std::string(c.name));
@@ -420,6 +494,9 @@ class Builder {
     ir::Event e;
     e.name = std::string(d.name.name);
     e.range = d.range;
+    e.name_range = d.name.range;
+    if (d.init) e.init_range = d.init->range;
+    for (const ast::Expr* x : d.shape) e.shape_ranges.push_back(x->range);
     auto shape = convertShape(d.shape, "an event shape");
     bool ok = shape.has_value();
     if (d.init_has_coords) {
@@ -433,7 +510,8 @@ class Builder {
       }
     }
     e.init = convert(d.init, ExprScope{kSyms | kCoords | kLoads | kBound, "an event's count", &e.init_coords});
-    if (!claimValueName(d.name) || !ok || !e.init) return;
+    if (!claimValueName(d.name)) return;
+    if (!ok || !e.init) return markBroken(d.name, ir::Module::DeclKind::Event);
     e.shape = std::move(*shape);
     m_->addEvent(std::move(e));
   }
@@ -442,12 +520,20 @@ class Builder {
     auto ref = m_->findValue(name.name);
     if (ref && ref->kind == ir::Module::DeclKind::Tensor) return ref->index;
     if (!ref) {
+      if (isBroken(name.name)) return std::nullopt;  // its declaration's errors were reported
+      if (auto later = assigned_later_.find(name.name); later != assigned_later_.end()) {
+        diags_.error(name.range.begin, fmt::format("'{}' is used before it is assigned", name.name),
+                     {{later->second, fmt::format("'{}' is assigned here", name.name)}});
+        return std::nullopt;
+      }
       std::vector<std::string_view> names;
       for (const auto& t : m_->tensors) names.push_back(t.name);
+      for (const auto& [n, b] : broken_)
+        if (b.kind == ir::Module::DeclKind::Tensor) names.push_back(n);
       diags_.error(name.range.begin, fmt::format("undefined tensor '{}'{}", name.name, didYouMean(name.name, names)));
     } else {
-      diags_.error(name.range.begin, fmt::format("'{}' is a {}, not a tensor", name.name, kindName(ref->kind)),
-                   {{rangeOf(*ref).begin, fmt::format("'{}' is declared here", name.name)}});
+      diags_.error(name.range.begin, fmt::format("'{}' is {}, not a tensor", name.name, aKind(ref->kind)),
+                   {{nameLoc(*ref), fmt::format("'{}' is declared here", name.name)}});
     }
     return std::nullopt;
   }
@@ -456,14 +542,17 @@ class Builder {
     auto ref = m_->findValue(name.name);
     if (ref && ref->kind == ir::Module::DeclKind::Event) return ref->index;
     if (!ref) {
+      if (isBroken(name.name)) return std::nullopt;  // its declaration's errors were reported
       std::vector<std::string_view> names;
       for (const auto& e : m_->events) names.push_back(e.name);
+      for (const auto& [n, b] : broken_)
+        if (b.kind == ir::Module::DeclKind::Event) names.push_back(n);
       diags_.error(name.range.begin, fmt::format("undefined event '{}'{}", name.name, didYouMean(name.name, names)));
     } else {
       diags_.error(name.range.begin,
-                   fmt::format("'{}' is a {}, not an event; wait and notify take events", name.name,
-                               kindName(ref->kind)),
-                   {{rangeOf(*ref).begin, fmt::format("'{}' is declared here", name.name)}});
+                   fmt::format("'{}' is {}, not an event; wait and notify take events", name.name,
+                               aKind(ref->kind)),
+                   {{nameLoc(*ref), fmt::format("'{}' is declared here", name.name)}});
     }
     return std::nullopt;
   }
@@ -489,6 +578,8 @@ class Builder {
       dim.range = e.range;
       dim.lo_written = e.lo != nullptr;
       dim.hi_written = e.hi != nullptr;
+      if (e.lo) dim.lo_range = e.lo->range;
+      if (e.hi) dim.hi_range = e.hi->range;
       dim.lo = e.lo ? convert(e.lo, scope) : ir::intConst(0);
       if (e.is_range) dim.hi = e.hi ? convert(e.hi, scope) : shape[k];
       if (!dim.lo || (e.is_range && !dim.hi)) ok = false;
@@ -498,9 +589,21 @@ class Builder {
     return s;
   }
 
+  // The subscript of a reference whose target could not be resolved: its expressions are
+  // still resolved, so that their own mistakes are reported in the same run.
+  void checkUnresolvedSubscript(const ast::TensorRef& ref, const ExprScope& scope) {
+    for (const ast::SliceEntry& e : ref.entries) {
+      if (e.lo) convert(e.lo, scope);
+      if (e.hi) convert(e.hi, scope);
+    }
+  }
+
   std::optional<ir::Slice> tensorSlice(const ast::TensorRef& ref, const ExprScope& scope) {
     auto t = resolveTensor(ref.name);
-    if (!t) return std::nullopt;
+    if (!t) {
+      checkUnresolvedSubscript(ref, scope);
+      return std::nullopt;
+    }
     const ir::Tensor& tensor = m_->tensors[*t];
     return convertSlice(ref, *t, tensor.name, tensor.shape, scope);
   }
@@ -508,14 +611,20 @@ class Builder {
   std::optional<ir::AttrValue> convertAttr(const ast::Attr& a, const ir::AttrSpec& spec, std::string_view op) {
     ir::AttrValue v;
     v.type = spec.type;
-    auto mismatch = [&]() -> std::optional<ir::AttrValue> {
-      diags_.error(a.value_range.valid() ? a.value_range.begin : a.range.begin,
-                   fmt::format("{}: attribute '{}' takes {}", op, spec.name, attrTypeName(spec.type)));
-      return std::nullopt;
-    };
     const ast::NameExpr* name =
         a.kind == ast::AttrKind::Expr && a.expr->kind == ast::ExprKind::Name ? static_cast<const ast::NameExpr*>(a.expr)
                                                                               : nullptr;
+    auto mismatch = [&]() -> std::optional<ir::AttrValue> {
+      // The two likely slips: a string without its quotes, a dtype in quotes.
+      std::string hint;
+      if (spec.type == ir::AttrType::String && name)
+        hint = fmt::format("; write \"{}\" with quotes", name->name.name);
+      else if (spec.type == ir::AttrType::DType && a.kind == ast::AttrKind::String && ir::parseDType(a.svalue))
+        hint = fmt::format("; write {} without quotes", a.svalue);
+      diags_.error(a.value_range.valid() ? a.value_range.begin : a.range.begin,
+                   fmt::format("{}: attribute '{}' takes {}{}", op, spec.name, attrTypeName(spec.type), hint));
+      return std::nullopt;
+    };
     switch (spec.type) {
       case ir::AttrType::Bool:
         if (a.kind == ast::AttrKind::Flag) {
@@ -618,12 +727,14 @@ class Builder {
       if (!spec) {
         std::vector<std::string_view> names;
         for (const ir::AttrSpec& sp : info->attrs) names.push_back(sp.name);
-        diags_.error(a.name.range.begin,
-                     fmt::format("{} has no attribute '{}'{}", info->name, a.name.name,
-                                 names.empty() ? std::string("; it takes no attributes")
-                                               : didYouMean(a.name.name, names).empty()
-                                                     ? fmt::format("; its attributes are {}", joinNames(names))
-                                                     : didYouMean(a.name.name, names)));
+        std::string detail = didYouMean(a.name.name, names);
+        if (names.empty())
+          detail = "; it takes no attributes";
+        else if (detail.empty() && names.size() == 1)
+          detail = fmt::format("; its only attribute is {}", names[0]);
+        else if (detail.empty())
+          detail = fmt::format("; its attributes are {}", joinNames(names));
+        diags_.error(a.name.range.begin, fmt::format("{} has no attribute '{}'{}", info->name, a.name.name, detail));
         ok = false;
         continue;
       }
@@ -648,13 +759,20 @@ class Builder {
     ir::Task t;
     t.name = std::string(d.name.name);
     t.range = d.range;
+    t.name_range = d.name.range;
     bool ok = true;
+    bool redefined = false;
     if (auto prev = m_->findTask(d.name.name)) {
       diags_.error(d.name.range.begin, fmt::format("redefinition of task '@{}'", d.name.name),
-                   {{m_->tasks[*prev].range.begin, "first defined here"}});
-      ok = false;
+                   {{nameLoc({ir::Module::DeclKind::Task, *prev}), "first defined here"}});
+      redefined = true;
+    } else if (auto it = broken_tasks_.find(d.name.name); it != broken_tasks_.end()) {
+      diags_.error(d.name.range.begin, fmt::format("redefinition of task '@{}'", d.name.name),
+                   {{it->second, "first defined here"}});
+      redefined = true;
     }
     for (const ast::Expr* e : d.grid) {
+      t.grid_ranges.push_back(e->range);
       Expr x = convert(e, ExprScope{kSyms | kLoads | kBound, "a grid extent", nullptr});
       ok = ok && x;
       t.grid.push_back(std::move(x));
@@ -675,6 +793,7 @@ class Builder {
           const auto& es = *static_cast<const ast::EventStmt*>(s);
           auto ev = resolveEvent(es.event.name);
           if (!ev) {
+            checkUnresolvedSubscript(es.event, scope);
             ok = false;
             break;
           }
@@ -716,17 +835,26 @@ class Builder {
           ok = false;
       }
     }
-    if (ok) m_->addTask(std::move(t));
+    if (ok && !redefined) {
+      m_->addTask(std::move(t));
+    } else if (!redefined) {
+      broken_tasks_.emplace(t.name, d.name.range.begin);  // `run @name` reports nothing more
+    }
   }
 
   void buildGraph(const ast::GraphDecl& d) {
     ir::Graph g;
     g.name = std::string(d.name.name);
     g.range = d.range;
+    g.name_range = d.name.range;
     bool ok = true;
     if (auto prev = m_->findGraph(d.name.name)) {
       diags_.error(d.name.range.begin, fmt::format("redefinition of graph '@{}'", d.name.name),
-                   {{m_->graphs[*prev].range.begin, "first defined here"}});
+                   {{nameLoc({ir::Module::DeclKind::Graph, *prev}), "first defined here"}});
+      ok = false;
+    } else if (auto it = broken_graphs_.find(d.name.name); it != broken_graphs_.end()) {
+      diags_.error(d.name.range.begin, fmt::format("redefinition of graph '@{}'", d.name.name),
+                   {{it->second, "first defined here"}});
       ok = false;
     }
     if (d.has_schedule) {
@@ -734,24 +862,35 @@ class Builder {
         g.schedule = *s;
         g.schedule_written = true;
       } else {
-        diags_.error(d.schedule.range.begin, fmt::format("unknown schedule '{}'{}; the schedules are static, dynamic "
-                                                         "and auto",
-                                                         d.schedule.name,
-                                                         didYouMean(d.schedule.name, {"static", "dynamic", "auto"})));
+        diags_.error(d.schedule.range.begin,
+                     fmt::format("unknown schedule '{}'{}", d.schedule.name,
+                                 suggestOrList(d.schedule.name, {"static", "dynamic", "auto"}, "schedules")));
         ok = false;
       }
     }
     ir::Prover prover(*m_);
+    // Names assigned in this graph, for "used before it is assigned".
+    assigned_later_.clear();
+    for (const ast::Stmt* s : d.body)
+      if (s->kind == ast::StmtKind::Assign)
+        for (const ast::Ident& r : static_cast<const ast::AssignStmt*>(s)->results)
+          if (!m_->findValue(r.name) && !isBroken(r.name)) assigned_later_.emplace(std::string(r.name), r.range.begin);
     for (const ast::Stmt* s : d.body) {
       if (diags_.limitReached()) break;
       if (s->kind == ast::StmtKind::Run) {
         const auto& rs = *static_cast<const ast::RunStmt*>(s);
         auto task = m_->findTask(rs.task.name);
+        if (!task && broken_tasks_.count(rs.task.name)) {
+          ok = false;  // the task's errors were reported
+          continue;
+        }
         if (!task) {
-          std::vector<std::string_view> names;
-          for (const auto& t : m_->tasks) names.push_back(t.name);
-          diags_.error(rs.task.range.begin,
-                       fmt::format("undefined task '@{}'{}", rs.task.name, didYouMean(rs.task.name, names)));
+          std::vector<std::string> at_names;  // suggested as written: '@name'
+          for (const auto& t : m_->tasks) at_names.push_back("@" + t.name);
+          for (const auto& [n, at] : broken_tasks_) at_names.push_back("@" + n);
+          std::vector<std::string_view> names(at_names.begin(), at_names.end());
+          diags_.error(rs.task.range.begin, fmt::format("undefined task '@{}'{}", rs.task.name,
+                                                        didYouMean("@" + std::string(rs.task.name), names)));
           ok = false;
           continue;
         }
@@ -766,7 +905,12 @@ class Builder {
       }
       ok = buildAssign(*static_cast<const ast::AssignStmt*>(s), prover, &g) && ok;
     }
-    if (ok) m_->addGraph(std::move(g));
+    assigned_later_.clear();
+    if (ok) {
+      m_->addGraph(std::move(g));
+    } else if (!m_->findGraph(g.name)) {
+      broken_graphs_.emplace(g.name, d.name.range.begin);
+    }
   }
 
   bool buildAssign(const ast::AssignStmt& a, const ir::Prover& prover, ir::Graph* g) {
@@ -788,11 +932,13 @@ class Builder {
           ok = false;
         }
       }
-      if (auto ref = m_->findValue(r.name)) {
+      if (isBroken(r.name)) {
+        ok = false;  // its declaration's errors were reported
+      } else if (auto ref = m_->findValue(r.name)) {
         if (ref->kind != ir::Module::DeclKind::Tensor) {
           diags_.error(r.range.begin,
-                       fmt::format("'{}' is a {}; an op's result must be a tensor", r.name, kindName(ref->kind)),
-                       {{rangeOf(*ref).begin, fmt::format("'{}' is declared here", r.name)}});
+                       fmt::format("'{}' is {}; an op's result must be a tensor", r.name, aKind(ref->kind)),
+                       {{nameLoc(*ref), fmt::format("'{}' is declared here", r.name)}});
           ok = false;
         } else if (m_->tensors[ref->index].implicit) {
           diags_.error(r.range.begin, fmt::format("'{}' is already defined; each op-level value is assigned once",
@@ -822,9 +968,11 @@ class Builder {
         ids[k] = *m_->findTensor(a.results[k].name);
         continue;
       }
-      if (m_->findValue(a.results[k].name)) continue;  // reported above
+      if (m_->findValue(a.results[k].name) || isBroken(a.results[k].name)) continue;  // reported above
+      assigned_later_.erase(std::string(a.results[k].name));
       ir::Tensor t;
       t.name = std::string(a.results[k].name);
+      t.name_range = a.results[k].range;
       t.role = ir::Role::Temp;
       t.implicit = true;
       t.range = a.results[k].range;
@@ -840,10 +988,22 @@ class Builder {
     return true;
   }
 
+  struct Broken {
+    ir::Module::DeclKind kind;
+    SourceLoc at;  // the name in the declaration
+  };
+  // Ordered, so that suggestions drawn from them do not depend on hashing.
+  template <class V>
+  using NameMap = std::map<std::string, V, std::less<>>;
+
   const SourceManager& sources_;
   DiagnosticEngine& diags_;
   std::unique_ptr<ir::Module> m_;
   std::set<uint32_t> poisoned_;
+  NameMap<Broken> broken_;                  // value names whose declaration had errors
+  NameMap<SourceLoc> broken_tasks_;         // tasks whose declaration had errors
+  NameMap<SourceLoc> broken_graphs_;        // graphs whose declaration had errors
+  NameMap<SourceLoc> assigned_later_;       // names the current graph assigns, not yet reached
 };
 
 }  // namespace

@@ -7,7 +7,7 @@
 
 namespace etc::ir {
 
-using namespace detail;
+using namespace expr_detail;
 
 namespace {
 
@@ -98,10 +98,10 @@ bool anyNode(const ExprNode& n, bool (*pred)(const ExprNode&)) {
 
 // ---- detail: nodes ---------------------------------------------------------------------------
 
-namespace detail {
+namespace expr_detail {
 
 size_t hashNode(const ExprNode& n) {
-  uint64_t h = fmix64(static_cast<uint64_t>(n.kind) + 1);
+  uint64_t h = (static_cast<uint64_t>(n.kind) + 1) * 0x9e3779b97f4a7c15ULL;
   switch (n.kind) {
     case ExprKind::Int: h = hashCombine(h, static_cast<uint64_t>(n.value)); break;
     case ExprKind::Const:
@@ -176,7 +176,7 @@ Expr rebuild(const ExprNode& e, std::vector<Expr> ops) {
   }
 }
 
-}  // namespace detail
+}  // namespace expr_detail
 
 // ---- leaf factories ------------------------------------------------------------------------
 

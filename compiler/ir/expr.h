@@ -8,6 +8,7 @@
 // them by their values for semantic comparisons.
 //
 // Semantics: / and % are floor division and modulo; cdiv(a, b) = floor((a + b - 1) / b).
+// (For any sign of b, cdiv(a, b) is ceil(a / b) = -floor(-a / b); the two agree for b > 0.)
 // They are meant for non-negative operands (syms and coordinates are non-negative).
 // Folding never overflows silently: a fold that would overflow int64 is left unfolded, and
 // `evaluate` reports the overflow.

@@ -1,5 +1,8 @@
 // The arithmetic factories: sums, products, min/max, floor division, modulo and cdiv, each
 // returning the canonical form described in expr.h.
+//
+// Sums are handled as lists of terms (coefficient x monomial, see Term); the common small
+// shapes (`i * 1024`, `i + 1`, `i + j`) take direct paths that build the node at once.
 #include <algorithm>
 
 #include "compiler/ir/expr.h"
@@ -7,13 +10,46 @@
 
 namespace etc::ir {
 
-using namespace detail;
+using namespace expr_detail;
 
 namespace {
 
 // A product of two sums is expanded only while the expansion stays this small; a larger
 // one is kept as a product (canonical, but not merged with its expanded equivalent).
 constexpr size_t kMaxExpandedTerms = 64;
+
+ExprKind flipMinMax(ExprKind k) { return k == ExprKind::Min ? ExprKind::Max : ExprKind::Min; }
+
+// Not a literal, sum, product, min or max: a factor that no rule looks into.
+bool isSimpleFactor(const ExprNode& e) {
+  switch (e.kind) {
+    case ExprKind::Int:
+    case ExprKind::Add:
+    case ExprKind::Mul:
+    case ExprKind::Min:
+    case ExprKind::Max: return false;
+    default: return true;
+  }
+}
+
+// A term with a monomial that no sum rule rewrites (not a literal, sum, min or max).
+bool isPlainTerm(const ExprNode& e) {
+  return e.kind != ExprKind::Int && e.kind != ExprKind::Add && !isMinMax(e.kind);
+}
+
+Expr binaryNode(ExprKind kind, const Expr& a, const Expr& b) {
+  std::vector<Expr> ops;
+  ops.reserve(2);
+  ops.push_back(a);
+  ops.push_back(b);
+  return makeNode(kind, std::move(ops));
+}
+
+bool hasMinMaxTerm(const Expr& e) {
+  if (isMinMax(e->kind)) return true;
+  if (e->kind != ExprKind::Add) return false;
+  return std::any_of(e->ops.begin(), e->ops.end(), [](const Expr& t) { return isMinMax(t->kind); });
+}
 
 // Terms are few, usually nearly sorted (two sorted sums merged): insertion sort is both
 // stable and fastest there. Large sums fall back to a stable O(n log n) sort.
@@ -34,12 +70,40 @@ void sortTerms(TermVec& t) {
   }
 }
 
-ExprKind flipMinMax(ExprKind k) { return k == ExprKind::Min ? ExprKind::Max : ExprKind::Min; }
-
-size_t countMinMax(const std::vector<Expr>& terms) {
+// Sorts and merges like terms in place, dropping those that cancel. When the coefficients
+// of a monomial do not sum to an int64 (a fold that would overflow), they are merged only as
+// far as the partial sums fit: the term that would overflow starts a new run.
+void combineLikeTerms(TermVec& terms) {
+  sortTerms(terms);
   size_t n = 0;
-  for (const Expr& t : terms) n += isMinMax(t->kind);
-  return n;
+  for (size_t i = 0; i < terms.size();) {
+    size_t end = i + 1;
+    __int128 total = terms[i].coef;
+    while (end < terms.size() && compareMonomials(terms[i], terms[end]) == 0) total += terms[end++].coef;
+    Term cur = terms[i];
+    if (end - i > 1 && total >= kMin && total <= kMax) {
+      cur.coef = static_cast<int64_t>(total);
+      cur.whole = nullptr;
+      i = end;
+    } else {
+      for (++i; i < end; ++i) {
+        auto s = checkedAdd(cur.coef, terms[i].coef);
+        if (!s) break;
+        cur.coef = *s;
+        cur.whole = nullptr;
+      }
+    }
+    if (cur.coef != 0) terms[n++] = cur;
+  }
+  terms.truncate(n);
+}
+
+Expr materialize(const Term& t) { return t.whole ? *t.whole : makeTerm(t.factors, t.nfactors, t.coef); }
+
+// A scaled min/max (or sum) is rebuilt by mul, and the result may sort elsewhere.
+bool rebuiltByMul(const Term& t) {
+  return !t.whole && t.nfactors == 1 && t.coef != 1 &&
+         (isMinMax(t.factors[0]->kind) || t.factors[0]->kind == ExprKind::Add);
 }
 
 // min(a, b) + max(-a, -b) is what x - x becomes for x = min(a, b): remove such pairs so that
@@ -50,10 +114,10 @@ void cancelOppositeMinMax(std::vector<Expr>& terms) {
     for (size_t j = i + 1; j < terms.size(); ++j) {
       const Expr& u = terms[j];
       if (u->kind != flipMinMax(terms[i]->kind) || u->ops.size() != terms[i]->ops.size()) continue;
-      if (equal(neg(terms[i]), u)) {
+      if (equal(negE(terms[i]), u)) {
         terms.erase(terms.begin() + static_cast<std::ptrdiff_t>(j));
         terms.erase(terms.begin() + static_cast<std::ptrdiff_t>(i));
-        --i;
+        --i;  // wraps for i == 0; the loop's ++i brings it back
         break;
       }
     }
@@ -62,16 +126,21 @@ void cancelOppositeMinMax(std::vector<Expr>& terms) {
 
 // c + min(a, b) = min(c + a, c + b): the one min/max term absorbs the rest of the sum, so
 // that extents such as `min(N, i * 1024 + 1024) - i * 1024` become `min(N - i * 1024, 1024)`.
-Expr distributeIntoMinMax(std::vector<Expr>& terms) {
-  auto it = std::find_if(terms.begin(), terms.end(),
-                         [](const Expr& t) { return isMinMax(t->kind); });
-  Expr m = *it;
-  terms.erase(it);
-  Expr rest = terms.size() == 1 ? terms[0] : makeNode(ExprKind::Add, std::move(terms));
+Expr distributeIntoMinMax(const std::vector<Expr>& terms) {
+  size_t m = 0;
+  while (!isMinMax(terms[m]->kind)) ++m;
+  const ExprNode& mm = *terms[m];
   std::vector<Expr> ops;
-  ops.reserve(m->ops.size());
-  for (const Expr& op : m->ops) ops.push_back(add(rest, op));
-  return minMaxOf(m->kind, ops.data(), ops.size());
+  ops.reserve(mm.ops.size());
+  for (const Expr& op : mm.ops) {
+    TermVec t;
+    for (size_t k = 0; k < terms.size(); ++k) {
+      if (k != m) t.push_back(decomposeTerm(terms[k]));
+    }
+    appendTerms(op, t);
+    ops.push_back(sumOfTerms(t));
+  }
+  return minMaxOf(mm.kind, ops.data(), ops.size());
 }
 
 // ---- products ------------------------------------------------------------------------------
@@ -102,19 +171,19 @@ Expr productOfFactors(const Expr& a, const Expr& b) {
   IntVec ints;
   collectFactors(a, fa, ints);
   collectFactors(b, fb, ints);
+  // The exact product decides, not the order of the factors: with no zero factor the
+  // magnitude never shrinks, so once it exceeds 2^63 it cannot come back into int64.
   for (int64_t v : ints) {
     if (v == 0) return intConst(0);
   }
-  int64_t coef = 1;
-  bool folded = true;
+  const __int128 limit = static_cast<__int128>(1) << 63;
+  __int128 exact = 1;
   for (int64_t v : ints) {
-    auto p = checkedMul(coef, v);
-    if (!p) {
-      folded = false;
-      break;
-    }
-    coef = *p;
+    exact *= v;
+    if (exact > limit || exact < -limit) break;
   }
+  const bool folded = exact >= kMin && exact <= kMax;
+  const auto coef = static_cast<int64_t>(folded ? exact : 1);
   std::vector<Expr> ops;
   ops.reserve(fa.size() + fb.size() + (folded ? 1 : ints.size()));
   size_t i = 0, j = 0;
@@ -126,7 +195,7 @@ Expr productOfFactors(const Expr& a, const Expr& b) {
     if (ops.empty()) return intConst(coef);
     if (ops.size() == 1) {
       if (coef == 1) return ops[0];
-      if (isMinMax(ops[0]->kind) || ops[0]->kind == ExprKind::Add) return mul(ops[0], intConst(coef));
+      if (isMinMax(ops[0]->kind) || ops[0]->kind == ExprKind::Add) return mulE(ops[0], intConst(coef));
     }
     if (coef != 1) ops.push_back(intConst(coef));
   } else {
@@ -161,21 +230,20 @@ Expr distribute(const Expr& a, const Expr& b) {
   products.reserve(s->ops.size() * (o->kind == ExprKind::Add ? o->ops.size() : 1));
   for (const Expr& t : s->ops) {
     if (o->kind == ExprKind::Add) {
-      for (const Expr& u : o->ops) products.push_back(mul(t, u));
+      for (const Expr& u : o->ops) products.push_back(mulE(t, u));
     } else {
-      products.push_back(mul(t, o));
+      products.push_back(mulE(t, o));
     }
   }
   return sumOf(products.data(), products.size());
 }
 
 // c * min(a, b) = min(c * a, c * b) for c > 0, max(c * a, c * b) for c < 0.
-Expr scaleMinMax(const ExprNode& m, int64_t c) {
+Expr scaleMinMax(const ExprNode& m, const Expr& c) {
   std::vector<Expr> ops;
   ops.reserve(m.ops.size());
-  Expr ce = intConst(c);
-  for (const Expr& op : m.ops) ops.push_back(mul(op, ce));
-  return minMaxOf(c > 0 ? m.kind : flipMinMax(m.kind), ops.data(), ops.size());
+  for (const Expr& op : m.ops) ops.push_back(mulE(op, c));
+  return minMaxOf(c->value > 0 ? m.kind : flipMinMax(m.kind), ops.data(), ops.size());
 }
 
 // ---- min / max -----------------------------------------------------------------------------
@@ -219,14 +287,6 @@ uint64_t gcdU(uint64_t a, uint64_t b) {
   return a;
 }
 
-Expr binaryNode(ExprKind kind, Expr a, Expr b) {
-  std::vector<Expr> ops;
-  ops.reserve(2);
-  ops.push_back(std::move(a));
-  ops.push_back(std::move(b));
-  return makeNode(kind, std::move(ops));
-}
-
 // (g * a) / (g * c) = a / c, for floor and ceil division alike: divides every coefficient
 // and the divisor by their gcd. Null when the gcd is 1.
 Expr reduceByGcd(const Expr& a, int64_t c, ExprKind kind) {
@@ -242,8 +302,7 @@ Expr reduceByGcd(const Expr& a, int64_t c, ExprKind kind) {
     t.coef /= gs;
     t.whole = nullptr;
   }
-  Expr reduced = sumOfTerms(terms);
-  return kind == ExprKind::Div ? floorDiv(reduced, intConst(c / gs)) : cdiv(reduced, intConst(c / gs));
+  return divideE(kind, sumOfTerms(terms), intConst(c / gs));
 }
 
 // (x / a) / b = x / (a * b) and cdiv(cdiv(x, a), b) = cdiv(x, a * b) for a, b > 0.
@@ -251,12 +310,12 @@ Expr mergeNestedDivision(const Expr& a, int64_t c, ExprKind kind) {
   if (a->kind != kind || a->ops[1]->kind != ExprKind::Int || a->ops[1]->value <= 0) return nullptr;
   auto p = checkedMul(a->ops[1]->value, c);
   if (!p) return nullptr;
-  return kind == ExprKind::Div ? floorDiv(a->ops[0], intConst(*p)) : cdiv(a->ops[0], intConst(*p));
+  return divideE(kind, a->ops[0], intConst(*p));
 }
 
-// floor and ceil division by c >= 2 share their rules; they differ in the division applied
+// Floor and ceil division by c >= 2 share their rules; they differ in the division applied
 // to what is not divisible.
-Expr divideByPositive(const Expr& a, const Expr& b, ExprKind kind) {
+Expr divideByPositive(ExprKind kind, const Expr& a, const Expr& b) {
   int64_t c = b->value;
   if (Expr r = mergeNestedDivision(a, c, kind)) return r;
   if (Expr r = reduceByGcd(a, c, kind)) return r;
@@ -264,16 +323,80 @@ Expr divideByPositive(const Expr& a, const Expr& b, ExprKind kind) {
   DivSplit s;
   splitByDivisor(a, c, /*split_constant=*/true, s);
   if (s.quotient.empty()) return binaryNode(kind, a, b);
-  Expr q = sumOfTerms(s.quotient);
-  Expr r = sumOfTerms(s.rest);
-  return add(std::move(q), kind == ExprKind::Div ? floorDiv(std::move(r), b) : cdiv(std::move(r), b));
+  return addE(sumOfTerms(s.quotient), divideE(kind, sumOfTerms(s.rest), b));
+}
+
+Expr modByPositive(const Expr& a, const Expr& b) {
+  int64_t c = b->value;
+  // (x % (k * c)) % c = x % c
+  if (a->kind == ExprKind::Mod && a->ops[1]->kind == ExprKind::Int && a->ops[1]->value > 0 &&
+      a->ops[1]->value % c == 0) {
+    return divideE(ExprKind::Mod, a->ops[0], b);
+  }
+  // (c * q + r) % c = r % c
+  DivSplit s;
+  splitByDivisor(a, c, /*split_constant=*/true, s);
+  if (s.quotient.empty()) return binaryNode(ExprKind::Mod, a, b);
+  return divideE(ExprKind::Mod, sumOfTerms(s.rest), b);
+}
+
+// A divisor whose sign is known without ranges: named consts with positive values, times a
+// positive coefficient (`BM`, `BM * BN`, `BM * 2`).
+bool positiveConstMonomial(const Expr& b, Term& out) {
+  out = decomposeTerm(b);
+  if (out.nfactors == 0 || out.coef <= 0) return false;
+  for (uint32_t i = 0; i < out.nfactors; ++i) {
+    const ExprNode& f = *out.factors[i];
+    if (f.kind != ExprKind::Const || f.value <= 0) return false;
+  }
+  return true;
+}
+
+// t / d as a term when d divides t (its factors a sub-multiset of t's, its coefficient
+// dividing t's); null otherwise. Both factor lists are sorted.
+Expr divideTerm(const Term& t, const Term& d) {
+  if (t.coef % d.coef != 0 || t.nfactors < d.nfactors) return nullptr;
+  std::vector<Expr> rest;
+  uint32_t j = 0;
+  for (uint32_t i = 0; i < t.nfactors; ++i) {
+    int c = j < d.nfactors ? compareNodes(*t.factors[i], *d.factors[j]) : -1;
+    if (c == 0) {
+      ++j;
+    } else if (c < 0) {
+      rest.push_back(t.factors[i]);
+    } else {
+      return nullptr;  // d's factor j is missing from t
+    }
+  }
+  if (j < d.nfactors) return nullptr;
+  return mulE(productOf(rest.data(), rest.size()), intConst(t.coef / d.coef));
+}
+
+// (d * q + r) / d = q + r / d and (d * q + r) % d = r % d for a divisor d > 0 that is a
+// product of named consts: `(i * BM + j) / BM` is `i + j / BM`.
+Expr divideByConstMonomial(ExprKind kind, const Expr& a, const Expr& b, const Term& d) {
+  if (a->kind == ExprKind::Int && a->value == 0) return a;
+  TermVec terms, rest;
+  appendTerms(a, terms);
+  std::vector<Expr> quotient;
+  for (const Term& t : terms) {
+    if (Expr q = divideTerm(t, d)) {
+      quotient.push_back(std::move(q));
+    } else {
+      rest.push_back(t);
+    }
+  }
+  if (quotient.empty()) return binaryNode(kind, a, b);
+  Expr r = sumOfTerms(rest);
+  if (kind == ExprKind::Mod) return divideE(kind, r, b);
+  return addE(sumOf(quotient.data(), quotient.size()), divideE(kind, r, b));
 }
 
 }  // namespace
 
 // ---- detail: terms -------------------------------------------------------------------------
 
-namespace detail {
+namespace expr_detail {
 
 Term decomposeTerm(const Expr& t) {
   const ExprNode& n = *t;
@@ -309,7 +432,7 @@ Expr makeTerm(const Expr* factors, uint32_t n, int64_t coef) {
   if (n == 1) {
     if (coef == 1) return factors[0];
     // A coefficient distributes into these; mul knows how.
-    if (isMinMax(factors[0]->kind) || factors[0]->kind == ExprKind::Add) return mul(factors[0], intConst(coef));
+    if (isMinMax(factors[0]->kind) || factors[0]->kind == ExprKind::Add) return mulE(factors[0], intConst(coef));
   }
   std::vector<Expr> ops;
   ops.reserve(n + 1);
@@ -319,34 +442,25 @@ Expr makeTerm(const Expr* factors, uint32_t n, int64_t coef) {
 }
 
 Expr sumOfTerms(TermVec& terms) {
-  sortTerms(terms);
+  combineLikeTerms(terms);
+  if (terms.empty()) return intConst(0);
+  if (terms.size() == 1) return materialize(terms[0]);
   std::vector<Expr> out;
   out.reserve(terms.size());
   bool needs_resort = false;
-  for (size_t i = 0; i < terms.size();) {
-    Term cur = terms[i];
-    size_t j = i + 1;
-    while (j < terms.size() && compareMonomials(cur, terms[j]) == 0) {
-      auto s = checkedAdd(cur.coef, terms[j].coef);
-      if (!s) break;  // left unfolded: terms[j] starts the next run
-      cur.coef = *s;
-      cur.whole = nullptr;
-      ++j;
-    }
-    i = j;
-    if (cur.coef == 0) continue;
-    if (cur.whole) {
-      out.push_back(*cur.whole);
-      continue;
-    }
-    out.push_back(makeTerm(cur.factors, cur.nfactors, cur.coef));
-    // A scaled min/max is rebuilt by mul and may now sort elsewhere.
-    needs_resort |= cur.nfactors == 1 && cur.coef != 1 &&
-                    (isMinMax(cur.factors[0]->kind) || cur.factors[0]->kind == ExprKind::Add);
+  size_t nminmax = 0;
+  for (const Term& t : terms) {
+    out.push_back(materialize(t));
+    needs_resort |= rebuiltByMul(t);
+    nminmax += isMinMax(out.back()->kind);
   }
   if (needs_resort) return sumOf(out.data(), out.size());
-  if (countMinMax(out) >= 2) cancelOppositeMinMax(out);
-  if (out.size() >= 2 && countMinMax(out) == 1) return distributeIntoMinMax(out);
+  if (nminmax >= 2) {
+    cancelOppositeMinMax(out);
+    nminmax = static_cast<size_t>(
+        std::count_if(out.begin(), out.end(), [](const Expr& t) { return isMinMax(t->kind); }));
+  }
+  if (out.size() >= 2 && nminmax == 1) return distributeIntoMinMax(out);
   if (out.empty()) return intConst(0);
   if (out.size() == 1) return out[0];
   return makeNode(ExprKind::Add, std::move(out));
@@ -363,7 +477,7 @@ Expr sumOf(const Expr* ops, size_t n) {
 Expr productOf(const Expr* ops, size_t n) {
   if (n == 0) return intConst(1);
   Expr r = ops[0];
-  for (size_t i = 1; i < n; ++i) r = mul(r, ops[i]);
+  for (size_t i = 1; i < n; ++i) r = mulE(r, ops[i]);
   return r;
 }
 
@@ -384,20 +498,26 @@ Expr minMaxOf(ExprKind kind, const Expr* ops, size_t n) {
     alive.push_back(true);
   }
   // Duplicates and operands a constant apart: only the dominating one stays.
+  size_t nalive = v.size();
   for (size_t i = 0; i < v.size(); ++i) {
     for (size_t j = i + 1; j < v.size() && alive[i]; ++j) {
       if (!alive[j] || !sameRest(views[i], views[j])) continue;
       bool i_wins = kind == ExprKind::Min ? views[i].offset <= views[j].offset
                                           : views[i].offset >= views[j].offset;
       alive[i_wins ? j : i] = false;
+      --nalive;
+    }
+  }
+  if (nalive == 1) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (alive[i]) return *v[i];
     }
   }
   std::vector<Expr> out;
-  out.reserve(v.size());
+  out.reserve(nalive);
   for (size_t i = 0; i < v.size(); ++i) {
     if (alive[i]) out.push_back(*v[i]);
   }
-  if (out.size() == 1) return out[0];
   return makeNode(kind, std::move(out));
 }
 
@@ -416,18 +536,20 @@ void splitByDivisor(const Expr& a, int64_t c, bool split_constant, DivSplit& out
   }
 }
 
-}  // namespace detail
-
-// ---- factories -----------------------------------------------------------------------------
-
-Expr add(Expr a, Expr b) {
-  if (a->kind == ExprKind::Int) {
-    if (a->value == 0) return b;
-    if (b->kind == ExprKind::Int) {
-      if (auto s = checkedAdd(a->value, b->value)) return intConst(*s);
-    }
-  } else if (b->kind == ExprKind::Int && b->value == 0) {
-    return a;
+Expr addE(const Expr& a, const Expr& b) {
+  const bool ia = a->kind == ExprKind::Int, ib = b->kind == ExprKind::Int;
+  if (ia && a->value == 0) return b;
+  if (ib && b->value == 0) return a;
+  if (ia && ib) {
+    if (auto s = checkedAdd(a->value, b->value)) return intConst(*s);
+  }
+  // Direct paths: a term plus a literal, and two terms with different monomials.
+  if (ib && isPlainTerm(*a)) return binaryNode(ExprKind::Add, a, b);
+  if (ia && isPlainTerm(*b)) return binaryNode(ExprKind::Add, b, a);
+  if (isPlainTerm(*a) && isPlainTerm(*b)) {
+    int c = compareMonomials(decomposeTerm(a), decomposeTerm(b));
+    if (c < 0) return binaryNode(ExprKind::Add, a, b);
+    if (c > 0) return binaryNode(ExprKind::Add, b, a);
   }
   TermVec terms;
   appendTerms(a, terms);
@@ -435,11 +557,29 @@ Expr add(Expr a, Expr b) {
   return sumOfTerms(terms);
 }
 
-Expr neg(Expr a) { return mul(std::move(a), intConst(-1)); }
+Expr subE(const Expr& a, const Expr& b) {
+  if (b->kind == ExprKind::Int && b->value != kMin) {
+    if (b->value == 0) return a;
+    return addE(a, intConst(-b->value));
+  }
+  // Negating a min/max flips it; everything else negates term by term, without building
+  // -b first.
+  if (hasMinMaxTerm(b)) return addE(a, negE(b));
+  TermVec terms;
+  appendTerms(a, terms);
+  size_t first_b = terms.size();
+  appendTerms(b, terms);
+  for (size_t i = first_b; i < terms.size(); ++i) {
+    if (terms[i].coef == kMin) return addE(a, negE(b));  // -kMin overflows
+    terms[i].coef = -terms[i].coef;
+    terms[i].whole = nullptr;
+  }
+  return sumOfTerms(terms);
+}
 
-Expr sub(Expr a, Expr b) { return add(std::move(a), neg(std::move(b))); }
+Expr negE(const Expr& a) { return mulE(a, intConst(-1)); }
 
-Expr mul(Expr a, Expr b) {
+Expr mulE(const Expr& a, const Expr& b) {
   const bool ia = a->kind == ExprKind::Int, ib = b->kind == ExprKind::Int;
   if (ia && ib) {
     if (auto p = checkedMul(a->value, b->value)) return intConst(*p);
@@ -447,13 +587,53 @@ Expr mul(Expr a, Expr b) {
   }
   if (ia && (a->value == 0 || a->value == 1)) return a->value == 0 ? a : b;
   if (ib && (b->value == 0 || b->value == 1)) return b->value == 0 ? b : a;
+  // Direct paths: a factor times a literal, and two factors.
+  if (ib && isSimpleFactor(*a)) return binaryNode(ExprKind::Mul, a, b);
+  if (ia && isSimpleFactor(*b)) return binaryNode(ExprKind::Mul, b, a);
+  if (isSimpleFactor(*a) && isSimpleFactor(*b)) {
+    return compareNodes(*a, *b) <= 0 ? binaryNode(ExprKind::Mul, a, b) : binaryNode(ExprKind::Mul, b, a);
+  }
   if (a->kind == ExprKind::Add || b->kind == ExprKind::Add) {
     if (Expr r = distribute(a, b)) return r;
   }
-  if (ia && isMinMax(b->kind)) return scaleMinMax(*b, a->value);
-  if (ib && isMinMax(a->kind)) return scaleMinMax(*a, b->value);
+  if (ia && isMinMax(b->kind)) return scaleMinMax(*b, a);
+  if (ib && isMinMax(a->kind)) return scaleMinMax(*a, b);
   return productOfFactors(a, b);
 }
+
+Expr divideE(ExprKind kind, const Expr& a, const Expr& b) {
+  if (b->kind != ExprKind::Int) {
+    Term d;
+    if (positiveConstMonomial(b, d)) return divideByConstMonomial(kind, a, b, d);
+    return binaryNode(kind, a, b);
+  }
+  const int64_t c = b->value;
+  if (a->kind == ExprKind::Int) {
+    std::optional<int64_t> r = kind == ExprKind::Div   ? floorDivChecked(a->value, c)
+                               : kind == ExprKind::Mod ? floorModChecked(a->value, c)
+                                                       : ceilDivChecked(a->value, c);
+    if (r) return intConst(*r);
+    return binaryNode(kind, a, b);  // division by 0, or overflow: evaluate reports it
+  }
+  if (c == 1 || c == -1) {
+    if (kind == ExprKind::Mod) return intConst(0);
+    return c == 1 ? a : negE(a);
+  }
+  if (c <= 0) return binaryNode(kind, a, b);
+  return kind == ExprKind::Mod ? modByPositive(a, b) : divideByPositive(kind, a, b);
+}
+
+}  // namespace expr_detail
+
+// ---- factories -----------------------------------------------------------------------------
+
+Expr add(Expr a, Expr b) { return addE(a, b); }
+Expr sub(Expr a, Expr b) { return subE(a, b); }
+Expr neg(Expr a) { return negE(a); }
+Expr mul(Expr a, Expr b) { return mulE(a, b); }
+Expr floorDiv(Expr a, Expr b) { return divideE(ExprKind::Div, a, b); }
+Expr mod(Expr a, Expr b) { return divideE(ExprKind::Mod, a, b); }
+Expr cdiv(Expr a, Expr b) { return divideE(ExprKind::CDiv, a, b); }
 
 Expr min(Expr a, Expr b) {
   Expr ops[2] = {std::move(a), std::move(b)};
@@ -463,53 +643,6 @@ Expr min(Expr a, Expr b) {
 Expr max(Expr a, Expr b) {
   Expr ops[2] = {std::move(a), std::move(b)};
   return minMaxOf(ExprKind::Max, ops, 2);
-}
-
-Expr floorDiv(Expr a, Expr b) {
-  if (b->kind != ExprKind::Int) return binaryNode(ExprKind::Div, a, b);
-  const int64_t c = b->value;
-  if (a->kind == ExprKind::Int) {
-    if (auto q = floorDivChecked(a->value, c)) return intConst(*q);
-    return binaryNode(ExprKind::Div, a, b);  // division by 0, or overflow: evaluate reports it
-  }
-  if (c == 1) return a;
-  if (c == -1) return neg(a);
-  if (c <= 0) return binaryNode(ExprKind::Div, a, b);
-  return divideByPositive(a, b, ExprKind::Div);
-}
-
-Expr cdiv(Expr a, Expr b) {
-  if (b->kind != ExprKind::Int) return binaryNode(ExprKind::CDiv, a, b);
-  const int64_t c = b->value;
-  if (a->kind == ExprKind::Int) {
-    if (auto q = ceilDivChecked(a->value, c)) return intConst(*q);
-    return binaryNode(ExprKind::CDiv, a, b);
-  }
-  if (c == 1) return a;
-  if (c == -1) return neg(a);
-  if (c <= 0) return binaryNode(ExprKind::CDiv, a, b);
-  return divideByPositive(a, b, ExprKind::CDiv);
-}
-
-Expr mod(Expr a, Expr b) {
-  if (b->kind != ExprKind::Int) return binaryNode(ExprKind::Mod, a, b);
-  const int64_t c = b->value;
-  if (a->kind == ExprKind::Int) {
-    if (auto r = floorModChecked(a->value, c)) return intConst(*r);
-    return binaryNode(ExprKind::Mod, a, b);
-  }
-  if (c == 1 || c == -1) return intConst(0);
-  if (c <= 0) return binaryNode(ExprKind::Mod, a, b);
-  // (x % (k * c)) % c = x % c
-  if (a->kind == ExprKind::Mod && a->ops[1]->kind == ExprKind::Int && a->ops[1]->value > 0 &&
-      a->ops[1]->value % c == 0) {
-    return mod(a->ops[0], b);
-  }
-  // (c * q + r) % c = r % c
-  DivSplit s;
-  splitByDivisor(a, c, /*split_constant=*/true, s);
-  if (s.quotient.empty()) return binaryNode(ExprKind::Mod, a, b);
-  return mod(sumOfTerms(s.rest), b);
 }
 
 }  // namespace etc::ir

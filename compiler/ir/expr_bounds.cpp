@@ -1,8 +1,9 @@
 // Interval bounds and range-aware simplification.
 //
-// Interval endpoints at the int64 extremes are infinities and stay infinite through the
-// arithmetic; finite results that leave int64 saturate to them. An enclosure only has to hold
-// for evaluations that succeed, so such saturation is always sound.
+// A lower endpoint of INT64_MIN is -inf and an upper endpoint of INT64_MAX is +inf; both stay
+// infinite through the arithmetic. The opposite extremes are ordinary values (an upper
+// endpoint of INT64_MIN means exactly INT64_MIN). Results that leave int64 saturate, which
+// keeps every interval an enclosure of the exact mathematical value.
 #include <algorithm>
 
 #include "compiler/ir/expr.h"
@@ -10,7 +11,7 @@
 
 namespace etc::ir {
 
-using namespace detail;
+using namespace expr_detail;
 
 Interval Interval::all() { return {kMin, kMax}; }
 bool Interval::lowerUnbounded() const { return lo == kMin; }
@@ -20,13 +21,13 @@ namespace {
 
 bool isInf(int64_t v) { return v == kMin || v == kMax; }
 
-int64_t negExt(int64_t v) {
-  if (v == kMin) return kMax;
-  if (v == kMax) return kMin;
-  return -v;
+// -x for x in [lo, hi] is in [-hi, -lo]. -INT64_MIN does not fit: INT64_MAX is the best lower
+// bound for it.
+Interval negate(Interval x) {
+  int64_t lo = x.hi == kMax ? kMin : (x.hi == kMin ? kMax : -x.hi);
+  int64_t hi = x.lo == kMin ? kMax : -x.lo;
+  return {lo, hi};
 }
-
-Interval negate(Interval x) { return {negExt(x.hi), negExt(x.lo)}; }
 
 int64_t saturate(bool negative) { return negative ? kMin : kMax; }
 
@@ -45,23 +46,27 @@ int64_t addHi(int64_t a, int64_t b) {
   return r;
 }
 
-// Product of endpoints; 0 * inf is 0 because the values themselves are finite.
-int64_t mulExt(int64_t a, int64_t b) {
+// Product of endpoints (a_inf, b_inf: whether they are infinite); 0 * inf is 0 because the
+// values themselves are finite.
+int64_t mulExt(int64_t a, bool a_inf, int64_t b, bool b_inf) {
   if (a == 0 || b == 0) return 0;
   bool negative = (a < 0) != (b < 0);
-  if (isInf(a) || isInf(b)) return saturate(negative);
+  if (a_inf || b_inf) return saturate(negative);
   int64_t r;
   if (__builtin_mul_overflow(a, b, &r)) return saturate(negative);
   return r;
 }
 
 Interval mulIntervals(Interval x, Interval y) {
-  int64_t c[4] = {mulExt(x.lo, y.lo), mulExt(x.lo, y.hi), mulExt(x.hi, y.lo), mulExt(x.hi, y.hi)};
+  bool xl = x.lo == kMin, xh = x.hi == kMax, yl = y.lo == kMin, yh = y.hi == kMax;
+  int64_t c[4] = {mulExt(x.lo, xl, y.lo, yl), mulExt(x.lo, xl, y.hi, yh), mulExt(x.hi, xh, y.lo, yl),
+                  mulExt(x.hi, xh, y.hi, yh)};
   return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
 }
 
-// floor(a / c) for c >= 1; an infinite a stays infinite.
-int64_t floorDivExt(int64_t a, int64_t c) { return isInf(a) ? a : *floorDivChecked(a, c); }
+// floor(a / c) for c >= 1, of a lower (upper) endpoint: -inf (+inf) stays infinite.
+int64_t floorDivLo(int64_t a, int64_t c) { return a == kMin ? a : *floorDivChecked(a, c); }
+int64_t floorDivHi(int64_t a, int64_t c) { return a == kMax ? a : *floorDivChecked(a, c); }
 
 // floor(x / y). For y > 0 the quotient grows with x; it shrinks with y when x >= 0 and grows
 // with y when x < 0 (approaching -1 from below as y grows without bound).
@@ -72,8 +77,8 @@ Interval divIntervals(Interval x, Interval y) {
     y = negate(y);
   }
   bool y_unbounded = y.hi == kMax;
-  int64_t lo = x.lo >= 0 ? (y_unbounded ? 0 : floorDivExt(x.lo, y.hi)) : floorDivExt(x.lo, y.lo);
-  int64_t hi = x.hi >= 0 ? floorDivExt(x.hi, y.lo) : (y_unbounded ? -1 : floorDivExt(x.hi, y.hi));
+  int64_t lo = x.lo >= 0 ? (y_unbounded ? 0 : floorDivLo(x.lo, y.hi)) : floorDivLo(x.lo, y.lo);
+  int64_t hi = x.hi >= 0 ? floorDivHi(x.hi, y.lo) : (y_unbounded ? -1 : floorDivHi(x.hi, y.hi));
   return {lo, hi};
 }
 
@@ -86,11 +91,10 @@ Interval modIntervals(Interval x, Interval y) {
   if (y.lo <= 0 && y.hi >= 0) return Interval::all();
   if (y.lo > 0) {
     if (x.lo >= 0 && x.hi < y.lo) return x;
-    if (y.isPoint() && !isInf(x.lo) && !isInf(x.hi)) {
-      int64_t k = *floorDivChecked(x.lo, y.lo);
-      if (k == *floorDivChecked(x.hi, y.lo)) {
-        int64_t base = x.lo - *floorModChecked(x.lo, y.lo);  // k * y, which fits
-        return {x.lo - base, x.hi - base};
+    if (y.isPoint() && x.lo != kMin && x.hi != kMax) {
+      // Within one block [k * y, k * y + y) the remainder grows with x.
+      if (*floorDivChecked(x.lo, y.lo) == *floorDivChecked(x.hi, y.lo)) {
+        return {*floorModChecked(x.lo, y.lo), *floorModChecked(x.hi, y.lo)};
       }
     }
     int64_t hi = y.hi == kMax ? kMax : y.hi - 1;
@@ -210,14 +214,14 @@ class Simplifier {
     if (kind == ExprKind::CDiv) {
       int64_t k = *ceilDivChecked(ir.lo, *c);
       if (k != *ceilDivChecked(ir.hi, *c)) return nullptr;
-      return add(sumOfTerms(s.quotient), intConst(k));
+      return addE(sumOfTerms(s.quotient), intConst(k));
     }
     int64_t k = *floorDivChecked(ir.lo, *c);
     if (k != *floorDivChecked(ir.hi, *c)) return nullptr;
-    if (kind == ExprKind::Div) return add(sumOfTerms(s.quotient), intConst(k));
+    if (kind == ExprKind::Div) return addE(sumOfTerms(s.quotient), intConst(k));
     auto base = checkedMul(k, *c);
     if (!base) return nullptr;
-    return sub(r, intConst(*base));
+    return subE(r, intConst(*base));
   }
 
   // 0 <= x < y: x / y = 0 and x % y = x, whatever y is.
@@ -256,8 +260,8 @@ class Simplifier {
   // a <= b over the ranges: compare the bounds, then those of the difference, which is
   // tighter when a and b share terms.
   bool provedLe(const Expr& a, const Expr& b) const {
-    if (range(a).hi <= range(b).lo && !isInf(range(a).hi)) return true;
-    Interval d = range(sub(a, b));
+    if (range(a).hi <= range(b).lo) return true;
+    Interval d = range(subE(a, b));
     return d.hi <= 0;
   }
 

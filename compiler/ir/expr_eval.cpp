@@ -8,7 +8,7 @@
 
 namespace etc::ir {
 
-using namespace detail;
+using namespace expr_detail;
 
 namespace {
 

@@ -12,7 +12,7 @@
 
 #include "compiler/ir/expr.h"
 
-namespace etc::ir::detail {
+namespace etc::ir::expr_detail {
 
 inline constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 inline constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -138,6 +138,14 @@ Expr makeTerm(const Expr* factors, uint32_t n, int64_t coef);
 // The canonical sum of the terms (sorted, like terms combined, the min/max rule applied).
 Expr sumOfTerms(TermVec& terms);
 
+// The factories by reference (the public ones take their operands by value; internal calls
+// would pay a reference-count round trip per operand).
+Expr addE(const Expr& a, const Expr& b);
+Expr subE(const Expr& a, const Expr& b);
+Expr mulE(const Expr& a, const Expr& b);
+Expr negE(const Expr& a);
+Expr divideE(ExprKind kind, const Expr& a, const Expr& b);  // Div, Mod or CDiv
+
 // n-ary factories.
 Expr sumOf(const Expr* ops, size_t n);
 Expr productOf(const Expr* ops, size_t n);
@@ -155,4 +163,4 @@ struct DivSplit {
 };
 void splitByDivisor(const Expr& a, int64_t c, bool split_constant, DivSplit& out);
 
-}  // namespace etc::ir::detail
+}  // namespace etc::ir::expr_detail

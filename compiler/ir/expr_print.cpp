@@ -11,7 +11,7 @@
 
 namespace etc::ir {
 
-using namespace detail;
+using namespace expr_detail;
 
 namespace {
 
@@ -144,12 +144,20 @@ class Printer {
     if (t.coef == kMin) {  // no positive magnitude: print it as an added negative literal
       if (!first) out += " + ";
       for (uint32_t i = 0; i < t.nfactors; ++i) {
-        i ? print(*t.factors[i], kPrecAtom) : printLeftOperand(*t.factors[i]);
+        if (i == 0) {
+          printLeftOperand(*t.factors[i]);
+        } else {
+          print(*t.factors[i], kPrecAtom);
+        }
         out += " * ";
       }
-      out += t.nfactors ? "(" : "";
-      out += kMinText;
-      out += t.nfactors ? ")" : "";
+      if (t.nfactors == 0) {
+        out += kMinText;
+      } else {
+        out += '(';
+        out += kMinText;
+        out += ')';
+      }
       return;
     }
     bool negative = t.coef < 0;

@@ -65,7 +65,11 @@ class CallContext final : public OpContext {
     } else if (operand < 0 && -1 - operand < static_cast<int>(slots_.size())) {
       at = slots_[-1 - operand].range.begin;
     }
-    diags_.error(at, fmt::format("{}: {}", call_.op, message));
+    // Messages are prefixed with the op's name, unless they already begin with it
+    // ("fill needs a declared destination").
+    bool named = message.size() > call_.op.size() && message.compare(0, call_.op.size(), call_.op) == 0 &&
+                 message[call_.op.size()] == ' ';
+    diags_.error(at, named ? std::move(message) : fmt::format("{}: {}", call_.op, message));
     failed_ = true;
   }
 
@@ -137,9 +141,9 @@ bool checkOpCall(const Module& m, const OpCall& call, const std::vector<OpResult
       auto rv = prover.valueAt(r.shape[i], f.at), dv = prover.valueAt(d->shape[i], f.at);
       diags.error(at, fmt::format("{}: result {} has shape {}, but '{}' has shape {}: dimension {} differs{}", call.op,
                                   k, shapeToString(r.shape), slots[k].name, shapeToString(d->shape), i,
-                                  where.empty() || !rv || !dv
-                                      ? std::string()
-                                      : fmt::format(" ({} vs {} at {})", *rv, *dv, where)));
+                                  !rv || !dv       ? std::string()
+                                  : where.empty() ? fmt::format(" ({} vs {})", *rv, *dv)
+                                                  : fmt::format(" ({} vs {} at {})", *rv, *dv, where)));
       ok = false;
       break;
     }

@@ -61,25 +61,25 @@ std::optional<int64_t> Prover::valueAt(const Expr& e, const SamplePoint& p) cons
 std::vector<std::vector<int64_t>> Prover::symSamples(const Expr& e) const {
   std::set<uint32_t> used;
   std::set<int64_t> consts;
-  forEachLeaf(e, [&](const ExprNode& n) {
-    if (n.kind == ExprKind::Sym) used.insert(n.id);
-    if (n.kind == ExprKind::Const && n.value > 1) consts.insert(n.value);
-  });
-  // Integer literals matter too (tile sizes written as numbers).
-  std::vector<const ExprNode*> stack{e.get()};
-  while (!stack.empty()) {
-    const ExprNode* n = stack.back();
-    stack.pop_back();
-    if (n->kind == ExprKind::Int && n->value > 1) consts.insert(n->value);
-    for (const Expr& op : n->ops) stack.push_back(op.get());
-  }
-  // A coordinate's range depends on the grid extents; their syms and constants matter too.
-  if (task_) {
-    for (const Expr& g : task_->grid)
-      forEachLeaf(g, [&](const ExprNode& n) {
-        if (n.kind == ExprKind::Sym) used.insert(n.id);
-      });
-  }
+  auto collect = [&](const Expr& x) {
+    forEachLeaf(x, [&](const ExprNode& n) {
+      if (n.kind == ExprKind::Sym) used.insert(n.id);
+      if (n.kind == ExprKind::Const && n.value > 1) consts.insert(n.value);
+    });
+    // Integer literals matter too (tile sizes written as numbers).
+    std::vector<const ExprNode*> stack{x.get()};
+    while (!stack.empty()) {
+      const ExprNode* n = stack.back();
+      stack.pop_back();
+      if (n->kind == ExprKind::Int && n->value > 1) consts.insert(n->value);
+      for (const Expr& op : n->ops) stack.push_back(op.get());
+    }
+  };
+  collect(e);
+  // A coordinate's range depends on the grid extents; their syms and constants matter too
+  // (`grid [cdiv(N, 1024)]` has a second task from N = 1025 on).
+  if (task_ && hasCoord(e))
+    for (const Expr& g : task_->grid) collect(g);
 
   std::vector<std::vector<int64_t>> values(m_.syms.size());
   for (size_t id = 0; id < m_.syms.size(); ++id) {
@@ -105,6 +105,9 @@ std::vector<std::vector<int64_t>> Prover::symSamples(const Expr& e) const {
       if (c <= s.hi / 2) put(2 * c + 1);
     }
     put(s.lo + (s.hi - s.lo) / 2);
+    // Ascending, so that the first counterexample found is a small one (the one a reader
+    // checks most easily: "at N = 1025" rather than "at N = 100000000").
+    std::sort(v.begin(), v.end());
   }
 
   std::vector<std::vector<int64_t>> points;
@@ -126,7 +129,7 @@ std::vector<std::vector<int64_t>> Prover::symSamples(const Expr& e) const {
   uint64_t seed = 0x5EED;
   for (int corner = 0; corner < 2; ++corner) {
     std::vector<int64_t> p(values.size());
-    for (size_t i = 0; i < values.size(); ++i) p[i] = corner ? values[i][std::min<size_t>(1, values[i].size() - 1)] : values[i][0];
+    for (size_t i = 0; i < values.size(); ++i) p[i] = corner ? values[i].back() : values[i].front();
     points.push_back(std::move(p));
   }
   while (points.size() < kMaxSymPoints) {
@@ -155,9 +158,10 @@ Fact Prover::search(const Expr& e, int64_t min_ok) const {
       std::optional<int64_t> ext = valueAt(g, p);
       if (!ext) {  // data-dependent extent: use its stated upper bound
         if (g->kind == ExprKind::Bounded) ext = valueAt(g->ops[1], p);
-        if (!ext) return {};
       }
-      if (*ext <= 0) {
+      // No extent at this point (e.g. a divisor of the extent is 0 here, which is reported
+      // on its own): no task to check here; other points may still refute the fact.
+      if (!ext || *ext <= 0) {
         empty_grid = true;
         break;
       }

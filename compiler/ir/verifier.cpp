@@ -5,6 +5,7 @@
 #include <set>
 
 #include "compiler/ir/op_check.h"
+#include "compiler/ir/printer.h"
 #include "compiler/ir/prover.h"
 
 namespace etc::ir {
@@ -25,14 +26,47 @@ class Verifier {
     size_t before = diags_.errorCount();
     for (const Sym& s : m_.syms) verifySym(s);
     if (diags_.errorCount() != before) return false;  // every range below depends on the syms
-    for (const Tensor& t : m_.tensors) verifyTensor(t);
-    for (const Event& e : m_.events) verifyEvent(e);
-    for (const Task& t : m_.tasks) verifyTask(t);
     std::set<uint32_t> run_somewhere;
-    for (const Graph& g : m_.graphs) verifyGraph(g, &run_somewhere);
-    for (uint32_t k = 0; k < m_.tasks.size(); ++k)
+    for (const Graph& g : m_.graphs)
+      for (const GraphStmt& st : g.body)
+        if (const auto* r = std::get_if<RunStmt>(&st)) run_somewhere.insert(r->task);
+    // In the order the declarations were written, so that diagnostics come in source order.
+    std::vector<bool> seen_tensor(m_.tensors.size()), seen_event(m_.events.size()), seen_task(m_.tasks.size()),
+        seen_graph(m_.graphs.size());
+    auto task = [&](uint32_t k) {
+      seen_task[k] = true;
       if (!run_somewhere.count(k) && !m_.graphs.empty())
-        diags_.warning(m_.tasks[k].range.begin, fmt::format("task '@{}' is not run by any graph", m_.tasks[k].name));
+        diags_.warning(nameLoc(m_.tasks[k].name_range, m_.tasks[k].range),
+                       fmt::format("task '@{}' is not run by any graph", m_.tasks[k].name));
+      verifyTask(m_.tasks[k]);
+    };
+    for (const Module::DeclRef& d : m_.order) {
+      switch (d.kind) {
+        case Module::DeclKind::Tensor: seen_tensor[d.index] = true; verifyTensor(m_.tensors[d.index]); break;
+        case Module::DeclKind::Event: seen_event[d.index] = true; verifyEvent(m_.events[d.index]); break;
+        case Module::DeclKind::Task: task(d.index); break;
+        case Module::DeclKind::Graph: seen_graph[d.index] = true; verifyGraph(m_.graphs[d.index]); break;
+        default: break;
+      }
+    }
+    // Anything a pass added without recording its place in `order`. Implicit tensors (op-level
+    // results) get their shapes from op rules over checked operands: a negative extent there
+    // repeats an operand's error, so only their size is checked.
+    for (uint32_t k = 0; k < m_.tensors.size(); ++k) {
+      const Tensor& t = m_.tensors[k];
+      if (seen_tensor[k]) continue;
+      if (!t.implicit) {
+        verifyTensor(t);
+      } else if (diags_.errorCount() == before) {
+        checkSize(t.shape, {}, dtypeBytes(t.dtype), nameLoc(t.name_range, t.range), fmt::format("tensor '{}'", t.name));
+      }
+    }
+    for (uint32_t k = 0; k < m_.events.size(); ++k)
+      if (!seen_event[k]) verifyEvent(m_.events[k]);
+    for (uint32_t k = 0; k < m_.tasks.size(); ++k)
+      if (!seen_task[k]) task(k);
+    for (uint32_t k = 0; k < m_.graphs.size(); ++k)
+      if (!seen_graph[k]) verifyGraph(m_.graphs[k]);
     return diags_.errorCount() == before;
   }
 
@@ -49,8 +83,19 @@ class Verifier {
     return v ? std::to_string(*v) : "?";
   }
 
-  // Divisors that can be zero (literal zeros were rejected by the front end).
-  void checkDivisors(const Expr& e, SourceLoc loc, std::string_view context) {
+  static SourceLoc nameLoc(const SourceRange& name, const SourceRange& decl) {
+    return name.valid() ? name.begin : decl.begin;
+  }
+  // The location of element k of `ranges` (per-dimension ranges), or `fallback`.
+  static SourceLoc locOf(const std::vector<SourceRange>& ranges, size_t k, SourceLoc fallback) {
+    return k < ranges.size() && ranges[k].valid() ? ranges[k].begin : fallback;
+  }
+  static SourceLoc locOr(const SourceRange& r, SourceLoc fallback) { return r.valid() ? r.begin : fallback; }
+
+  // Divisors that can be zero (literal zeros were rejected by the front end). Returns false
+  // if one was reported: the expression's other checks would only repeat the problem.
+  bool checkDivisors(const Expr& e, SourceLoc loc, std::string_view context) {
+    bool ok = true;
     std::vector<const ExprNode*> stack{e.get()};
     while (!stack.empty()) {
       const ExprNode* n = stack.back();
@@ -63,17 +108,22 @@ class Verifier {
       if (!f.refuted()) continue;
       diags_.error(loc, fmt::format("divisor '{}' in {} is {}{}; divisors must be positive", toString(d), context,
                                     valueAt(d, f), at(f, {d})));
+      ok = false;
     }
+    return ok;
   }
 
   // Upper bound of a shape's element count times `bytes`, or an error.
-  void checkSize(const std::vector<Expr>& shape, int bytes, SourceLoc loc, std::string_view what) {
+  void checkSize(const std::vector<Expr>& shape, const std::vector<SourceRange>& ranges, int bytes, SourceLoc loc,
+                 std::string_view what) {
     RangeEnv env = m_.symRanges();
     __int128 total = bytes;
-    for (const Expr& d : shape) {
+    for (size_t k = 0; k < shape.size(); ++k) {
+      const Expr& d = shape[k];
       Interval b = bounds(d, env);
       if (b.upperUnbounded()) {
-        diags_.error(loc, fmt::format("{} has no upper bound on its size (dimension '{}')", what, toString(d)));
+        diags_.error(locOf(ranges, k, loc),
+                     fmt::format("{} has no upper bound on its size (dimension '{}')", what, toString(d)));
         return;
       }
       total *= std::max<int64_t>(0, b.hi);
@@ -84,14 +134,24 @@ class Verifier {
     }
   }
 
-  void checkDims(const std::vector<Expr>& shape, SourceLoc loc, std::string_view what) {
+  // Returns false if a dimension was reported.
+  bool checkDims(const std::vector<Expr>& shape, const std::vector<SourceRange>& ranges, SourceLoc loc,
+                 std::string_view what) {
+    bool ok = true;
     for (size_t k = 0; k < shape.size(); ++k) {
+      SourceLoc at_dim = locOf(ranges, k, loc);
+      if (!checkDivisors(shape[k], at_dim, what)) {
+        ok = false;
+        continue;
+      }
       Fact f = prover_.nonNegative(shape[k]);
-      if (f.refuted())
-        diags_.error(loc, fmt::format("dimension {} of {} ('{}') is negative: {}{}", ordinal(k), what,
-                                      toString(shape[k]), valueAt(shape[k], f), at(f, {shape[k]})));
-      checkDivisors(shape[k], loc, what);
+      if (f.refuted()) {
+        diags_.error(at_dim, fmt::format("dimension {} of {} ('{}') is negative: {}{}", ordinal(k), what,
+                                         toString(shape[k]), valueAt(shape[k], f), at(f, {shape[k]})));
+        ok = false;
+      }
     }
+    return ok;
   }
 
   // A load that no `<=` bounds: the value can be any i32.
@@ -107,11 +167,11 @@ class Verifier {
 
   void verifySym(const Sym& s) {
     if (s.lo > s.hi) {
-      diags_.error(s.range.begin, fmt::format("sym '{}' has an empty range [{}, {}]: the lower bound exceeds the "
+      diags_.error(locOr(s.lo_range, s.range.begin), fmt::format("sym '{}' has an empty range [{}, {}]: the lower bound exceeds the "
                                               "upper bound",
                                               s.name, s.lo, s.hi));
     } else if (s.lo < 0) {
-      diags_.error(s.range.begin, fmt::format("sym '{}' can be negative (range [{}, {}]); syms are sizes and must be "
+      diags_.error(locOr(s.lo_range, s.range.begin), fmt::format("sym '{}' can be negative (range [{}, {}]); syms are sizes and must be "
                                               ">= 0",
                                               s.name, s.lo, s.hi));
     }
@@ -119,16 +179,18 @@ class Verifier {
 
   void verifyTensor(const Tensor& t) {
     std::string what = fmt::format("tensor '{}'", t.name);
-    checkDims(t.shape, t.range.begin, what);
-    checkSize(t.shape, dtypeBytes(t.dtype), t.range.begin, what);
+    SourceLoc at_name = nameLoc(t.name_range, t.range);
+    if (checkDims(t.shape, t.shape_ranges, at_name, what))
+      checkSize(t.shape, t.shape_ranges, dtypeBytes(t.dtype), at_name, what);
   }
 
   void verifyEvent(const Event& e) {
     std::string what = fmt::format("event '{}'", e.name);
-    checkDims(e.shape, e.range.begin, what);
-    checkSize(e.shape, 4, e.range.begin, what);
+    SourceLoc at_name = nameLoc(e.name_range, e.range);
+    SourceLoc at_init = locOr(e.init_range, e.range.begin);
+    if (checkDims(e.shape, e.shape_ranges, at_name, what)) checkSize(e.shape, e.shape_ranges, 4, at_name, what);
     if (hasUnboundedLoad(e.init)) {
-      diags_.error(e.range.begin, fmt::format("the count of event '{}' reads data but has no upper bound; state one "
+      diags_.error(at_init, fmt::format("the count of event '{}' reads data but has no upper bound; state one "
                                               "with `load(...) <= bound`",
                                               e.name));
       return;
@@ -138,11 +200,12 @@ class Verifier {
     over.grid = e.shape;
     over.coords = e.init_coords;
     prover_.setTask(&over);
-    Fact f = prover_.nonNegative(e.init);
-    if (f.refuted())
-      diags_.error(e.range.begin, fmt::format("the count of event '{}' ('{}') is negative: {}{}", e.name,
-                                              toString(e.init), valueAt(e.init, f), at(f, {e.init})));
-    checkDivisors(e.init, e.range.begin, what);
+    if (checkDivisors(e.init, at_init, what)) {
+      Fact f = prover_.nonNegative(e.init);
+      if (f.refuted())
+        diags_.error(at_init, fmt::format("the count of event '{}' ('{}') is negative: {}{}", e.name,
+                                          toString(e.init), valueAt(e.init, f), at(f, {e.init})));
+    }
     prover_.setTask(nullptr);
   }
 
@@ -151,10 +214,12 @@ class Verifier {
     for (size_t k = 0; k < s.dims.size() && k < shape.size(); ++k) {
       const SliceDim& d = s.dims[k];
       SourceLoc loc = d.range.begin;
+      SourceLoc lo_loc = locOr(d.lo_range, loc), hi_loc = locOr(d.hi_range, loc);
       const Expr& dim = shape[k];
       std::string context = fmt::format("a subscript of '{}'", name);
-      checkDivisors(d.lo, loc, context);
-      if (d.is_range) checkDivisors(d.hi, loc, context);
+      bool divisors_ok = checkDivisors(d.lo, lo_loc, context);
+      if (d.is_range) divisors_ok = checkDivisors(d.hi, hi_loc, context) && divisors_ok;
+      if (!divisors_ok) continue;
       if (hasLoad(d.lo) || (d.is_range && hasLoad(d.hi))) continue;  // checked at run time
       if (!d.is_range) {
         if (Fact f = prover_.nonNegative(d.lo); f.refuted()) {
@@ -172,7 +237,7 @@ class Verifier {
         diags_.error(loc, fmt::format("slice start '{}' in dimension {} of '{}' is negative: {}{}", toString(d.lo), k,
                                       name, valueAt(d.lo, f), at(f, {d.lo})));
       } else if (Fact g = prover_.lessEqual(d.hi, dim); g.refuted()) {
-        diags_.error(loc, fmt::format("slice end '{}' exceeds dimension {} of '{}' (extent '{}'): {} > {}{}",
+        diags_.error(hi_loc, fmt::format("slice end '{}' exceeds dimension {} of '{}' (extent '{}'): {} > {}{}",
                                       toString(d.hi), k, name, toString(dim), valueAt(d.hi, g), valueAt(dim, g),
                                       at(g, {d.hi, dim})));
       } else if (Fact h = prover_.lessEqual(d.lo, d.hi); h.refuted()) {
@@ -188,21 +253,27 @@ class Verifier {
     if (t.role == Role::Input || t.role == Role::Param)
       diags_.error(loc, fmt::format("'{}' is {} {} and cannot be written", t.name, t.role == Role::Input ? "an" : "a",
                                     roleName(t.role)),
-                   {{t.range.begin, fmt::format("'{}' is declared here", t.name)}});
+                   {{nameLoc(t.name_range, t.range), fmt::format("'{}' is declared here", t.name)}});
   }
 
   void verifyCall(const OpCall& call, const std::vector<Slice>& dests) {
+    size_t before = diags_.errorCount();
     for (const Slice& a : call.args) checkSlice(a, m_.tensors[a.target].shape, m_.tensors[a.target].name);
+    for (const Slice& d : dests) checkSlice(d, m_.tensors[d.target].shape, m_.tensors[d.target].name);
+    // A slice that was reported has a shape that means nothing: the op's shape rule would only
+    // report the same mistake again.
+    bool slices_ok = diags_.errorCount() == before;
     std::vector<OperandType> declared;
     declared.reserve(dests.size());
     std::vector<OpResultSlot> slots;
     for (const Slice& d : dests) {
-      checkSlice(d, m_.tensors[d.target].shape, m_.tensors[d.target].name);
       checkWritable(d, d.range.begin);
       declared.push_back(sliceType(m_, d));
     }
+    if (!slices_ok) return;
+    // Named as written at the task level (`y[b, 0:128]`: the slice's shape is what is compared).
     for (size_t k = 0; k < dests.size(); ++k)
-      slots.push_back(OpResultSlot{&declared[k], m_.tensors[dests[k].target].name, dests[k].range});
+      slots.push_back(OpResultSlot{&declared[k], printSlice(m_, dests[k], false), dests[k].range});
     checkOpCall(m_, call, slots, prover_, diags_, nullptr);
   }
 
@@ -211,16 +282,17 @@ class Verifier {
     RangeEnv env = m_.symRanges();
     for (size_t k = 0; k < t.grid.size(); ++k) {
       const Expr& g = t.grid[k];
+      SourceLoc at_extent = locOf(t.grid_ranges, k, t.range.begin);
       if (hasUnboundedLoad(g)) {
-        diags_.error(t.range.begin, fmt::format("grid extent {} of task '@{}' ('{}') reads data but has no upper "
-                                                "bound; state one with `load(...) <= bound`",
-                                                k, t.name, toString(g)));
+        diags_.error(at_extent, fmt::format("grid extent {} of task '@{}' ('{}') reads data but has no upper "
+                                            "bound; state one with `load(...) <= bound`",
+                                            k, t.name, toString(g)));
         continue;
       }
+      if (!checkDivisors(g, at_extent, what)) continue;
       if (bounds(g, env).upperUnbounded())
-        diags_.error(t.range.begin, fmt::format("grid extent {} of task '@{}' ('{}') has no upper bound", k, t.name,
-                                                toString(g)));
-      checkDivisors(g, t.range.begin, what);
+        diags_.error(at_extent, fmt::format("grid extent {} of task '@{}' ('{}') has no upper bound", k, t.name,
+                                            toString(g)));
     }
     prover_.setTask(&t);
     for (const TaskStmt& st : t.body) {
@@ -236,14 +308,13 @@ class Verifier {
     prover_.setTask(nullptr);
   }
 
-  void verifyGraph(const Graph& g, std::set<uint32_t>* run_somewhere) {
+  void verifyGraph(const Graph& g) {
     std::vector<SourceLoc> first_run(m_.tasks.size());
     for (const GraphStmt& st : g.body) {
       if (const auto* r = std::get_if<RunStmt>(&st)) {
-        run_somewhere->insert(r->task);
         if (first_run[r->task].valid()) {
           diags_.error(r->range.begin,
-                       fmt::format("task '@{}' runs twice in graph '@{}'", m_.tasks[r->task].name, g.name),
+                       fmt::format("task '@{}' runs more than once in graph '@{}'", m_.tasks[r->task].name, g.name),
                        {{first_run[r->task], "it first runs here"}});
         } else {
           first_run[r->task] = r->range.begin;

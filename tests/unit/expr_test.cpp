@@ -207,9 +207,9 @@ Bindings bindAll(int64_t a, int64_t b, int64_t i) {
     return std::nullopt;
   };
   bd.load = [](uint32_t, const std::vector<int64_t>& idx) -> std::optional<int64_t> {
-    int64_t h = 5;
-    for (int64_t v : idx) h = h * 31 + v;
-    return ((h % 17) + 17) % 17 - 6;  // -6 .. 10
+    uint64_t h = 5;
+    for (int64_t v : idx) h = h * 31 + static_cast<uint64_t>(v);
+    return static_cast<int64_t>(h % 17) - 6;  // -6 .. 10
   };
   return bd;
 }
@@ -467,6 +467,22 @@ TEST(ExprDiv, SymbolicDivisorKept) {
   Expr e = floorDiv(X(), Y());
   EXPECT_EQ(e->kind, ExprKind::Div);
   EXPECT_EQ(toString(cdiv(N(), H())), "cdiv(N, H)");
+  EXPECT_EQ(floorDiv(mul(X(), Y()), Y())->kind, ExprKind::Div);  // y may be 0
+}
+
+TEST(ExprDiv, NamedConstDivisor) {
+  // H = 2048 > 0, so multiples of H leave the division.
+  EXPECT_EXPR_EQ(floorDiv(mul(I(), H()), H()), I());
+  EXPECT_EXPR_EQ(floorDiv(add(mul(I(), H()), J()), H()), add(I(), floorDiv(J(), H())));
+  EXPECT_EXPR_EQ(cdiv(add(mul(I(), H()), J()), H()), add(I(), cdiv(J(), H())));
+  EXPECT_EXPR_EQ(mod(add(mul(I(), H()), J()), H()), mod(J(), H()));
+  EXPECT_EXPR_EQ(floorDiv(mul(mul(I(), H()), lit(6)), mul(H(), lit(2))), mul(I(), lit(3)));
+  EXPECT_EXPR_EQ(floorDiv(mul(mul(C(), H()), I()), mul(C(), H())), I());
+  EXPECT_EQ(asInt(floorDiv(mul(H(), lit(4)), H())), 4);
+  EXPECT_EQ(floorDiv(mul(I(), H()), mul(H(), lit(2)))->kind, ExprKind::Div);  // coefficient 1 not divisible by 2
+  Expr zero = constRef(9, "Z", 0);
+  EXPECT_EQ(floorDiv(mul(I(), zero), zero)->kind, ExprKind::Div);  // never for a zero const
+  EXPECT_EQ(toString(floorDiv(add(mul(I(), H()), J()), H())), "i + j / H");
 }
 
 TEST(ExprDiv, DivisionByZeroStaysAndIsReported) {
@@ -514,6 +530,13 @@ TEST(ExprOverflow, UnfoldedOverflowIsDeterministic) {
   EXPECT_EXPR_EQ(mul(lit(kMax), lit(4)), mul(lit(4), lit(kMax)));
   EXPECT_EXPR_EQ(mul(mul(X(), lit(kMax)), lit(4)), mul(mul(X(), lit(4)), lit(kMax)));
   EXPECT_EXPR_EQ(add(add(X(), lit(kMax)), lit(1)), add(X(), add(lit(kMax), lit(1))));
+}
+
+TEST(ExprOverflow, ExactResultDecidesTheFold) {
+  // An intermediate product or sum that overflows does not matter when the result fits.
+  EXPECT_EQ(asInt(mul(mul(lit(kMin), lit(-1)), lit(-1))), kMin);
+  EXPECT_EQ(asInt(add(add(lit(kMax), lit(1)), lit(-1))), kMax);
+  EXPECT_EXPR_EQ(add(add(X(), lit(kMax)), add(lit(1), lit(-2))), add(X(), lit(kMax - 1)));
 }
 
 TEST(ExprOverflow, EvaluateChecksEveryOperation) {
@@ -640,6 +663,27 @@ TEST(ExprBounds, Division) {
   expectInterval(bounds(mod(add(I(), lit(8)), lit(16)), env), 8, 15);
   expectInterval(bounds(mod(B(), A()), env), 0, 4);
   expectInterval(bounds(mod(I(), neg(A())), env), -4, 0);
+}
+
+TEST(ExprBounds, ExtremeValuesAreNotInfinities) {
+  // An upper endpoint of INT64_MIN is that value, not -inf (and likewise a lower INT64_MAX).
+  RangeEnv env = rangesOf({kMin, kMin}, {kMax, kMax}, {0, 7});
+  Interval c = bounds(cdiv(A(), lit(4)), env);
+  EXPECT_LE(c.lo, kMin / 4);
+  EXPECT_GE(c.hi, kMin / 4);
+  Interval d = bounds(floorDiv(B(), lit(4)), env);
+  EXPECT_LE(d.lo, kMax / 4);
+  EXPECT_GE(d.hi, kMax / 4);
+  Interval n = bounds(neg(B()), env);
+  EXPECT_LE(n.lo, -kMax);
+  EXPECT_GE(n.hi, -kMax);
+  Interval m = bounds(mul(A(), lit(0)), env);
+  expectInterval(m, 0, 0);
+  RangeEnv near = rangesOf({kMin + 1, kMin + 1}, {0, 0}, {0, 0});
+  Interval r = bounds(mod(A(), lit(3)), near);
+  int64_t want = ((kMin + 1) % 3 + 3) % 3;
+  EXPECT_LE(r.lo, want);
+  EXPECT_GE(r.hi, want);
 }
 
 TEST(ExprBounds, SaturatesAtInfinity) {
@@ -864,9 +908,9 @@ std::optional<int64_t> fits(__int128 v) {
 }
 
 int64_t refLoad(const std::vector<int64_t>& idx) {
-  int64_t h = 5;
-  for (int64_t v : idx) h = h * 31 + v;
-  return ((h % 17) + 17) % 17 - 6;
+  uint64_t h = 5;
+  for (int64_t v : idx) h = h * 31 + static_cast<uint64_t>(v);
+  return static_cast<int64_t>(h % 17) - 6;
 }
 
 // Straightforward semantics: every operand evaluated, any error poisons the result.
@@ -877,8 +921,10 @@ std::optional<int64_t> refEval(const RNode& n, int64_t a, int64_t b, int64_t i) 
     if (!v) return std::nullopt;
     k.push_back(*v);
   }
-  auto floorQ = [](int64_t x, int64_t y) {
-    return static_cast<int64_t>(std::floor(static_cast<long double>(x) / static_cast<long double>(y)));
+  // floor(x / y) from truncating division, in 128 bits (kMin / -1 fits there)
+  auto floorQ = [](__int128 x, __int128 y) {
+    __int128 q = x / y;
+    return q * y != x && ((x < 0) != (y < 0)) ? q - 1 : q;
   };
   switch (n.op) {
     case RNode::Lit: return n.value;
@@ -892,13 +938,13 @@ std::optional<int64_t> refEval(const RNode& n, int64_t a, int64_t b, int64_t i) 
     case RNode::Neg: return fits(-static_cast<__int128>(k[0]));
     case RNode::Div:
       if (k[1] == 0) return std::nullopt;
-      return floorQ(k[0], k[1]);
+      return fits(floorQ(k[0], k[1]));
     case RNode::Mod:
       if (k[1] == 0) return std::nullopt;
-      return k[0] - k[1] * floorQ(k[0], k[1]);
+      return fits(k[0] - k[1] * floorQ(k[0], k[1]));
     case RNode::CDiv:
       if (k[1] == 0) return std::nullopt;
-      return static_cast<int64_t>(std::ceil(static_cast<long double>(k[0]) / static_cast<long double>(k[1])));
+      return fits(-floorQ(-static_cast<__int128>(k[0]), k[1]));
     case RNode::Min: return *std::min_element(k.begin(), k.end());
     case RNode::Max: return *std::max_element(k.begin(), k.end());
     case RNode::Load: return refLoad(k);
@@ -989,8 +1035,13 @@ class TreeGen {
 
   RNode divisor(int depth) {
     static const int64_t lits[] = {1, 2, 2, 3, 4, 4, 8, -2, -3, 0};
-    if (pick(4) == 0) return gen(depth);
-    return {RNode::Lit, lits[pick(std::size(lits))]};
+    switch (pick(8)) {
+      case 0:
+      case 1: return gen(depth);
+      case 2: return {RNode::ConstC};  // a named const divisor
+      case 3: return {RNode::Mul, 0, {{RNode::ConstC}, {RNode::Lit, 2}}};
+      default: return {RNode::Lit, lits[pick(std::size(lits))]};
+    }
   }
 
   std::mt19937 rng_;
