@@ -219,6 +219,8 @@ symbol_type Lexer::scan(bool recovering) {
   const uint32_t minus_run = minus_run_;
   minus_run_ = 0;
   for (;;) {
+    // fast path for the common case of single spaces and indentation
+    while (*cursor_ == ' ') ++cursor_;
     const uchar* tok = cursor_;
     const uchar* p = cursor_;
     const uchar* q = p;  // YYMARKER

@@ -604,7 +604,11 @@ Expr mulE(const Expr& a, const Expr& b) {
 Expr divideE(ExprKind kind, const Expr& a, const Expr& b) {
   if (b->kind != ExprKind::Int) {
     Term d;
-    if (positiveConstMonomial(b, d)) return divideByConstMonomial(kind, a, b, d);
+    if (positiveConstMonomial(b, d)) {
+      // 0 / d, 0 % d and cdiv(0, d) are 0 for a positive divisor (left by pulling out terms).
+      if (a->kind == ExprKind::Int && a->value == 0) return a;
+      return divideByConstMonomial(kind, a, b, d);
+    }
     return binaryNode(kind, a, b);
   }
   const int64_t c = b->value;
