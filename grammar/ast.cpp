@@ -49,10 +49,10 @@ void unmapHuge(void* p, size_t size) {
 }  // namespace
 
 Context::~Context() {
-  for (Expr* e : exprs_) e->~Expr();
-  for (Stmt* s : stmts_) s->~Stmt();
-  for (Decl* d : decls_) d->~Decl();
-  for (File* f : files_) f->~File();
+  destroyAll(exprs_);
+  destroyAll(stmts_);
+  destroyAll(decls_);
+  destroyAll(files_);
   for (const Block& b : blocks_) {
     if (b.size == kSmallBlock) std::free(b.base);
     else unmapHuge(b.base, b.size);

@@ -259,19 +259,42 @@ class Context {
     static_assert(alignof(T) <= alignof(std::max_align_t));
     T* node = ::new (allocate(sizeof(T))) T(std::forward<Args>(args)...);
     if constexpr (std::is_base_of_v<Expr, T>) {
-      exprs_.push_back(node);
+      push<Expr>(exprs_, node);
     } else if constexpr (std::is_base_of_v<Stmt, T>) {
-      stmts_.push_back(node);
+      push<Stmt>(stmts_, node);
     } else if constexpr (std::is_base_of_v<Decl, T>) {
-      decls_.push_back(node);
+      push<Decl>(decls_, node);
     } else {
       static_assert(std::is_same_v<T, File>, "unknown AST node type");
-      files_.push_back(node);
+      push<File>(files_, node);
     }
     return node;
   }
 
  private:
+  // The nodes to destroy, in chunks that live in the arena too.
+  template <class B>
+  struct Chunk {
+    static constexpr size_t kCapacity = 510;
+    Chunk* prev = nullptr;
+    size_t count = 0;
+    B* nodes[kCapacity];
+  };
+  template <class B>
+  void push(Chunk<B>*& head, B* node) {
+    if (!head || head->count == Chunk<B>::kCapacity) {
+      auto* chunk = ::new (allocate(sizeof(Chunk<B>))) Chunk<B>;
+      chunk->prev = head;
+      head = chunk;
+    }
+    head->nodes[head->count++] = node;
+  }
+  template <class B>
+  static void destroyAll(Chunk<B>* head) {
+    for (; head; head = head->prev)
+      for (size_t i = 0; i < head->count; ++i) head->nodes[i]->~B();
+  }
+
   void* allocate(size_t size) {
     size = (size + alignof(std::max_align_t) - 1) & ~(alignof(std::max_align_t) - 1);
     if (size > static_cast<size_t>(end_ - next_)) newBlock(size);
@@ -288,10 +311,10 @@ class Context {
   std::vector<Block> blocks_;
   char* next_ = nullptr;
   char* end_ = nullptr;
-  std::vector<Expr*> exprs_;
-  std::vector<Stmt*> stmts_;
-  std::vector<Decl*> decls_;
-  std::vector<File*> files_;
+  Chunk<Expr>* exprs_ = nullptr;
+  Chunk<Stmt>* stmts_ = nullptr;
+  Chunk<Decl>* decls_ = nullptr;
+  Chunk<File>* files_ = nullptr;
 };
 
 }  // namespace etc::ast

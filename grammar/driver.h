@@ -16,7 +16,7 @@
 namespace etc::grammar {
 
 // Recycling storage for partial results. Every semantic value that travels through Bison's
-// variant is trivially copyable (string_views, literals, pointers): the variant then moves and
+// variant is 8 bytes and trivially copyable (const char*, int64_t, pointers): the variant moves and
 // destroys values without real work. Objects and lists under construction live here.
 //
 // Pool<T>::get() hands out a default T; take() moves it out and recycles the slot.
@@ -181,6 +181,65 @@ class Driver {
   ListPool<ast::Attr> attrLists;
   ListPool<ast::Ident> identLists;
   ListPool<ast::Stmt*> stmtLists;
+
+  ast::Decl* tensorDecl(const SourceRange& range, const char* name, const SourceRange& name_range,
+                        const char* dtype, const SourceRange& dtype_range,
+                        std::vector<ast::Expr*>* shape, const SourceRange& shape_range,
+                        const char* role, const SourceRange& role_range) {
+    auto* d = make<ast::TensorDecl>(range);
+    d->name = ident(name, name_range);
+    d->dtype = ident(dtype, dtype_range);
+    d->shape = exprLists.take(shape);
+    d->shape_range = shape_range;
+    d->role = ident(role, role_range);
+    return d;
+  }
+
+  // Attributes: `name`, `name = expr`, `name = [-]float`, `name = "string"`.
+  ast::Attr* attrFlag(const char* name, const SourceRange& name_range) {
+    ast::Attr* a = attrs.get();
+    a->name = ident(name, name_range);
+    a->kind = ast::AttrKind::Flag;
+    a->range = name_range;
+    a->value_range = name_range;
+    return a;
+  }
+  ast::Attr* attrExpr(const char* name, const SourceRange& name_range, ast::Expr* value,
+                      const SourceRange& value_range, const SourceRange& range) {
+    ast::Attr* a = attrs.get();
+    a->name = ident(name, name_range);
+    a->kind = ast::AttrKind::Expr;
+    a->expr = value;
+    a->range = range;
+    a->value_range = value_range;
+    return a;
+  }
+  // `minus`: the '-' before the number, or null. ftext is the literal as written, from the
+  // '-' to the end of the number.
+  ast::Attr* attrFloat(const char* name, const SourceRange& name_range, const char* minus,
+                       const char* number, const SourceRange& number_range,
+                       const SourceRange& value_range, const SourceRange& range) {
+    ast::Attr* a = attrs.get();
+    a->name = ident(name, name_range);
+    a->kind = ast::AttrKind::Float;
+    std::string_view num = text(number, number_range);
+    a->fvalue = minus ? -floatValue(num) : floatValue(num);
+    a->ftext = minus ? std::string_view(minus, static_cast<size_t>(num.data() + num.size() - minus))
+                     : num;
+    a->range = range;
+    a->value_range = value_range;
+    return a;
+  }
+  ast::Attr* attrString(const char* name, const SourceRange& name_range, const char* str,
+                        const SourceRange& value_range, const SourceRange& range) {
+    ast::Attr* a = attrs.get();
+    a->name = ident(name, name_range);
+    a->kind = ast::AttrKind::String;
+    a->svalue = unescapeString(stringText(str, value_range));
+    a->range = range;
+    a->value_range = value_range;
+    return a;
+  }
 
   ast::TensorRef* ref(const char* name, const SourceRange& name_range,
                       std::vector<ast::SliceEntry>* entries, const SourceRange& range) {

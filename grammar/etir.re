@@ -16,11 +16,20 @@
 //     one invalid token, not a number and a name;
 //   * strings "..." on one line; escapes \" \\ \n \t; control characters (below 0x20, 0x7f)
 //     are rejected, bytes >= 0x80 are kept (UTF-8 paths);
-//   * `@name` is one token (AT_NAME, value without the '@'); '@' alone is an error;
-//   * invalid bytes are reported once per run of consecutive invalid bytes.
+//   * `@name` is one token (AT_NAME; Driver::atName strips the '@'); '@' alone is an error;
+//   * invalid bytes (control characters, bytes >= 0x80, and ; # $ ? ! ` ~ ^ & | \ ' > and a
+//     lone < or .) are reported once per run of consecutive invalid bytes, as
+//     "invalid character '\xff'" (non-printables escaped as \xNN);
+//   * a NUL byte inside the file is "null character in input" (one per run);
+//   * nesting guard: more than ast::kMaxExprDepth open '(' / '[' (or a run of that many '-')
+//     is "expression nested too deeply (limit 200)" and stops the lexer (end of file after).
+//
+// Messages: "invalid number '1.': write '1.0' for a float", "integer literal '...' is too
+// large (the limit is 9223372036854775807)", "float literal '1e999' is out of range",
+// "unterminated string", "unknown escape sequence '\q' in string", "invalid character '\x01'
+// in string", "expected a name after '@'". Long token texts are cut at 40 characters + "...".
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>

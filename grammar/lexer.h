@@ -1,16 +1,20 @@
 // The .etir lexer: a hand-driven re2c loop over the SourceManager's NUL-terminated buffer
 // (the implementation is generated from grammar/etir.re).
 //
-// Tokens carry string_views into the buffer (identifiers, @names, keywords, literal text,
-// the raw text of strings); nothing is copied per token. Lexical errors are reported here,
-// once each, and the token returned is the parser's YYerror, which makes the parser recover
-// without a second diagnostic. After a fatal condition (nesting limit, the diagnostic
-// engine's error limit) the lexer is `stopped()` and returns end of file from then on.
+// Token values: IDENT, AT_NAME, FLOAT, STRING, MINUS and the keywords carry a pointer to
+// their first character in the buffer (tokens never span lines, so the text is recovered from
+// the location: Driver::text); INT carries its value. Nothing is copied per token.
+// Lexical errors are reported here, once each, and the token returned is the parser's YYerror,
+// which makes the parser recover without a second diagnostic (integer overflow, float range,
+// bad escapes and control characters in strings keep their INT/FLOAT/STRING token: the token's
+// extent is clear). After a fatal condition (nesting limit, the diagnostic engine's error
+// limit) the lexer is `stopped()` and returns end of file from then on.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "compiler/support/diagnostics.h"
 #include "compiler/support/source.h"
