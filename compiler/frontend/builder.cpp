@@ -755,22 +755,30 @@ class Builder {
     return call;
   }
 
+  // Reports a redefinition of an `@name` (task or graph) and returns false if it is taken,
+  // by a built declaration (`prev`) or by an earlier one that had errors (`broken`).
+  template <class BrokenMap>
+  bool claimAtName(const ast::Ident& name, std::string_view what, std::optional<uint32_t> prev,
+                   ir::Module::DeclKind kind, const BrokenMap& broken) {
+    SourceLoc first;
+    if (prev) {
+      first = nameLoc({kind, *prev});
+    } else if (auto it = broken.find(name.name); it != broken.end()) {
+      first = it->second;
+    } else {
+      return true;
+    }
+    diags_.error(name.range.begin, fmt::format("redefinition of {} '@{}'", what, name.name), {{first, "first defined here"}});
+    return false;
+  }
+
   void buildTask(const ast::TaskDecl& d) {
     ir::Task t;
     t.name = std::string(d.name.name);
     t.range = d.range;
     t.name_range = d.name.range;
     bool ok = true;
-    bool redefined = false;
-    if (auto prev = m_->findTask(d.name.name)) {
-      diags_.error(d.name.range.begin, fmt::format("redefinition of task '@{}'", d.name.name),
-                   {{nameLoc({ir::Module::DeclKind::Task, *prev}), "first defined here"}});
-      redefined = true;
-    } else if (auto it = broken_tasks_.find(d.name.name); it != broken_tasks_.end()) {
-      diags_.error(d.name.range.begin, fmt::format("redefinition of task '@{}'", d.name.name),
-                   {{it->second, "first defined here"}});
-      redefined = true;
-    }
+    bool redefined = !claimAtName(d.name, "task", m_->findTask(d.name.name), ir::Module::DeclKind::Task, broken_tasks_);
     for (const ast::Expr* e : d.grid) {
       t.grid_ranges.push_back(e->range);
       Expr x = convert(e, ExprScope{kSyms | kLoads | kBound, "a grid extent", nullptr});
@@ -848,15 +856,8 @@ class Builder {
     g.range = d.range;
     g.name_range = d.name.range;
     bool ok = true;
-    if (auto prev = m_->findGraph(d.name.name)) {
-      diags_.error(d.name.range.begin, fmt::format("redefinition of graph '@{}'", d.name.name),
-                   {{nameLoc({ir::Module::DeclKind::Graph, *prev}), "first defined here"}});
+    if (!claimAtName(d.name, "graph", m_->findGraph(d.name.name), ir::Module::DeclKind::Graph, broken_graphs_))
       ok = false;
-    } else if (auto it = broken_graphs_.find(d.name.name); it != broken_graphs_.end()) {
-      diags_.error(d.name.range.begin, fmt::format("redefinition of graph '@{}'", d.name.name),
-                   {{it->second, "first defined here"}});
-      ok = false;
-    }
     if (d.has_schedule) {
       if (auto s = ir::parseSchedule(d.schedule.name)) {
         g.schedule = *s;

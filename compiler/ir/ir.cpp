@@ -27,53 +27,28 @@ const Attr* OpCall::findAttr(std::string_view name) const {
   return nullptr;
 }
 
-uint32_t Module::addSym(Sym s) {
-  auto id = static_cast<uint32_t>(syms.size());
-  values_.emplace(s.name, DeclRef{DeclKind::Sym, id});
-  order.push_back({DeclKind::Sym, id});
-  syms.push_back(std::move(s));
+// Appends `item` to its table, indexes its name and records where it was declared.
+template <class T, class Index>
+uint32_t Module::append(std::vector<T>& table, T item, DeclKind kind, Index& index, bool in_order) {
+  auto id = static_cast<uint32_t>(table.size());
+  if constexpr (std::is_same_v<typename Index::mapped_type, DeclRef>)
+    index.emplace(item.name, DeclRef{kind, id});
+  else
+    index.emplace(item.name, id);
+  if (in_order) order.push_back({kind, id});
+  table.push_back(std::move(item));
   return id;
 }
 
-uint32_t Module::addConst(Const c) {
-  auto id = static_cast<uint32_t>(consts.size());
-  values_.emplace(c.name, DeclRef{DeclKind::Const, id});
-  order.push_back({DeclKind::Const, id});
-  consts.push_back(std::move(c));
-  return id;
-}
-
+uint32_t Module::addSym(Sym s) { return append(syms, std::move(s), DeclKind::Sym, values_, true); }
+uint32_t Module::addConst(Const c) { return append(consts, std::move(c), DeclKind::Const, values_, true); }
 uint32_t Module::addTensor(Tensor t) {
-  auto id = static_cast<uint32_t>(tensors.size());
-  values_.emplace(t.name, DeclRef{DeclKind::Tensor, id});
-  if (!t.implicit) order.push_back({DeclKind::Tensor, id});
-  tensors.push_back(std::move(t));
-  return id;
+  bool in_order = !t.implicit;  // implicit tensors print as their assignment, not as a decl
+  return append(tensors, std::move(t), DeclKind::Tensor, values_, in_order);
 }
-
-uint32_t Module::addEvent(Event e) {
-  auto id = static_cast<uint32_t>(events.size());
-  values_.emplace(e.name, DeclRef{DeclKind::Event, id});
-  order.push_back({DeclKind::Event, id});
-  events.push_back(std::move(e));
-  return id;
-}
-
-uint32_t Module::addTask(Task t) {
-  auto id = static_cast<uint32_t>(tasks.size());
-  tasks_.emplace(t.name, id);
-  order.push_back({DeclKind::Task, id});
-  tasks.push_back(std::move(t));
-  return id;
-}
-
-uint32_t Module::addGraph(Graph g) {
-  auto id = static_cast<uint32_t>(graphs.size());
-  graphs_.emplace(g.name, id);
-  order.push_back({DeclKind::Graph, id});
-  graphs.push_back(std::move(g));
-  return id;
-}
+uint32_t Module::addEvent(Event e) { return append(events, std::move(e), DeclKind::Event, values_, true); }
+uint32_t Module::addTask(Task t) { return append(tasks, std::move(t), DeclKind::Task, tasks_, true); }
+uint32_t Module::addGraph(Graph g) { return append(graphs, std::move(g), DeclKind::Graph, graphs_, true); }
 
 std::optional<Module::DeclRef> Module::findValue(std::string_view name) const {
   auto it = values_.find(name);

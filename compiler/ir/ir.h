@@ -197,6 +197,9 @@ struct Module {
   RangeEnv symRanges() const;
 
  private:
+  template <class T, class Index>
+  uint32_t append(std::vector<T>& table, T item, DeclKind kind, Index& index, bool in_order);
+
   struct StringHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
