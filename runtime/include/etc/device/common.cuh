@@ -1,0 +1,201 @@
+// Shared building blocks of the device tile library: views, the per-CTA context, dtype
+// conversions with the rounding rules of docs/ops.md, coherent global loads and index helpers.
+// Compiled by NVRTC (and nvcc for the tests): no host headers, no libc++.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#include "etc/abi.h"
+
+namespace etc {
+namespace dev {
+
+// ---- index helpers (floor semantics; b > 0) ------------------------------------------------
+
+__device__ __forceinline__ long long floordiv(long long a, long long b) {
+  long long q = a / b;
+  return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+__device__ __forceinline__ long long floormod(long long a, long long b) {
+  long long r = a % b;
+  return r < 0 ? r + b : r;
+}
+__device__ __forceinline__ long long cdiv(long long a, long long b) { return -floordiv(-a, b); }
+__device__ __forceinline__ long long imin(long long a, long long b) { return a < b ? a : b; }
+__device__ __forceinline__ long long imax(long long a, long long b) { return a > b ? a : b; }
+
+// ---- views and context ----------------------------------------------------------------------
+
+// A strided tile: strides in elements, rank 0 is a scalar. T may be const-qualified.
+template <class T>
+struct View {
+  T* ptr;
+  int rank;
+  long long ext[ETC_MAX_RANK];
+  long long stride[ETC_MAX_RANK];
+
+  __device__ __forceinline__ long long numel() const {
+    long long n = 1;
+    for (int d = 0; d < rank; ++d) n *= ext[d];
+    return n;
+  }
+  // Row-major dense (size-1 dimensions may have any stride).
+  __device__ __forceinline__ bool contiguous() const {
+    long long expect = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      if (ext[d] != 1 && stride[d] != expect) return false;
+      expect *= ext[d];
+    }
+    return true;
+  }
+  __device__ __forceinline__ long long inner_stride() const { return rank ? stride[rank - 1] : 1; }
+};
+
+// Everything an op gets besides its operands. smem must be 16-byte aligned (128 preferred);
+// smem_bytes is what the kernel was launched with.
+struct Ctx {
+  unsigned char* smem;
+  unsigned int smem_bytes;
+};
+
+// Shared memory that any op other than matmul may use (block reductions).
+constexpr unsigned kSmallOpSmem = 256;
+
+// ---- dtype traits and conversions --------------------------------------------------------------
+
+template <class T> struct Bare { using type = T; };
+template <class T> struct Bare<const T> { using type = T; };
+template <class T> struct Bare<volatile T> { using type = T; };
+template <class T> struct Bare<const volatile T> { using type = T; };
+template <class T> using bare_t = typename Bare<T>::type;
+
+template <class T> struct Traits;  // undefined for unsupported dtypes: a compile error
+template <> struct Traits<float> { static constexpr bool is_float = true; };
+template <> struct Traits<__half> { static constexpr bool is_float = true; };
+template <> struct Traits<__nv_bfloat16> { static constexpr bool is_float = true; };
+template <> struct Traits<int> { static constexpr bool is_float = false; };
+template <> struct Traits<long long> { static constexpr bool is_float = false; };
+template <> struct Traits<unsigned char> { static constexpr bool is_float = false; };
+template <class T> constexpr bool is_float_v = Traits<bare_t<T>>::is_float;
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// f32 -> T, round to nearest even (float dtypes only).
+template <class T> __device__ __forceinline__ T from_f32(float x);
+template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+// Integers travel as long long (wrapping arithmetic is done on the unsigned form).
+__device__ __forceinline__ long long to_i64(int x) { return x; }
+__device__ __forceinline__ long long to_i64(long long x) { return x; }
+__device__ __forceinline__ long long to_i64(unsigned char x) { return x; }
+
+// float -> integer: truncate toward zero, saturate, NaN -> 0 (PTX cvt.rzi does all three).
+template <class T> __device__ __forceinline__ T f32_to_int(float f);
+template <> __device__ __forceinline__ int f32_to_int<int>(float f) { return __float2int_rz(f); }
+template <> __device__ __forceinline__ long long f32_to_int<long long>(float f) {
+  return __float2ll_rz(f);
+}
+template <> __device__ __forceinline__ unsigned char f32_to_int<unsigned char>(float f) {
+  unsigned u = __float2uint_rz(f);
+  return (unsigned char)(u > 255u ? 255u : u);
+}
+
+// integer -> float: one rounding, to nearest even.
+template <class T> __device__ __forceinline__ T i64_to_float(long long v);
+template <> __device__ __forceinline__ float i64_to_float<float>(long long v) { return __ll2float_rn(v); }
+template <> __device__ __forceinline__ __half i64_to_float<__half>(long long v) { return __ll2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 i64_to_float<__nv_bfloat16>(long long v) {
+  return __ll2bfloat16_rn(v);
+}
+
+// The cast rule of docs/ops.md, any supported dtype to any other.
+template <class TY, class TX>
+__device__ __forceinline__ TY convert(TX x) {
+  if constexpr (is_float_v<TX>) {
+    if constexpr (is_float_v<TY>) return from_f32<TY>(to_f32(x));
+    else return f32_to_int<TY>(to_f32(x));
+  } else {
+    if constexpr (is_float_v<TY>) return i64_to_float<TY>(to_i64(x));
+    else return (TY)(unsigned long long)to_i64(x);  // wraps modulo 2^bits
+  }
+}
+
+// double -> T for fill: one rounding from the attribute's value.
+template <class T> __device__ __forceinline__ T from_f64(double v);
+template <> __device__ __forceinline__ float from_f64<float>(double v) { return (float)v; }
+template <> __device__ __forceinline__ __half from_f64<__half>(double v) { return __double2half(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f64<__nv_bfloat16>(double v) {
+  return __double2bfloat16(v);
+}
+template <> __device__ __forceinline__ int from_f64<int>(double v) { return (int)v; }
+template <> __device__ __forceinline__ long long from_f64<long long>(double v) { return (long long)v; }
+template <> __device__ __forceinline__ unsigned char from_f64<unsigned char>(double v) {
+  return (unsigned char)v;
+}
+
+// ---- global loads ---------------------------------------------------------------------------
+// Inputs may have been written earlier in this launch by another CTA, so they are never read
+// through the non-coherent read-only path; .cg (L2) loads are coherent at gpu scope.
+
+template <int BYTES> struct RawOf;
+template <> struct RawOf<1> { using type = unsigned char; };
+template <> struct RawOf<2> { using type = unsigned short; };
+template <> struct RawOf<4> { using type = unsigned int; };
+template <> struct RawOf<8> { using type = uint2; };
+template <> struct RawOf<16> { using type = uint4; };
+
+template <class T>
+__device__ __forceinline__ bare_t<T> ld(T* p) {
+  using B = bare_t<T>;
+  using R = typename RawOf<sizeof(B)>::type;
+  R r = __ldcg(reinterpret_cast<const R*>(p));
+  B v;
+  __builtin_memcpy(&v, &r, sizeof(B));
+  return v;
+}
+
+// V consecutive elements, as one access of V * sizeof(T) bytes (the pointer must be aligned).
+template <class T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+template <int V, class T>
+__device__ __forceinline__ Vec<bare_t<T>, V> ldv(T* p) {
+  using B = bare_t<T>;
+  using R = typename RawOf<sizeof(B) * V>::type;
+  R r = __ldcg(reinterpret_cast<const R*>(p));
+  Vec<B, V> v;
+  __builtin_memcpy(&v, &r, sizeof(v));
+  return v;
+}
+
+template <int V, class T>
+__device__ __forceinline__ void stv(T* p, const Vec<T, V>& v) {
+  using R = typename RawOf<sizeof(T) * V>::type;
+  R r;
+  __builtin_memcpy(&r, &v, sizeof(r));
+  *reinterpret_cast<R*>(p) = r;
+}
+
+__device__ __forceinline__ bool aligned_to(const void* p, unsigned bytes) {
+  return (reinterpret_cast<unsigned long long>(p) & (bytes - 1)) == 0;
+}
+
+// ---- CTA-wide helpers -----------------------------------------------------------------------
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+}  // namespace dev
+}  // namespace etc

@@ -1,0 +1,23 @@
+// The device tile library that etcc's generated CUDA includes: views and context, the tile
+// ops, event counters and index helpers, all in namespace etc::dev. See docs/backend.md.
+// Every tile op is called by all threads of the CTA (1-D, blockDim.x a multiple of 32 in
+// [128, 512]) and ends with __syncthreads().
+//
+//   View<T>  {T* ptr; int rank; long long ext[4]; long long stride[4];}   (T may be const)
+//   Ctx      {unsigned char* smem; unsigned smem_bytes;}
+//   copy(ctx, x, y)          fill(ctx, y, double v)        cast(ctx, x, y)
+//   add(ctx, a, b, y)        mul(ctx, a, b, y)             silu_mul(ctx, g, u, y)
+//   reduce_sum(ctx, x, axis, y)    reduce_max(ctx, x, axis, y)
+//   rmsnorm(ctx, x, w, eps, y)
+//   matmul<TM, TN, TK>(ctx, a, b, transpose_b, y)   smem: matmul_smem_bytes<T, TM, TN, TK>()
+//   other ops need at most kSmallOpSmem bytes of ctx.smem
+//   notify(p, counter[, n_elements])   notify_checked(p, counter, n, initial, site)
+//   wait(p, counter, target, site) -> bool      aborted(p) -> bool
+//   floordiv, floormod, cdiv, imin, imax (long long)
+#pragma once
+
+#include "etc/device/common.cuh"
+#include "etc/device/elementwise.cuh"
+#include "etc/device/reduce.cuh"
+#include "etc/device/matmul.cuh"
+#include "etc/device/events.cuh"

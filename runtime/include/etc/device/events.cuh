@@ -1,0 +1,135 @@
+// Event counters between CTAs of one launch. Counters count notifies up from 0 (the runtime
+// zeroes them before every launch); a wait is satisfied when its counter reaches the element's
+// initial count. P is the generated EtcParams (members events, error, watchdog_ns, flags).
+#pragma once
+
+#include "etc/device/common.cuh"
+
+namespace etc {
+namespace dev {
+
+// Where a wait (or a checked notify) is, for the error record.
+struct WaitSite {
+  int task;                        // index into the descriptor's "tasks", -1 if none
+  int event;                       // index into the descriptor's "events"
+  int ncoords;                     // valid entries of coords
+  long long coords[ETC_MAX_RANK];  // the task's coordinates
+  long long element;               // row-major linear index of the (first) event element
+};
+
+namespace detail {
+
+__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ unsigned error_code(const EtcError* e) {
+  return e ? *reinterpret_cast<const volatile unsigned*>(&e->code) : 0u;
+}
+
+// First failure wins the record; the fields are published before done = 1.
+__device__ __forceinline__ void record_error(EtcError* e, unsigned code, const WaitSite& site,
+                                             long long element, unsigned count, unsigned target) {
+  if (!e || atomicCAS(&e->code, 0u, code) != 0u) return;
+  volatile EtcError* v = e;
+  v->task = site.task;
+  v->event = site.event;
+  int n = site.ncoords < 0 ? 0 : (site.ncoords > ETC_MAX_RANK ? ETC_MAX_RANK : site.ncoords);
+  v->ncoords = n;
+  for (int i = 0; i < ETC_MAX_RANK; ++i) v->coords[i] = i < n ? site.coords[i] : 0;
+  v->element = element;
+  v->count = count;
+  v->target = target;
+  __threadfence();
+  v->done = 1u;
+  __threadfence();
+}
+
+}  // namespace detail
+
+// Adds 1 to each of counter[0 .. n_elements) once every thread of the CTA is done writing:
+// barrier, then a gpu-scope fence and a relaxed add per element (threads split the elements),
+// the release half of the pattern that wait()'s acquire load completes.
+template <class P>
+__device__ __forceinline__ void notify(const P& p, unsigned int* counter,
+                                       unsigned int n_elements = 1) {
+  (void)p;
+  __syncthreads();
+  for (unsigned i = threadIdx.x; i < n_elements; i += blockDim.x) {
+    __threadfence();
+    atomicAdd(counter + i, 1u);
+  }
+}
+
+// notify() that also checks, from each add's old value, that no element goes past its initial
+// count (the same `initial` for every element of the range). Reports ETC_ERR_OVER_NOTIFY with
+// site (site.element = the element of counter[0]) and returns false in every thread if any
+// element overflowed. Used when p.flags & ETC_FLAG_DEBUG.
+template <class P>
+__device__ __forceinline__ bool notify_checked(const P& p, unsigned int* counter,
+                                               unsigned int n_elements, unsigned int initial,
+                                               const WaitSite& site) {
+  __syncthreads();
+  int bad = 0;
+  for (unsigned i = threadIdx.x; i < n_elements; i += blockDim.x) {
+    __threadfence();
+    unsigned old = atomicAdd(counter + i, 1u);
+    if (old >= initial) {
+      detail::record_error(p.error, ETC_ERR_OVER_NOTIFY, site, site.element + i, old + 1u, initial);
+      bad = 1;
+    }
+  }
+  return __syncthreads_or(bad) == 0;
+}
+
+// Blocks the CTA until *counter >= target. Thread 0 spins with acquire loads and exponential
+// __nanosleep back-off (capped at ~1 us); it gives up when another CTA has recorded an error,
+// or when the spin exceeds p.watchdog_ns (<= 0: no watchdog), recording ETC_ERR_WAIT_TIMEOUT.
+// Ends with a barrier; every thread returns the same value, true when satisfied.
+template <class P>
+__device__ __forceinline__ bool wait(const P& p, const unsigned int* counter, unsigned int target,
+                                     const WaitSite& site) {
+  int ok = 1;
+  if (threadIdx.x == 0) {
+    unsigned v = detail::ld_acquire_gpu(counter);
+    if (v < target) {
+      const long long budget = p.watchdog_ns;
+      const unsigned long long start = detail::globaltimer_ns();
+      unsigned sleep = 32;
+      for (;;) {
+        if (detail::error_code(p.error) != 0u) {
+          ok = 0;
+          break;
+        }
+        __nanosleep(sleep);
+        sleep = sleep < 1024u ? sleep * 2u : 1024u;
+        v = detail::ld_acquire_gpu(counter);
+        if (v >= target) break;
+        if (budget > 0 && detail::globaltimer_ns() - start > (unsigned long long)budget) {
+          detail::record_error(p.error, ETC_ERR_WAIT_TIMEOUT, site, site.element, v, target);
+          ok = 0;
+          break;
+        }
+      }
+    }
+  }
+  return __syncthreads_and(ok) != 0;
+}
+
+// True once any CTA has recorded an error. Called by all threads; uniform across the CTA.
+template <class P>
+__device__ __forceinline__ bool aborted(const P& p) {
+  int a = threadIdx.x == 0 ? (detail::error_code(p.error) != 0u) : 0;
+  return __syncthreads_or(a) != 0;
+}
+
+}  // namespace dev
+}  // namespace etc

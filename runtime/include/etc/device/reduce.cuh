@@ -1,0 +1,250 @@
+// Reductions: reduce_sum, reduce_max over one axis, and rmsnorm over the last axis.
+// Floats accumulate in f32, integers wrap in 64 bits; the maximum propagates NaN.
+#pragma once
+
+#include "etc/device/common.cuh"
+
+namespace etc {
+namespace dev {
+namespace detail {
+
+// Sum over the CTA, the same value returned to every thread; scratch holds one float per warp.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  v = warp_sum(v);
+  const int w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  if ((threadIdx.x & 31) == 0) scratch[w] = v;
+  __syncthreads();
+  float t = 0.0f;
+  for (int i = 0; i < nw; ++i) t += scratch[i];  // same order in every thread: same result
+  __syncthreads();                                // scratch is free again
+  return t;
+}
+
+template <class X> struct AccOf { using type = long long; };
+template <> struct AccOf<float> { using type = float; };
+template <> struct AccOf<__half> { using type = float; };
+template <> struct AccOf<__nv_bfloat16> { using type = float; };
+
+template <class X> __device__ __forceinline__ typename AccOf<X>::type acc_load(X v) {
+  if constexpr (is_float_v<X>) return to_f32(v);
+  else return to_i64(v);
+}
+
+template <bool IsMax, class A> struct RedOp;
+template <> struct RedOp<false, float> {
+  static __device__ __forceinline__ float id() { return 0.0f; }
+  static __device__ __forceinline__ float op(float a, float b) { return a + b; }
+};
+template <> struct RedOp<true, float> {
+  static __device__ __forceinline__ float id() { return __int_as_float(0xff800000); }  // -inf
+  static __device__ __forceinline__ float op(float a, float b) {
+    return (a != a || a > b) ? a : b;  // NaN in a or b wins
+  }
+};
+template <> struct RedOp<false, long long> {
+  static __device__ __forceinline__ long long id() { return 0; }
+  static __device__ __forceinline__ long long op(long long a, long long b) {
+    return (long long)((unsigned long long)a + (unsigned long long)b);
+  }
+};
+template <> struct RedOp<true, long long> {
+  static __device__ __forceinline__ long long id() { return (long long)(1ull << 63); }
+  static __device__ __forceinline__ long long op(long long a, long long b) { return a > b ? a : b; }
+};
+
+template <class Op, class A>
+__device__ __forceinline__ A warp_reduce(A v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = Op::op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+template <class Op, class A>
+__device__ __forceinline__ A block_reduce(A v, A* scratch) {
+  v = warp_reduce<Op>(v);
+  const int w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  if ((threadIdx.x & 31) == 0) scratch[w] = v;
+  __syncthreads();
+  A t = scratch[0];
+  for (int i = 1; i < nw; ++i) t = Op::op(t, scratch[i]);
+  __syncthreads();
+  return t;
+}
+
+template <class TY, class A>
+__device__ __forceinline__ TY acc_store(A v) {
+  if constexpr (is_float_v<TY>) return from_f32<TY>(v);
+  else return (TY)(unsigned long long)v;
+}
+
+template <bool IsMax, class TX, class TY>
+__device__ void reduce_impl(const Ctx& ctx, const View<TX>& x, int axis, const View<TY>& y) {
+  using X = bare_t<TX>;
+  using A = typename AccOf<X>::type;
+  using Op = RedOp<IsMax, A>;
+  if (axis < 0) axis += x.rank;
+  const long long R = x.ext[axis], rs = x.stride[axis];
+  // The other dimensions, in x's order: extents, x strides, y strides.
+  int orank = 0;
+  long long oext[ETC_MAX_RANK], oxs[ETC_MAX_RANK], oys[ETC_MAX_RANK];
+  long long nout = 1;
+  for (int d = 0; d < x.rank; ++d) {
+    if (d == axis) continue;
+    oext[orank] = x.ext[d];
+    oxs[orank] = x.stride[d];
+    oys[orank] = y.stride[orank];
+    nout *= x.ext[d];
+    ++orank;
+  }
+  auto locate = [&](long long o, long long& xo, long long& yo) {
+    xo = 0;
+    yo = 0;
+    for (int d = orank - 1; d >= 0; --d) {
+      long long c = o % oext[d];
+      o /= oext[d];
+      xo += c * oxs[d];
+      yo += c * oys[d];
+    }
+  };
+  TX* xp = x.ptr;
+  TY* yp = y.ptr;
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+  if (rs != 1 && nout >= nt) {
+    // Axis not innermost and many outputs: a thread per output keeps neighbours coalesced.
+    for (long long o = tid; o < nout; o += nt) {
+      long long xo, yo;
+      locate(o, xo, yo);
+      A acc = Op::id();
+      for (long long r = 0; r < R; ++r) acc = Op::op(acc, acc_load(ld(xp + xo + r * rs)));
+      yp[yo] = acc_store<TY>(acc);
+    }
+  } else if (nout >= nw || R <= 256) {
+    for (long long o = warp; o < nout; o += nw) {
+      long long xo, yo;
+      locate(o, xo, yo);
+      A acc = Op::id();
+      for (long long r = lane; r < R; r += 32) acc = Op::op(acc, acc_load(ld(xp + xo + r * rs)));
+      acc = warp_reduce<Op>(acc);
+      if (lane == 0) yp[yo] = acc_store<TY>(acc);
+    }
+  } else {
+    A* scratch = reinterpret_cast<A*>(ctx.smem);
+    for (long long o = 0; o < nout; ++o) {
+      long long xo, yo;
+      locate(o, xo, yo);
+      A acc = Op::id();
+      for (long long r = tid; r < R; r += nt) acc = Op::op(acc, acc_load(ld(xp + xo + r * rs)));
+      acc = block_reduce<Op>(acc, scratch);
+      if (tid == 0) yp[yo] = acc_store<TY>(acc);
+    }
+  }
+  __syncthreads();
+}
+
+// One row of rmsnorm, by a warp (Block = false) or by the whole CTA; V elements per access.
+template <int V, bool Block, class TX, class TW, class TY>
+__device__ __forceinline__ void rms_row(TX* xr, long long xs, TW* wp, long long ws, TY* yr,
+                                        long long ys, long long H, float eps, float* scratch) {
+  using X = bare_t<TX>;
+  using W = bare_t<TW>;
+  const long long t0 = Block ? threadIdx.x : (threadIdx.x & 31);
+  const long long nt = Block ? blockDim.x : 32;
+  float ss = 0.0f;
+  if constexpr (V == 1) {
+    for (long long h = t0; h < H; h += nt) {
+      float v = to_f32(ld(xr + h * xs));
+      ss += v * v;
+    }
+  } else {
+    for (long long h = t0 * V; h < H; h += nt * V) {
+      Vec<X, V> v = ldv<V>(xr + h);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        float f = to_f32(v.v[j]);
+        ss += f * f;
+      }
+    }
+  }
+  ss = Block ? block_sum(ss, scratch) : warp_sum(ss);
+  const float inv = 1.0f / sqrtf(ss / (float)H + eps);
+  if constexpr (V == 1) {
+    for (long long h = t0; h < H; h += nt)
+      yr[h * ys] = from_f32<TY>(to_f32(ld(xr + h * xs)) * inv * to_f32(ld(wp + h * ws)));
+  } else {
+    for (long long h = t0 * V; h < H; h += nt * V) {
+      Vec<X, V> v = ldv<V>(xr + h);
+      Vec<W, V> w = ldv<V>(wp + h);
+      Vec<TY, V> o;
+#pragma unroll
+      for (int j = 0; j < V; ++j) o.v[j] = from_f32<TY>(to_f32(v.v[j]) * inv * to_f32(w.v[j]));
+      stv<V>(yr + h, o);
+    }
+  }
+}
+
+template <int V, bool Block, class TX, class TW, class TY>
+__device__ __forceinline__ void rms_rows(const View<TX>& x, const View<TW>& w, float eps,
+                                         const View<TY>& y, long long rows, long long H,
+                                         float* scratch) {
+  const int lead = x.rank - 1;
+  const long long first = Block ? 0 : (threadIdx.x >> 5);
+  const long long step = Block ? 1 : (blockDim.x >> 5);
+  for (long long r = first; r < rows; r += step) {
+    long long xo = 0, yo = 0, q = r;
+    for (int d = lead - 1; d >= 0; --d) {
+      long long c = q % x.ext[d];
+      q /= x.ext[d];
+      xo += c * x.stride[d];
+      yo += c * y.stride[d];
+    }
+    rms_row<V, Block>(x.ptr + xo, x.stride[lead], w.ptr, w.stride[0], y.ptr + yo, y.stride[lead],
+                      H, eps, scratch);
+  }
+}
+
+}  // namespace detail
+
+template <class TX, class TY>
+__device__ void reduce_sum(const Ctx& ctx, const View<TX>& x, int axis, const View<TY>& y) {
+  detail::reduce_impl<false>(ctx, x, axis, y);
+}
+
+template <class TX, class TY>
+__device__ void reduce_max(const Ctx& ctx, const View<TX>& x, int axis, const View<TY>& y) {
+  detail::reduce_impl<true>(ctx, x, axis, y);
+}
+
+// y = x / sqrt(mean(x^2) + eps) * w over the last axis; leading dimensions are rows.
+template <class TX, class TW, class TY>
+__device__ void rmsnorm(const Ctx& ctx, const View<TX>& x, const View<TW>& w, float eps,
+                        const View<TY>& y) {
+  using X = bare_t<TX>;
+  using W = bare_t<TW>;
+  static_assert(is_float_v<X> && is_float_v<W> && is_float_v<TY>, "rmsnorm: float dtypes only");
+  const int lead = x.rank - 1;
+  const long long H = x.ext[lead];
+  long long rows = 1;
+  for (int d = 0; d < lead; ++d) rows *= x.ext[d];
+  if (H > 0 && rows > 0) {
+    constexpr int V = 16 / (sizeof(X) > sizeof(W) ? (sizeof(X) > sizeof(TY) ? sizeof(X) : sizeof(TY))
+                                                   : (sizeof(W) > sizeof(TY) ? sizeof(W) : sizeof(TY)));
+    // Vector accesses need every row start aligned: check the first row and the row strides.
+    bool vec = x.stride[lead] == 1 && y.stride[lead] == 1 && w.stride[0] == 1 && H % V == 0 &&
+               aligned_to(x.ptr, V * sizeof(X)) && aligned_to(y.ptr, V * sizeof(TY)) &&
+               aligned_to(w.ptr, V * sizeof(W));
+    for (int d = 0; d < lead && vec; ++d) vec = x.stride[d] % V == 0 && y.stride[d] % V == 0;
+    float* scratch = reinterpret_cast<float*>(ctx.smem);
+    const bool block = rows < (long long)(blockDim.x >> 5);
+    if (vec) {
+      if (block) detail::rms_rows<V, true>(x, w, eps, y, rows, H, scratch);
+      else detail::rms_rows<V, false>(x, w, eps, y, rows, H, scratch);
+    } else {
+      if (block) detail::rms_rows<1, true>(x, w, eps, y, rows, H, scratch);
+      else detail::rms_rows<1, false>(x, w, eps, y, rows, H, scratch);
+    }
+  }
+  __syncthreads();
+}
+
+}  // namespace dev
+}  // namespace etc
