@@ -1,0 +1,106 @@
+// Decode attention references: kv_append (the in-place cache update), attention_decode (one
+// query row against the cached positions, grouped-query heads) and attention_merge (combining
+// split-KV partials through their log-sum-exps).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "compiler/interp/kernels.h"
+
+namespace etc::interp {
+
+std::string opKvAppend(OpArgs& a) {
+  const View &k = a.in[0], &v = a.in[1];
+  std::vector<int64_t> pos = readInts(a.in[2]);
+  const int64_t rows = static_cast<int64_t>(pos.size());
+  for (int c = 0; c < 2; ++c) {
+    const View &src = c ? v : k, &cache = a.out[c];
+    if (cache.rank() < 2 || cache.lastDim() != src.lastDim() || src.numel() != rows * src.lastDim() ||
+        cache.numel() != rows * cache.shape[cache.rank() - 2] * cache.lastDim())
+      return "the operands and the caches do not have matching rows";
+    const int64_t len = cache.shape[cache.rank() - 2];
+    for (int64_t r = 0; r < rows; ++r) {
+      if (pos[r] < 0 || pos[r] >= len)
+        return fmt::format("position {} of row {} is outside the cache [0, {})", pos[r], r, len);
+      copyElements(src.lead(r, 1), cache.lead(r, 2).at(0, pos[r]));
+    }
+  }
+  return "";
+}
+
+std::string opAttentionDecode(OpArgs& a) {
+  const View &q = a.in[0], &kc = a.in[1], &vc = a.in[2];
+  std::vector<int64_t> lens = readInts(a.in[3]);
+  const int64_t d = a.attrInt("head_dim"), rows = static_cast<int64_t>(lens.size());
+  if (d <= 0 || kc.rank() < 2) return "head_dim must be positive and the caches of rank >= 2";
+  const int64_t hq = q.lastDim() / d, hk = kc.lastDim() / d, len = kc.shape[kc.rank() - 2];
+  if (hq * d != q.lastDim() || hk * d != kc.lastDim() || hk == 0 || hq % hk || q.numel() != rows * hq * d ||
+      a.out[0].numel() != q.numel() || (a.out.size() > 1 && a.out[1].numel() != rows * hq))
+    return "q, the caches, lens and the results do not have matching rows of whole heads";
+  double scale = a.attrFloat("scale");
+  if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(d));
+  std::vector<double> qv = readFloats(q), o(static_cast<size_t>(rows * hq * d), 0.0),
+                      lse(static_cast<size_t>(rows * hq), -HUGE_VAL), s;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = lens[r];
+    if (n < 0 || n > len) return fmt::format("length {} of row {} is outside [0, {}]", n, r, len);
+    if (n == 0) continue;
+    std::vector<double> kr = readFloats(kc.lead(r, 2).range(0, 0, n)), vr = readFloats(vc.lead(r, 2).range(0, 0, n));
+    s.assign(static_cast<size_t>(n), 0.0);
+    for (int64_t h = 0; h < hq; ++h) {
+      const int64_t g = h / (hq / hk);
+      const double* qh = qv.data() + (r * hq + h) * d;
+      double mx = -HUGE_VAL;
+      for (int64_t j = 0; j < n; ++j) {
+        const double* kj = kr.data() + j * hk * d + g * d;
+        double dot = 0;
+        for (int64_t t = 0; t < d; ++t) dot += qh[t] * kj[t];
+        s[j] = scale * dot;
+        mx = std::max(mx, s[j]);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += s[j] = std::exp(s[j] - mx);
+      double* oh = o.data() + (r * hq + h) * d;
+      for (int64_t j = 0; j < n; ++j) {
+        const double* vj = vr.data() + j * hk * d + g * d;
+        for (int64_t t = 0; t < d; ++t) oh[t] += s[j] / sum * vj[t];
+      }
+      lse[r * hq + h] = mx + std::log(sum);
+    }
+  }
+  writeFloats(a.out[0], o.data());
+  if (a.out.size() > 1) writeFloats(a.out[1], lse.data());
+  return "";
+}
+
+std::string opAttentionMerge(OpArgs& a) {
+  const View &op = a.in[0], &lp = a.in[1];
+  const int64_t d = a.attrInt("head_dim");
+  if (d <= 0 || op.rank() < 2 || lp.rank() != op.rank()) return "head_dim must be positive and the parts of rank >= 2";
+  const int64_t parts = op.shape[0];
+  const int64_t heads = parts ? lp.numel() / parts : 0;  // rows * Hq over all rows
+  if (op.numel() != parts * heads * d || a.out[0].numel() * parts != op.numel() ||
+      (a.out.size() > 1 && a.out[1].numel() != heads))
+    return "the parts and the results do not have matching rows of whole heads";
+  std::vector<double> ov = readFloats(op), lv = readFloats(lp), o(static_cast<size_t>(heads * d), 0.0),
+                      lse(static_cast<size_t>(heads), -HUGE_VAL);
+  for (int64_t h = 0; h < heads; ++h) {
+    double mx = -HUGE_VAL;
+    for (int64_t p = 0; p < parts; ++p) mx = std::max(mx, lv[p * heads + h]);
+    if (mx == -HUGE_VAL) continue;  // no part saw a position: o = 0, lse = -inf
+    double sum = 0;
+    for (int64_t p = 0; p < parts; ++p) sum += std::exp(lv[p * heads + h] - mx);
+    const double total = mx + std::log(sum);
+    lse[h] = total;
+    for (int64_t p = 0; p < parts; ++p) {
+      const double wgt = std::exp(lv[p * heads + h] - total);
+      if (wgt == 0) continue;  // a -inf part contributes nothing (its o may be anything)
+      for (int64_t t = 0; t < d; ++t) o[h * d + t] += wgt * ov[(p * heads + h) * d + t];
+    }
+  }
+  writeFloats(a.out[0], o.data());
+  if (a.out.size() > 1) writeFloats(a.out[1], lse.data());
+  return "";
+}
+
+}  // namespace etc::interp

@@ -1,0 +1,35 @@
+// matmul: y = a @ b (or a @ b^T), products summed in double over the whole K (split_k and the
+// tile sizes are how the device divides the work; they do not change the reference).
+#include <fmt/format.h>
+
+#include "compiler/interp/kernels.h"
+
+namespace etc::interp {
+
+std::string opMatmul(OpArgs& a) {
+  const View &x = a.in[0], &w = a.in[1], &out = a.out[0];
+  const bool tb = a.attrBool("transpose_b");
+  const int64_t m = x.rank() == 1 ? 1 : x.shape[0], k = x.lastDim();
+  if (w.rank() != 2) return "the second operand is not a matrix";
+  const int64_t n = tb ? w.shape[0] : w.shape[1];
+  if ((tb ? w.shape[1] : w.shape[0]) != k || out.numel() != m * n)
+    return fmt::format("shapes disagree: a is {} x {}, b is {} x {}{}, y has {} elements", m, k, w.shape[0],
+                       w.shape[1], tb ? " (transposed)" : "", out.numel());
+  std::vector<double> av = readFloats(x);
+  // b as [N, K], so each output element is a dot product of two contiguous rows.
+  std::vector<double> bt = readFloats(tb ? w : w.permuted({1, 0}));
+  std::vector<double> y(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    const double* ar = av.data() + i * k;
+    for (int64_t j = 0; j < n; ++j) {
+      const double* br = bt.data() + j * k;
+      double s = 0;
+      for (int64_t t = 0; t < k; ++t) s += ar[t] * br[t];
+      y[i * n + j] = s;
+    }
+  }
+  writeFloats(out, y.data());
+  return "";
+}
+
+}  // namespace etc::interp
