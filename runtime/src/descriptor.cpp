@@ -1,0 +1,262 @@
+#include "descriptor.h"
+
+#include <set>
+
+#include "etc/abi.h"
+#include "expr_eval.h"
+#include "rt_error.h"
+
+namespace etc::rt {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& what) { fail(ETC_STATUS_BAD_DESCRIPTOR, "descriptor: " + what); }
+
+const json& field(const json& obj, const char* key, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end()) bad(where + " has no \"" + key + "\"");
+  return *it;
+}
+
+std::string str(const json& obj, const char* key, const std::string& where) {
+  const json& v = field(obj, key, where);
+  if (!v.is_string()) bad(where + ": \"" + key + "\" is not a string");
+  return v.get<std::string>();
+}
+
+int64_t integer(const json& obj, const char* key, const std::string& where) {
+  const json& v = field(obj, key, where);
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX))
+    bad(where + ": \"" + key + "\" is not an integer");
+  return v.get<int64_t>();
+}
+
+const json& array(const json& obj, const char* key, const std::string& where) {
+  const json& v = field(obj, key, where);
+  if (!v.is_array()) bad(where + ": \"" + key + "\" is not an array");
+  return v;
+}
+
+std::vector<std::string> strings(const json& arr, const std::string& where) {
+  std::vector<std::string> out;
+  for (const json& s : arr) {
+    if (!s.is_string()) bad(where + " holds a non-string");
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+void checkUnique(std::set<std::string>& seen, const std::string& name, const std::string& kind) {
+  if (name.empty()) bad("a " + kind + " has an empty name");
+  if (!seen.insert(name).second) bad(kind + " '" + name + "' is listed twice");
+}
+
+std::vector<json> shapeOf(const json& obj, const std::string& where, size_t nsyms) {
+  const json& shape = array(obj, "shape", where);
+  if (shape.size() > ETC_MAX_RANK)
+    bad(where + " has rank " + std::to_string(shape.size()) + ", above the limit " + std::to_string(ETC_MAX_RANK));
+  std::vector<json> out;
+  for (const json& e : shape) {
+    try {
+      checkExpr(e, nsyms);
+    } catch (const Error& err) {
+      bad(where + ": " + err.what());
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+KernelDesc kernelOf(const json& obj, const std::string& where, size_t ntasks, bool unfused) {
+  KernelDesc k;
+  k.name = str(obj, "kernel", where);
+  if (k.name.empty()) bad(where + " has an empty kernel name");
+  int64_t threads = integer(obj, "threads", where);
+  if (threads < 1 || threads > 1024) bad(where + ": threads " + std::to_string(threads) + " is outside [1, 1024]");
+  k.threads = static_cast<int>(threads);
+  if (unfused) {
+    int64_t task = integer(obj, "task", where);
+    if (task < 0 || static_cast<uint64_t>(task) >= ntasks)
+      bad(where + ": task " + std::to_string(task) + " is not a task index (there are " + std::to_string(ntasks) + ")");
+    k.task = static_cast<int>(task);
+  }
+  return k;
+}
+
+}  // namespace
+
+const char* dtypeName(etc_dtype t) {
+  switch (t) {
+    case ETC_DTYPE_F32: return "f32";
+    case ETC_DTYPE_F16: return "f16";
+    case ETC_DTYPE_BF16: return "bf16";
+    case ETC_DTYPE_I32: return "i32";
+    case ETC_DTYPE_I64: return "i64";
+    case ETC_DTYPE_U8: return "u8";
+  }
+  return "?";
+}
+
+bool parseDtype(std::string_view name, etc_dtype* out) {
+  for (etc_dtype t : {ETC_DTYPE_F32, ETC_DTYPE_F16, ETC_DTYPE_BF16, ETC_DTYPE_I32, ETC_DTYPE_I64, ETC_DTYPE_U8}) {
+    if (name == dtypeName(t)) {
+      *out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+int dtypeBytes(etc_dtype t) {
+  switch (t) {
+    case ETC_DTYPE_F32: case ETC_DTYPE_I32: return 4;
+    case ETC_DTYPE_F16: case ETC_DTYPE_BF16: return 2;
+    case ETC_DTYPE_I64: return 8;
+    case ETC_DTYPE_U8: return 1;
+  }
+  return 0;
+}
+
+const char* roleName(etc_role r) {
+  switch (r) {
+    case ETC_ROLE_INPUT: return "input";
+    case ETC_ROLE_OUTPUT: return "output";
+    case ETC_ROLE_PARAM: return "param";
+    case ETC_ROLE_TEMP: return "temp";
+  }
+  return "?";
+}
+
+int64_t paramsBytes(size_t nsyms, size_t ntensors) {
+  // abi.h: at least one slot each, even for a module with no syms or tensors.
+  return 8 * static_cast<int64_t>(std::max<size_t>(nsyms, 1) + std::max<size_t>(ntensors, 1)) + ETC_PARAMS_TAIL_BYTES;
+}
+
+std::vector<std::string> Descriptor::symNames() const {
+  std::vector<std::string> out;
+  for (const SymDesc& s : syms) out.push_back(s.name);
+  return out;
+}
+
+int Descriptor::findSym(std::string_view name) const {
+  for (size_t i = 0; i < syms.size(); ++i)
+    if (syms[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+int Descriptor::findTensor(std::string_view name) const {
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+int Descriptor::findGraph(std::string_view name) const {
+  for (size_t i = 0; i < graphs.size(); ++i)
+    if (graphs[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+Descriptor parseDescriptor(std::string_view json_text) {
+  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) bad("not valid JSON");
+  if (!j.is_object()) bad("not a JSON object");
+  Descriptor d;
+  d.text = std::string(json_text);
+  const std::string top = "the descriptor";
+  std::string format = str(j, "format", top);
+  if (format != "etc.module") bad("format is \"" + format + "\", expected \"etc.module\"");
+  int64_t abi = integer(j, "abi", top);
+  if (abi != ETC_ABI_VERSION)
+    bad("abi " + std::to_string(abi) + " is not supported (this runtime supports abi " + std::to_string(ETC_ABI_VERSION) + ")");
+  d.module = str(j, "module", top);
+  d.compiler = j.contains("compiler") ? str(j, "compiler", top) : "";
+  d.ir = str(j, "ir", top);
+  d.archs = strings(array(j, "archs", top), "\"archs\"");
+
+  std::set<std::string> names;
+  for (const json& s : array(j, "syms", top)) {
+    SymDesc sym{str(s, "name", "a sym"), 0, 0};
+    std::string where = "sym " + sym.name;
+    sym.lo = integer(s, "lo", where);
+    sym.hi = integer(s, "hi", where);
+    if (sym.lo > sym.hi) bad(where + " has an empty range [" + std::to_string(sym.lo) + ", " + std::to_string(sym.hi) + "]");
+    checkUnique(names, sym.name, "sym");
+    d.syms.push_back(std::move(sym));
+  }
+  const std::vector<std::string> sym_names = d.symNames();
+
+  names.clear();
+  for (const json& t : array(j, "tensors", top)) {
+    TensorDesc td;
+    td.name = str(t, "name", "a tensor");
+    std::string where = "tensor " + td.name;
+    checkUnique(names, td.name, "tensor");
+    std::string dt = str(t, "dtype", where);
+    if (!parseDtype(dt, &td.dtype)) bad(where + " has unknown dtype \"" + dt + "\"");
+    std::string role = str(t, "role", where);
+    bool found = false;
+    for (etc_role r : {ETC_ROLE_INPUT, ETC_ROLE_OUTPUT, ETC_ROLE_PARAM, ETC_ROLE_TEMP}) {
+      if (role == roleName(r)) td.role = r, found = true;
+    }
+    if (!found) bad(where + " has unknown role \"" + role + "\"");
+    td.shape = shapeOf(t, where, d.syms.size());
+    if (t.contains("shape_text")) {
+      td.shape_text = strings(array(t, "shape_text", where), where + " shape_text");
+      if (td.shape_text.size() != td.shape.size()) bad(where + ": shape_text and shape differ in rank");
+    } else {
+      for (const json& e : td.shape) td.shape_text.push_back(exprToText(e, sym_names));
+    }
+    d.tensors.push_back(std::move(td));
+  }
+
+  d.event_words = integer(j, "event_words", top);
+  if (d.event_words < 0) bad("event_words is negative");
+  names.clear();
+  for (const json& e : array(j, "events", top)) {
+    EventDesc ed;
+    ed.name = str(e, "name", "an event");
+    std::string where = "event " + ed.name;
+    checkUnique(names, ed.name, "event");
+    ed.shape = shapeOf(e, where, d.syms.size());
+    for (const json& x : ed.shape) ed.shape_text.push_back(exprToText(x, sym_names));
+    ed.offset = integer(e, "offset", where);
+    ed.max_elements = integer(e, "max_elements", where);
+    if (ed.offset < 0 || ed.max_elements < 0 || ed.max_elements > d.event_words || ed.offset > d.event_words - ed.max_elements)
+      bad(where + ": words [" + std::to_string(ed.offset) + ", +" + std::to_string(ed.max_elements) +
+          ") are outside event_words " + std::to_string(d.event_words));
+    d.events.push_back(std::move(ed));
+  }
+
+  names.clear();
+  for (const json& t : array(j, "tasks", top)) {
+    TaskDesc td{str(t, "name", "a task"), {}};
+    if (t.contains("grid_text")) td.grid_text = strings(array(t, "grid_text", "task " + td.name), "task " + td.name + " grid_text");
+    checkUnique(names, td.name, "task");
+    d.tasks.push_back(std::move(td));
+  }
+
+  names.clear();
+  for (const json& g : array(j, "graphs", top)) {
+    GraphDesc gd;
+    gd.name = str(g, "name", "a graph");
+    std::string where = "graph " + gd.name;
+    checkUnique(names, gd.name, "graph");
+    gd.schedule = g.contains("schedule") ? str(g, "schedule", where) : "static";
+    const json& mega = field(g, "mega", where);
+    if (!mega.is_object()) bad(where + ": \"mega\" is not an object");
+    gd.mega = kernelOf(mega, where + " mega", d.tasks.size(), false);
+    for (const json& k : array(g, "unfused", where)) gd.unfused.push_back(kernelOf(k, where + " unfused kernel", d.tasks.size(), true));
+    d.graphs.push_back(std::move(gd));
+  }
+  if (d.graphs.empty()) bad("the module has no graphs");
+
+  d.params_bytes = integer(j, "params_bytes", top);
+  int64_t want = paramsBytes(d.syms.size(), d.tensors.size());
+  if (d.params_bytes != want)
+    bad("params_bytes is " + std::to_string(d.params_bytes) + " but " + std::to_string(d.syms.size()) + " syms and " +
+        std::to_string(d.tensors.size()) + " tensors make " + std::to_string(want) + " (abi.h EtcParams)");
+  return d;
+}
+
+}  // namespace etc::rt

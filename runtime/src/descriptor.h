@@ -1,0 +1,84 @@
+// The module descriptor (docs/backend.md, "The descriptor"): parsed and checked once, so that
+// everything later may rely on its invariants (indices in range, expressions well formed,
+// events inside event_words, params_bytes equal to the abi.h layout).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "etc/runtime.h"
+
+namespace etc::rt {
+
+struct SymDesc {
+  std::string name;
+  int64_t lo = 0, hi = 0;
+};
+
+struct TensorDesc {
+  std::string name;
+  etc_dtype dtype = ETC_DTYPE_F32;
+  etc_role role = ETC_ROLE_INPUT;
+  std::vector<nlohmann::json> shape;    // one expression per dimension
+  std::vector<std::string> shape_text;  // as written in the source
+};
+
+struct EventDesc {
+  std::string name;
+  std::vector<nlohmann::json> shape;
+  std::vector<std::string> shape_text;  // rendered from `shape`
+  int64_t offset = 0, max_elements = 0;
+};
+
+struct TaskDesc {
+  std::string name;
+  std::vector<std::string> grid_text;
+};
+
+struct KernelDesc {
+  std::string name;
+  int threads = 0;
+  int task = -1;  // unfused kernels: the task grid it runs; -1 for the megakernel
+};
+
+struct GraphDesc {
+  std::string name;
+  std::string schedule;
+  KernelDesc mega;
+  std::vector<KernelDesc> unfused;
+};
+
+struct Descriptor {
+  std::string text;  // the raw JSON
+  std::string module, compiler, ir;
+  std::vector<std::string> archs;
+  std::vector<SymDesc> syms;
+  std::vector<TensorDesc> tensors;
+  std::vector<EventDesc> events;
+  int64_t event_words = 0;
+  std::vector<TaskDesc> tasks;
+  std::vector<GraphDesc> graphs;
+  int64_t params_bytes = 0;
+
+  std::vector<std::string> symNames() const;
+  int findSym(std::string_view name) const;     // -1 if none
+  int findTensor(std::string_view name) const;  // -1 if none
+  int findGraph(std::string_view name) const;   // -1 if none
+};
+
+// Throws Error(ETC_STATUS_BAD_DESCRIPTOR, "descriptor: ...") naming the offending field.
+Descriptor parseDescriptor(std::string_view json_text);
+
+const char* dtypeName(etc_dtype t);  // "f32", "bf16", ...
+bool parseDtype(std::string_view name, etc_dtype* out);
+int dtypeBytes(etc_dtype t);
+const char* roleName(etc_role r);    // "input", ...
+
+// The abi.h EtcParams size for a module with these many syms and tensors.
+int64_t paramsBytes(size_t nsyms, size_t ntensors);
+
+}  // namespace etc::rt

@@ -1,0 +1,290 @@
+#include "device_module.h"
+
+#include <algorithm>
+
+#include "error_record.h"
+#include "params.h"
+#include "rt_error.h"
+
+namespace etc::rt {
+namespace {
+
+constexpr unsigned kDefaultSmemLimit = 48 * 1024;  // above it a kernel must opt in
+constexpr size_t kMaxCapturedGraphs = 64;          // unfused-graph cache; cleared when full
+
+// Makes the module's context current for the scope and restores the caller's afterwards.
+class ScopedContext {
+ public:
+  ScopedContext(const CudaDriver& cu, CUcontext ctx) : cu_(cu) { check(cu_, cu_.cuCtxPushCurrent(ctx), "cuCtxPushCurrent"); }
+  ~ScopedContext() {
+    CUcontext popped;
+    cu_.cuCtxPopCurrent(&popped);
+  }
+
+ private:
+  const CudaDriver& cu_;
+};
+
+}  // namespace
+
+DeviceModule::DeviceModule(const Descriptor& d, std::span<const uint8_t> fatbin, const std::vector<CodeTarget>& targets,
+                           int device)
+    : d_(d), cu_(cudaDriver()) {
+  int count = 0;
+  check(cu_, cu_.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (device < 0 || device >= count)
+    fail(ETC_STATUS_NO_DEVICE, "no CUDA device " + std::to_string(device) + " (there are " + std::to_string(count) + ")");
+  check(cu_, cu_.cuDeviceGet(&dev_, device), "cuDeviceGet");
+  char name[256] = {};
+  check(cu_, cu_.cuDeviceGetName(name, sizeof name, dev_), "cuDeviceGetName");
+  device_name_ = name;
+  check(cu_, cu_.cuDeviceGetAttribute(&major_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_), "cuDeviceGetAttribute");
+  check(cu_, cu_.cuDeviceGetAttribute(&minor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_), "cuDeviceGetAttribute");
+  check(cu_, cu_.cuDeviceGetAttribute(&sms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev_), "cuDeviceGetAttribute");
+  requireCodeFor(targets, major_, minor_);
+  int coop = 0;
+  check(cu_, cu_.cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, dev_), "cuDeviceGetAttribute");
+  if (!coop) fail(ETC_STATUS_NO_DEVICE, device_name_ + " does not support cooperative launches, which the megakernel needs");
+
+  check(cu_, cu_.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
+  try {
+    ScopedContext scope(cu_, ctx_);
+    check(cu_, cu_.cuModuleLoadData(&mod_, fatbin.data()), "cuModuleLoadData");
+    check(cu_, cu_.cuStreamCreate(&capture_stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    for (const GraphDesc& g : d_.graphs) {
+      GraphKernels gk;
+      gk.mega = loadKernel(g.mega);
+      for (const KernelDesc& k : g.unfused) gk.unfused.push_back(loadKernel(k));
+      int per_sm = 0;
+      check(cu_, cu_.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gk.mega.fn, static_cast<int>(gk.mega.threads), gk.mega.smem),
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+      if (per_sm < 1)
+        fail(ETC_STATUS_CUDA, "kernel " + g.mega.name + ": not one CTA of " + std::to_string(gk.mega.threads) + " threads and " +
+                                  std::to_string(gk.mega.smem) + " bytes of shared memory fits on an SM of " + device_name_);
+      gk.ctas = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sms_);
+      graphs_.push_back(std::move(gk));
+    }
+  } catch (...) {
+    if (capture_stream_) cu_.cuStreamDestroy(capture_stream_);
+    if (mod_) cu_.cuModuleUnload(mod_);
+    cu_.cuDevicePrimaryCtxRelease(dev_);
+    throw;
+  }
+}
+
+DeviceModule::~DeviceModule() {
+  // Errors are ignored: a destructor cannot report them, and a sticky context error would
+  // make every call here fail anyway.
+  CUcontext popped;
+  if (cu_.cuCtxPushCurrent(ctx_) == CUDA_SUCCESS) {
+    cu_.cuCtxSynchronize();
+    releaseCaptured();
+    if (ws_) cu_.cuMemFree(ws_);
+    if (capture_stream_) cu_.cuStreamDestroy(capture_stream_);
+    if (mod_) cu_.cuModuleUnload(mod_);
+    cu_.cuCtxPopCurrent(&popped);
+  }
+  cu_.cuDevicePrimaryCtxRelease(dev_);
+}
+
+DeviceModule::Kernel DeviceModule::loadKernel(const KernelDesc& k) {
+  Kernel out;
+  check(cu_, cu_.cuModuleGetFunction(&out.fn, mod_, k.name.c_str()), ("cuModuleGetFunction(" + k.name + ")").c_str());
+  out.threads = static_cast<unsigned>(k.threads);
+  int max_threads = 0;
+  check(cu_, cu_.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, out.fn), "cuFuncGetAttribute");
+  if (k.threads > max_threads)
+    fail(ETC_STATUS_CUDA, "kernel " + k.name + " needs " + std::to_string(k.threads) + " threads per CTA, it can have at most " +
+                              std::to_string(max_threads) + " on " + device_name_);
+  // The kernel's dynamic shared memory, read once from its `<kernel>_smem` device global.
+  const std::string global = k.name + "_smem";
+  CUdeviceptr p = 0;
+  size_t bytes = 0;
+  check(cu_, cu_.cuModuleGetGlobal(&p, &bytes, mod_, global.c_str()), ("cuModuleGetGlobal(" + global + ")").c_str());
+  if (bytes != sizeof(unsigned)) fail(ETC_STATUS_BAD_FATBIN, global + " is " + std::to_string(bytes) + " bytes, expected 4");
+  check(cu_, cu_.cuMemcpyDtoH(&out.smem, p, sizeof(unsigned)), ("cuMemcpyDtoH(" + global + ")").c_str());
+  if (out.smem > kDefaultSmemLimit) {
+    int optin = 0;
+    check(cu_, cu_.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev_), "cuDeviceGetAttribute");
+    if (out.smem > static_cast<unsigned>(optin))
+      fail(ETC_STATUS_CUDA, "kernel " + k.name + " needs " + std::to_string(out.smem) + " bytes of shared memory, " + device_name_ +
+                                " allows " + std::to_string(optin));
+    check(cu_, cu_.cuFuncSetAttribute(out.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(out.smem)),
+          ("cuFuncSetAttribute(" + k.name + ", MAX_DYNAMIC_SHARED_SIZE_BYTES)").c_str());
+  }
+  return out;
+}
+
+void DeviceModule::releaseCaptured() {
+  for (auto& [key, c] : captured_) {
+    if (c.exec) cu_.cuGraphExecDestroy(c.exec);
+    if (c.graph) cu_.cuGraphDestroy(c.graph);
+  }
+  captured_.clear();
+}
+
+void DeviceModule::ensureWorkspace(uint64_t bytes) {
+  if (bytes <= ws_bytes_) return;
+  // The old workspace may still be in use by a launch in flight.
+  check(cu_, cu_.cuCtxSynchronize(), "cuCtxSynchronize");
+  releaseCaptured();  // they point into the old workspace
+  if (ws_) check(cu_, cu_.cuMemFree(ws_), "cuMemFree(workspace)");
+  ws_ = 0;
+  ws_bytes_ = 0;
+  check(cu_, cu_.cuMemAlloc(&ws_, bytes), ("cuMemAlloc(workspace, " + std::to_string(bytes) + " bytes)").c_str());
+  ws_bytes_ = bytes;
+}
+
+void DeviceModule::enqueue(const GraphKernels& g, const std::vector<unsigned char>& params, CUstream s, bool mega) {
+  static_assert(sizeof(EtcError) % 4 == 0);
+  check(cu_, cu_.cuMemsetD32Async(ws_ + layout_.error_offset, 0, sizeof(EtcError) / 4, s), "cuMemsetD32Async(error record)");
+  check(cu_, cu_.cuMemsetD32Async(ws_ + layout_.events_offset, 0, layout_.events_bytes / 4, s), "cuMemsetD32Async(event counters)");
+  void* args[] = {const_cast<unsigned char*>(params.data())};
+  if (mega) {
+    check(cu_, cu_.cuLaunchCooperativeKernel(g.mega.fn, g.ctas, 1, 1, g.mega.threads, 1, 1, g.mega.smem, s, args),
+          "cuLaunchCooperativeKernel");
+    return;
+  }
+  for (const Kernel& k : g.unfused)
+    check(cu_, cu_.cuLaunchKernel(k.fn, g.ctas, 1, 1, k.threads, 1, 1, k.smem, s, args, nullptr), "cuLaunchKernel");
+}
+
+void DeviceModule::launch(const SymState& st, size_t graph, CUstream stream, const etc_launch_options& opt) {
+  std::vector<int64_t> syms = st.symValues();
+  st.checkBindings();
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < d_.tensors.size(); ++i) shapes.push_back(st.tensorShape(i));
+  WorkspaceLayout layout = layoutWorkspace(d_, shapes);
+
+  ScopedContext scope(cu_, ctx_);
+  ensureWorkspace(layout.total);
+  layout_ = std::move(layout);
+  std::vector<uint64_t> ptrs;
+  for (size_t i = 0; i < d_.tensors.size(); ++i)
+    ptrs.push_back(d_.tensors[i].role == ETC_ROLE_TEMP ? ws_ + layout_.tensor_offset[i] : st.binding(i).ptr);
+  const int64_t watchdog = opt.watchdog_ns > 0 ? opt.watchdog_ns : ETC_DEFAULT_WATCHDOG_NS;
+  std::vector<unsigned char> params =
+      buildParams(d_, syms, ptrs, ws_ + layout_.events_offset, ws_ + layout_.error_offset, watchdog, opt.flags);
+  const GraphKernels& g = graphs_[graph];
+
+  switch (opt.mode) {
+    case ETC_MODE_MEGA:
+      enqueue(g, params, stream, true);
+      break;
+    case ETC_MODE_UNFUSED:
+      enqueue(g, params, stream, false);
+      break;
+    case ETC_MODE_UNFUSED_GRAPH: {
+      auto key = std::make_pair(graph, params);
+      auto it = captured_.find(key);
+      if (it == captured_.end()) {
+        if (captured_.size() >= kMaxCapturedGraphs) {
+          check(cu_, cu_.cuCtxSynchronize(), "cuCtxSynchronize");
+          releaseCaptured();
+        }
+        // Captured on the module's own stream, so the caller's stream is never in capture
+        // mode, then replayed on the caller's stream.
+        Captured c;
+        check(cu_, cu_.cuStreamBeginCapture(capture_stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+        try {
+          enqueue(g, params, capture_stream_, false);
+        } catch (...) {
+          CUgraph discard = nullptr;
+          cu_.cuStreamEndCapture(capture_stream_, &discard);
+          if (discard) cu_.cuGraphDestroy(discard);
+          throw;
+        }
+        check(cu_, cu_.cuStreamEndCapture(capture_stream_, &c.graph), "cuStreamEndCapture");
+        CUresult r = cu_.cuGraphInstantiate(&c.exec, c.graph, 0);
+        if (r != CUDA_SUCCESS) {
+          cu_.cuGraphDestroy(c.graph);
+          check(cu_, r, "cuGraphInstantiate");
+        }
+        it = captured_.emplace(std::move(key), c).first;
+      }
+      check(cu_, cu_.cuGraphLaunch(it->second.exec, stream), "cuGraphLaunch");
+      break;
+    }
+    default:
+      fail(ETC_STATUS_INVALID_ARGUMENT, "unknown launch mode " + std::to_string(static_cast<int>(opt.mode)));
+  }
+  last_syms_ = std::move(syms);
+  launched_ = true;
+}
+
+void DeviceModule::checkError(CUstream stream) {
+  ScopedContext scope(cu_, ctx_);
+  check(cu_, cu_.cuStreamSynchronize(stream), "cuStreamSynchronize");
+  if (!launched_) return;
+  EtcError rec{};
+  check(cu_, cu_.cuMemcpyDtoH(&rec, ws_ + layout_.error_offset, sizeof rec), "cuMemcpyDtoH(error record)");
+  if (rec.code != ETC_ERR_NONE) fail(ETC_STATUS_KERNEL, describeError(rec, d_, last_syms_));
+}
+
+void DeviceModule::benchmark(const SymState& st, size_t graph, CUstream stream, const etc_launch_options& opt, int warmup,
+                             int iters, double* times_us) {
+  if (iters < 1 || warmup < 0) fail(ETC_STATUS_INVALID_ARGUMENT, "benchmark: iters must be >= 1 and warmup >= 0");
+  for (int i = 0; i < warmup; ++i) launch(st, graph, stream, opt);
+  checkError(stream);  // also builds the workspace and, for unfused-graph, the captured graph
+  ScopedContext scope(cu_, ctx_);
+  std::vector<CUevent> events(static_cast<size_t>(iters) + 1, nullptr);
+  auto destroy = [&] {
+    for (CUevent e : events)
+      if (e) cu_.cuEventDestroy(e);
+  };
+  try {
+    for (CUevent& e : events) check(cu_, cu_.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+    check(cu_, cu_.cuEventRecord(events[0], stream), "cuEventRecord");
+    for (int i = 0; i < iters; ++i) {
+      launch(st, graph, stream, opt);
+      check(cu_, cu_.cuEventRecord(events[i + 1], stream), "cuEventRecord");
+    }
+    check(cu_, cu_.cuEventSynchronize(events.back()), "cuEventSynchronize");
+    for (int i = 0; i < iters; ++i) {
+      float ms = 0;
+      check(cu_, cu_.cuEventElapsedTime(&ms, events[i], events[i + 1]), "cuEventElapsedTime");
+      times_us[i] = 1000.0 * ms;
+    }
+  } catch (...) {
+    destroy();
+    throw;
+  }
+  destroy();
+  checkError(stream);
+}
+
+CUdeviceptr DeviceModule::alloc(size_t bytes) {
+  ScopedContext scope(cu_, ctx_);
+  CUdeviceptr p = 0;
+  check(cu_, cu_.cuMemAlloc(&p, std::max<size_t>(bytes, 1)), ("cuMemAlloc(" + std::to_string(bytes) + " bytes)").c_str());
+  return p;
+}
+
+void DeviceModule::free(CUdeviceptr p) {
+  ScopedContext scope(cu_, ctx_);
+  check(cu_, cu_.cuMemFree(p), "cuMemFree");
+}
+
+void DeviceModule::copyToDevice(CUdeviceptr dst, const void* src, size_t bytes) {
+  ScopedContext scope(cu_, ctx_);
+  check(cu_, cu_.cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
+}
+
+void DeviceModule::copyToHost(void* dst, CUdeviceptr src, size_t bytes) {
+  ScopedContext scope(cu_, ctx_);
+  check(cu_, cu_.cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
+}
+
+CUstream DeviceModule::createStream() {
+  ScopedContext scope(cu_, ctx_);
+  CUstream s = nullptr;
+  check(cu_, cu_.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  return s;
+}
+
+void DeviceModule::destroyStream(CUstream s) {
+  ScopedContext scope(cu_, ctx_);
+  check(cu_, cu_.cuStreamDestroy(s), "cuStreamDestroy");
+}
+
+}  // namespace etc::rt

@@ -1,0 +1,84 @@
+// The GPU side of a module: the loaded CUmodule in the device's primary context, its kernels
+// with their launch shapes, the workspace, and the three launch modes.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "code_target.h"
+#include "cuda_driver.h"
+#include "descriptor.h"
+#include "sym_state.h"
+#include "workspace.h"
+
+namespace etc::rt {
+
+class DeviceModule {
+ public:
+  // Checks the fatbin has code for the device before loading it.
+  DeviceModule(const Descriptor& d, std::span<const uint8_t> fatbin, const std::vector<CodeTarget>& targets, int device);
+  ~DeviceModule();
+  DeviceModule(const DeviceModule&) = delete;
+  DeviceModule& operator=(const DeviceModule&) = delete;
+
+  const std::string& deviceName() const { return device_name_; }
+  int major() const { return major_; }
+  int minor() const { return minor_; }
+
+  void launch(const SymState& st, size_t graph, CUstream stream, const etc_launch_options& opt);
+  void checkError(CUstream stream);
+  void benchmark(const SymState& st, size_t graph, CUstream stream, const etc_launch_options& opt, int warmup,
+                 int iters, double* times_us);
+
+  CUdeviceptr alloc(size_t bytes);
+  void free(CUdeviceptr p);
+  void copyToDevice(CUdeviceptr dst, const void* src, size_t bytes);
+  void copyToHost(void* dst, CUdeviceptr src, size_t bytes);
+  CUstream createStream();
+  void destroyStream(CUstream s);
+
+ private:
+  struct Kernel {
+    CUfunction fn = nullptr;
+    unsigned threads = 0;
+    unsigned smem = 0;
+  };
+  struct GraphKernels {
+    Kernel mega;
+    std::vector<Kernel> unfused;
+    unsigned ctas = 0;  // occupancy(mega) * SMs; the unfused kernels use the same count
+  };
+  struct Captured {
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+  };
+
+  Kernel loadKernel(const KernelDesc& k);
+  void ensureWorkspace(uint64_t bytes);
+  void enqueue(const GraphKernels& g, const std::vector<unsigned char>& params, CUstream s, bool mega);
+  void releaseCaptured();
+
+  const Descriptor& d_;
+  const CudaDriver& cu_;
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  CUmodule mod_ = nullptr;
+  CUstream capture_stream_ = nullptr;
+  std::string device_name_;
+  int major_ = 0, minor_ = 0, sms_ = 0;
+  std::vector<GraphKernels> graphs_;
+  CUdeviceptr ws_ = 0;
+  uint64_t ws_bytes_ = 0;
+  WorkspaceLayout layout_;
+  std::vector<int64_t> last_syms_;  // of the last launch, to name the error record's element
+  bool launched_ = false;
+  // unfused-graph: one captured graph per parameter block (syms, pointers, watchdog, flags).
+  std::map<std::pair<size_t, std::vector<unsigned char>>, Captured> captured_;
+};
+
+}  // namespace etc::rt

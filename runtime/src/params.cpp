@@ -1,0 +1,34 @@
+#include "params.h"
+
+#include <cstring>
+
+#include "rt_error.h"
+
+namespace etc::rt {
+namespace {
+
+template <typename T>
+void put(std::vector<unsigned char>& buf, size_t offset, T value) {
+  std::memcpy(buf.data() + offset, &value, sizeof(T));
+}
+
+}  // namespace
+
+std::vector<unsigned char> buildParams(const Descriptor& d, const std::vector<int64_t>& syms,
+                                       const std::vector<uint64_t>& tensor_ptrs, uint64_t events, uint64_t error,
+                                       int64_t watchdog_ns, uint32_t flags) {
+  if (syms.size() != d.syms.size() || tensor_ptrs.size() != d.tensors.size())
+    fail(ETC_STATUS_INTERNAL, "buildParams: sym or tensor count differs from the descriptor");
+  const size_t ns = std::max<size_t>(syms.size(), 1), nt = std::max<size_t>(tensor_ptrs.size(), 1);
+  std::vector<unsigned char> buf(static_cast<size_t>(d.params_bytes), 0);
+  for (size_t i = 0; i < syms.size(); ++i) put<int64_t>(buf, 8 * i, syms[i]);
+  for (size_t i = 0; i < tensor_ptrs.size(); ++i) put<uint64_t>(buf, 8 * (ns + i), tensor_ptrs[i]);
+  const size_t tail = 8 * (ns + nt);
+  put<uint64_t>(buf, tail + 0, events);
+  put<uint64_t>(buf, tail + 8, error);
+  put<int64_t>(buf, tail + 16, watchdog_ns);
+  put<uint32_t>(buf, tail + 24, flags);
+  return buf;
+}
+
+}  // namespace etc::rt

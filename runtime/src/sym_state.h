@@ -1,0 +1,52 @@
+// Host-side state of an opened module that needs no GPU: the sym values, the tensor and event
+// shapes they give, and the user's bindings (checked against those shapes).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "descriptor.h"
+
+namespace etc::rt {
+
+struct Binding {
+  bool bound = false;
+  etc_devptr ptr = 0;
+  etc_dtype dtype = ETC_DTYPE_F32;
+  std::vector<int64_t> shape;
+};
+
+class SymState {
+ public:
+  explicit SymState(const Descriptor& d) : d_(d), syms_(d.syms.size()), bindings_(d.tensors.size()) {}
+
+  // Range-checked: "sym B = 200 is outside its range [1, 128]".
+  void setSym(std::string_view name, int64_t value);
+  int64_t sym(std::string_view name) const;  // throws if unset
+  // All sym values, in declaration order; throws "sym B is not set" for the first unset one.
+  std::vector<int64_t> symValues() const;
+  // Extents for the current syms; throws naming the unset sym and the tensor that needs it.
+  std::vector<int64_t> tensorShape(size_t tensor) const;
+  std::vector<int64_t> eventShape(size_t event) const;
+
+  // Checks dtype and shape now when the syms it needs are set (and always at launch).
+  void bind(std::string_view name, etc_devptr ptr, etc_dtype dtype, std::vector<int64_t> shape);
+  // Every input, output and param bound, with the dtype and shape the current syms give.
+  void checkBindings() const;
+  const Binding& binding(size_t tensor) const { return bindings_[tensor]; }
+
+ private:
+  std::vector<int64_t> evalShape(const std::vector<nlohmann::json>& shape, const std::string& what) const;
+  void checkBinding(size_t tensor, const Binding& b) const;
+
+  const Descriptor& d_;
+  std::vector<std::optional<int64_t>> syms_;
+  std::vector<Binding> bindings_;
+};
+
+std::string shapeToText(const std::vector<int64_t>& shape);  // "[4, 2048]"
+
+}  // namespace etc::rt
