@@ -70,6 +70,10 @@ template <class T> struct Bare<volatile T> { using type = T; };
 template <class T> struct Bare<const volatile T> { using type = T; };
 template <class T> using bare_t = typename Bare<T>::type;
 
+template <class A, class B> struct SameT { static constexpr bool value = false; };
+template <class A> struct SameT<A, A> { static constexpr bool value = true; };
+template <class A, class B> constexpr bool same_v = SameT<A, B>::value;
+
 template <class T> struct Traits;  // undefined for unsupported dtypes: a compile error
 template <> struct Traits<float> { static constexpr bool is_float = true; };
 template <> struct Traits<__half> { static constexpr bool is_float = true; };

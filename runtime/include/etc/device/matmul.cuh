@@ -1,37 +1,438 @@
 // matmul tile op: y[M, N] = a[M, K] @ b (b [K, N], or [N, K] with transpose_b), f32 accumulate.
+//
+// Built for LLM decode: M small, K large, and the cost is streaming b from memory. Both
+// operands go through a multi-stage shared-memory ring filled with 16-byte cp.async.cg (L2
+// only: b may be written earlier in the launch by another CTA, and a always is), several
+// stages in flight. Out-of-range rows, columns and the K tail are zero in shared memory, so the
+// inner loops have no bounds checks; a chunk whose global address is not 16-byte aligned (or
+// whose contiguous dimension has a stride other than 1) is loaded element by element.
+//
+// bf16/f16: tensor cores through mma.sync m16n8k16 (sm_80 and sm_90a alike), fragments from
+// ldmatrix (.trans for a [K, N] b). The output tile is cut into per-warp groups of fragments;
+// warps left over after one warp per group split K, and their partial sums are added in a
+// fixed order through shared memory (deterministic).
+// f32: FFMA on a 4x4 micro-tile per thread; the threads that share a micro-tile split K and
+// are combined with shuffles. Exact f32 products, no tf32.
 #pragma once
 
 #include "etc/device/common.cuh"
 
 namespace etc {
 namespace dev {
+namespace detail {
 
-template <class T, int TM, int TN, int TK>
-__host__ __device__ constexpr unsigned matmul_smem_bytes() {
-  return 0;
+__host__ __device__ constexpr int cmin(int a, int b) { return a < b ? a : b; }
+__host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }
+__host__ __device__ constexpr int largest_divisor_le(int n, int cap) {
+  int d = cap < 1 ? 1 : cap;
+  while (d > 1 && n % d != 0) --d;
+  return d;
 }
 
-// Reference-simple version: one thread per output, exact f32 accumulation in k order.
+// Shared-memory geometry of one instantiation (T = the input dtype).
+template <class T, int TM, int TN, int TK>
+struct MmGeom {
+  static_assert(TM >= 1 && TN >= 8 && TN % 8 == 0, "matmul: TN must be a positive multiple of 8");
+  static_assert(TK >= 16 && TK % 16 == 0, "matmul: TK must be a positive multiple of 16");
+  static constexpr int EPC = 16 / (int)sizeof(T);  // elements per 16-byte chunk
+  static constexpr int TMP = (TM + 15) / 16 * 16;   // rows of a in smem (mma needs 16)
+  static constexpr int A_PITCH = TK + EPC;          // +16 bytes: ldmatrix rows hit distinct banks
+  static constexpr int BT_PITCH = TK + EPC;         // b as [TN][TK] (transpose_b)
+  static constexpr int BN_PITCH = TN + EPC;         // b as [TK][TN]
+  static constexpr int A_ELEMS = TMP * A_PITCH;
+  static constexpr int B_ELEMS = cmax(TN * BT_PITCH, TK * BN_PITCH);
+  static constexpr unsigned STAGE_BYTES = (unsigned)(A_ELEMS + B_ELEMS) * sizeof(T);
+  // About 96 KiB of ring: enough bytes in flight per SM to cover DRAM latency, and still two
+  // CTAs per SM for the smaller tiles.
+  static constexpr int STAGES = cmax(2, cmin(4, (int)((96u * 1024u) / STAGE_BYTES)));
+  static constexpr int C_PITCH = TN + 8;  // f32 partial-sum tile (16-bit inputs only)
+  static constexpr unsigned RED_BYTES = sizeof(T) == 2 ? (unsigned)TMP * C_PITCH * 4u : 0u;
+  static constexpr unsigned RING_BYTES = STAGES * STAGE_BYTES;
+  static constexpr unsigned SMEM = RING_BYTES > RED_BYTES ? RING_BYTES : RED_BYTES;
+};
+
+// Warp groups of the tensor-core path: each warp owns FM x FN m16n8 fragments (at most 16,
+// i.e. 64 accumulator registers), cut so that at least 4 groups exist when the tile allows.
+template <int TM, int TN>
+struct MmWarpTiling {
+  static constexpr int FMT = (TM + 15) / 16;
+  static constexpr int FNT = TN / 8;
+  static constexpr int F = FMT * FNT;
+  static constexpr int FW = cmax(1, cmin(16, F / 4));
+  static constexpr int FM = FW >= FMT ? FMT : largest_divisor_le(FMT, FW);
+  static constexpr int FN = FW >= FMT ? largest_divisor_le(FNT, FW / FMT) : 1;
+  static constexpr int GM = FMT / FM;
+  static constexpr int GN = FNT / FN;
+  static constexpr int G = GM * GN;
+};
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async16(void* sdst, const void* gsrc, unsigned src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(sdst)),
+               "l"(gsrc), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Copies the R x C tile (C a multiple of the chunk) at src (row stride rs, column stride cs)
+// into smem rows of `pitch` elements; rows >= vr and columns >= vc become zero.
+template <class T, int C>
+__device__ __forceinline__ void load_tile(T* sdst, int pitch, int R, long long vr, long long vc,
+                                          const T* src, long long rs, long long cs) {
+  constexpr int EPC = 16 / (int)sizeof(T);
+  constexpr int CPR = C / EPC;
+  const int total = R * CPR;
+  for (int idx = threadIdx.x; idx < total; idx += blockDim.x) {
+    const int r = idx / CPR;
+    const int c = (idx - r * CPR) * EPC;
+    T* d = sdst + r * pitch + c;
+    const long long left = vc - c;
+    const int nvalid = (r < vr && left > 0) ? (left < EPC ? (int)left : EPC) : 0;
+    if (nvalid == 0) {
+      *reinterpret_cast<uint4*>(d) = make_uint4(0u, 0u, 0u, 0u);
+      continue;
+    }
+    const T* s = src + r * rs + c * cs;
+    if (cs == 1 && aligned_to(s, 16)) {
+      cp_async16(d, s, (unsigned)(nvalid * (int)sizeof(T)));  // the rest is zero-filled
+    } else {
+      Vec<T, EPC> v;
+      __builtin_memset(&v, 0, sizeof(v));
+#pragma unroll
+      for (int e = 0; e < EPC; ++e)  // unrolled: a run-time index would put v in local memory
+        if (e < nvalid) v.v[e] = ld(s + e * cs);
+      *reinterpret_cast<Vec<T, EPC>*>(d) = v;
+    }
+  }
+}
+
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldsm_x2(unsigned (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldsm_x2_t(unsigned (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_addr(p)));
+}
+
+template <class T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                         unsigned b1) {
+  if constexpr (same_v<T, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Operand geometry shared by both paths.
+struct MmArgs {
+  long long M, N, K;
+  long long ams, aks;  // a: row (m) and k strides
+  long long bks, bns;  // b: k and n strides
+  long long yms, yns;
+};
+
+// Issues stage kt of the ring: a's [TMP][TK] tile and b's tile in its memory orientation.
+template <class T, int TM, int TN, int TK>
+__device__ __forceinline__ void mm_issue(T* ring, int kt, int nk, int a_rows, const T* ap,
+                                         const T* bp, bool tb, const MmArgs& g) {
+  using Geo = MmGeom<T, TM, TN, TK>;
+  if (kt < nk) {
+    T* As = ring + (kt % Geo::STAGES) * (Geo::A_ELEMS + Geo::B_ELEMS);
+    T* Bs = As + Geo::A_ELEMS;
+    const long long k0 = (long long)kt * TK;
+    load_tile<T, TK>(As, Geo::A_PITCH, a_rows, g.M, g.K - k0, ap + k0 * g.aks, g.ams, g.aks);
+    if (tb)
+      load_tile<T, TK>(Bs, Geo::BT_PITCH, TN, g.N, g.K - k0, bp + k0 * g.bks, g.bns, g.bks);
+    else
+      load_tile<T, TN>(Bs, Geo::BN_PITCH, TK, g.K - k0, g.N, bp + k0 * g.bks, g.bks, g.bns);
+  }
+  cp_async_commit();  // empty groups keep the wait_group arithmetic uniform
+}
+
+template <class T, int TM, int TN, int TK, class TY>
+__device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, const T* bp, bool tb,
+                                               const MmArgs& g, TY* yp) {
+  using Geo = MmGeom<T, TM, TN, TK>;
+  using Til = MmWarpTiling<TM, TN>;
+  constexpr int FM = Til::FM, FN = Til::FN, S = Geo::STAGES;
+  T* ring = reinterpret_cast<T*>(ctx.smem);
+  float* cbuf = reinterpret_cast<float*>(ctx.smem);  // after the K loop, aliases the ring
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const int gpr = nw < Til::G ? nw : Til::G;  // groups per round
+  const int KS = nw / gpr;                     // warps per group, splitting K
+  const int ks = warp / gpr;
+  const int nk = (int)((g.K + TK - 1) / TK);
+  // Rows of a that any warp reads: whole m16 fragments up to M.
+  const int a_rows = (int)((g.M + 15) / 16 * 16) < Geo::TMP ? (int)((g.M + 15) / 16 * 16) : Geo::TMP;
+
+  for (int g0 = 0; g0 < Til::G; g0 += gpr) {
+    const int grp = g0 + warp % gpr;
+    const bool active = ks < KS && grp < Til::G;
+    const int gm0 = (grp / Til::GN) * FM * 16;
+    const int gn0 = (grp % Til::GN) * FN * 8;
+    const int fm_act = active ? cmax(0, cmin(FM, (int)((g.M - gm0 + 15) / 16))) : 0;
+    const int fn_act = active ? cmax(0, cmin(FN, (int)((g.N - gn0 + 7) / 8))) : 0;
+
+    float acc[FM][FN][4];
+#pragma unroll
+    for (int i = 0; i < FM; ++i)
+#pragma unroll
+      for (int j = 0; j < FN; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
+
+#pragma unroll 1
+    for (int s = 0; s < S - 1; ++s) mm_issue<T, TM, TN, TK>(ring, s, nk, a_rows, ap, bp, tb, g);
+
+#pragma unroll 1
+    for (int kt = 0; kt < nk; ++kt) {
+      cp_async_wait<S - 2>();
+      __syncthreads();
+      mm_issue<T, TM, TN, TK>(ring, kt + S - 1, nk, a_rows, ap, bp, tb, g);
+      const T* As = ring + (kt % S) * (Geo::A_ELEMS + Geo::B_ELEMS);
+      const T* Bs = As + Geo::A_ELEMS;
+      if (fm_act > 0 && fn_act > 0) {
+#pragma unroll 1
+        for (int kk = ks * 16; kk < TK; kk += KS * 16) {
+          unsigned af[FM][4];
+#pragma unroll
+          for (int i = 0; i < FM; ++i)
+            if (i < fm_act)
+              ldsm_x4(af[i], As + (gm0 + i * 16 + (lane & 15)) * Geo::A_PITCH + kk + (lane >> 4) * 8);
+#pragma unroll
+          for (int j = 0; j + 1 < FN; j += 2) {
+            if (j < fn_act) {
+              unsigned bf[4];
+              if (tb)
+                ldsm_x4(bf, Bs + (gn0 + j * 8 + (lane & 7) + (lane >> 4) * 8) * Geo::BT_PITCH + kk +
+                                ((lane >> 3) & 1) * 8);
+              else
+                ldsm_x4_t(bf, Bs + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * Geo::BN_PITCH + gn0 +
+                                  j * 8 + (lane >> 4) * 8);
+#pragma unroll
+              for (int i = 0; i < FM; ++i)
+                if (i < fm_act) {
+                  mma16816<T>(acc[i][j], af[i], bf[0], bf[1]);
+                  mma16816<T>(acc[i][j + 1], af[i], bf[2], bf[3]);
+                }
+            }
+          }
+          if constexpr (FN % 2 == 1) {
+            constexpr int j = FN - 1;
+            if (j < fn_act) {
+              unsigned bf[2];
+              const int l = lane & 15;
+              if (tb)
+                ldsm_x2(bf, Bs + (gn0 + j * 8 + (l & 7)) * Geo::BT_PITCH + kk + (l >> 3) * 8);
+              else
+                ldsm_x2_t(bf, Bs + (kk + (l & 7) + (l >> 3) * 8) * Geo::BN_PITCH + gn0 + j * 8);
+#pragma unroll
+              for (int i = 0; i < FM; ++i)
+                if (i < fm_act) mma16816<T>(acc[i][j], af[i], bf[0], bf[1]);
+            }
+          }
+        }
+      }
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // the ring is free: reuse it for the partial sums
+
+    // K-split partial sums, added in ks order so the result does not depend on timing.
+#pragma unroll 1
+    for (int s = 0; s < KS; ++s) {
+      if (active && ks == s) {
+#pragma unroll
+        for (int i = 0; i < FM; ++i)
+#pragma unroll
+          for (int j = 0; j < FN; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              float2* c = reinterpret_cast<float2*>(
+                  cbuf + (gm0 + i * 16 + (lane >> 2) + h * 8) * Geo::C_PITCH + gn0 + j * 8 + (lane & 3) * 2);
+              float2 v = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+              if (s > 0) {
+                float2 o = *c;
+                v.x += o.x;
+                v.y += o.y;
+              }
+              *c = v;
+            }
+      }
+      __syncthreads();
+    }
+
+    // Store this round's groups (one round unless the tile has more groups than warps).
+    const int g1 = g0 + gpr;
+    const long long MN = g.M * g.N;
+    for (long long o = threadIdx.x; o < MN; o += blockDim.x) {
+      const int m = (int)(o / g.N), n = (int)(o - (long long)m * g.N);
+      const int gg = (m / (FM * 16)) * Til::GN + n / (FN * 8);
+      if (gg >= g0 && gg < g1)
+        yp[m * g.yms + n * g.yns] = from_f32<TY>(cbuf[m * Geo::C_PITCH + n]);
+    }
+    __syncthreads();
+  }
+}
+
+template <int TM, int TN, int TK, class TY>
+__device__ __forceinline__ void mm_f32(const Ctx& ctx, const float* ap, const float* bp, bool tb,
+                                       const MmArgs& g, TY* yp) {
+  using Geo = MmGeom<float, TM, TN, TK>;
+  constexpr int S = Geo::STAGES;
+  float* ring = reinterpret_cast<float*>(ctx.smem);
+  const int tid = threadIdx.x, nt = blockDim.x;
+  const int gmc = (int)((g.M + 3) / 4), gnc = TN / 4;
+  const int GA = gmc * gnc;  // micro-tiles that hold any output row
+  int KS = 1;                // threads per micro-tile: a power of two within a warp
+  while (KS < 32 && KS * 2 * GA <= nt) KS *= 2;
+  const int gpr = nt / KS;
+  const int ks = tid % KS;
+  const int nk = (int)((g.K + TK - 1) / TK);
+  const int a_rows = gmc * 4 < Geo::TMP ? gmc * 4 : Geo::TMP;
+
+  for (int g0 = 0; g0 < GA; g0 += gpr) {
+    const int grp = g0 + tid / KS;
+    const bool active = grp < GA;
+    const int m0 = active ? (grp / gnc) * 4 : 0;
+    const int n0 = active ? (grp % gnc) * 4 : 0;
+    float acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+
+#pragma unroll 1
+    for (int s = 0; s < S - 1; ++s) mm_issue<float, TM, TN, TK>(ring, s, nk, a_rows, ap, bp, tb, g);
+
+#pragma unroll 1
+    for (int kt = 0; kt < nk; ++kt) {
+      cp_async_wait<S - 2>();
+      __syncthreads();
+      mm_issue<float, TM, TN, TK>(ring, kt + S - 1, nk, a_rows, ap, bp, tb, g);
+      const float* As = ring + (kt % S) * (Geo::A_ELEMS + Geo::B_ELEMS);
+      const float* Bs = As + Geo::A_ELEMS;
+      if (active) {
+#pragma unroll 1
+        for (int kc = ks * 4; kc < TK; kc += KS * 4) {
+          float4 av[4], bv[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            av[i] = *reinterpret_cast<const float4*>(As + (m0 + i) * Geo::A_PITCH + kc);
+          if (tb) {
+            // bv[j] = b[n0 + j][kc .. kc + 3]
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+              bv[j] = *reinterpret_cast<const float4*>(Bs + (n0 + j) * Geo::BT_PITCH + kc);
+          } else {
+            // Read b[kc + q][n0 .. n0 + 3] and transpose in registers.
+            float4 r[4];
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+              r[q] = *reinterpret_cast<const float4*>(Bs + (kc + q) * Geo::BN_PITCH + n0);
+            bv[0] = make_float4(r[0].x, r[1].x, r[2].x, r[3].x);
+            bv[1] = make_float4(r[0].y, r[1].y, r[2].y, r[3].y);
+            bv[2] = make_float4(r[0].z, r[1].z, r[2].z, r[3].z);
+            bv[3] = make_float4(r[0].w, r[1].w, r[2].w, r[3].w);
+          }
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              acc[i][j] = fmaf(av[i].x, bv[j].x, acc[i][j]);
+              acc[i][j] = fmaf(av[i].y, bv[j].y, acc[i][j]);
+              acc[i][j] = fmaf(av[i].z, bv[j].z, acc[i][j]);
+              acc[i][j] = fmaf(av[i].w, bv[j].w, acc[i][j]);
+            }
+        }
+      }
+    }
+    cp_async_wait<0>();
+    // The KS threads of a micro-tile are adjacent lanes of one warp.
+#pragma unroll 1
+    for (int o = KS / 2; o > 0; o >>= 1)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] += __shfl_xor_sync(0xffffffffu, acc[i][j], o);
+    if (active && ks == 0) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (m0 + i < g.M && n0 + j < g.N)
+            yp[(m0 + i) * g.yms + (n0 + j) * g.yns] = from_f32<TY>(acc[i][j]);
+    }
+    __syncthreads();  // the ring is reused by the next round or the next op
+  }
+}
+
+}  // namespace detail
+
+// Dynamic shared memory matmul<TM, TN, TK> needs for input dtype T (T: float, __half,
+// __nv_bfloat16); ctx.smem must be 16-byte aligned.
+template <class T, int TM, int TN, int TK>
+__host__ __device__ constexpr unsigned matmul_smem_bytes() {
+  return detail::MmGeom<T, TM, TN, TK>::SMEM;
+}
+
+// y = a @ b (transpose_b: a @ b^T). a is [M, K] or [K]; b is [K, N] or [N, K]; y is [M, N]
+// or [N]; M <= TM, N <= TN (larger extents are clipped), any K; any strides.
 template <int TM, int TN, int TK, class TA, class TB, class TY>
 __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, bool transpose_b,
                        const View<TY>& y) {
-  (void)ctx;
-  const bool vec = a.rank == 1;
-  const long long M = vec ? 1 : a.ext[0];
-  const long long K = a.ext[a.rank - 1];
-  const long long N = transpose_b ? b.ext[0] : b.ext[1];
-  const long long ams = vec ? 0 : a.stride[0], aks = a.stride[a.rank - 1];
-  const long long bks = transpose_b ? b.stride[1] : b.stride[0];
-  const long long bns = transpose_b ? b.stride[0] : b.stride[1];
-  const long long yms = y.rank == 1 ? 0 : y.stride[0], yns = y.stride[y.rank - 1];
-  for (long long o = threadIdx.x; o < M * N; o += blockDim.x) {
-    long long m = o / N, n = o % N;
-    float acc = 0.0f;
-    for (long long k = 0; k < K; ++k)
-      acc += to_f32(ld(a.ptr + m * ams + k * aks)) * to_f32(ld(b.ptr + n * bns + k * bks));
-    y.ptr[m * yms + n * yns] = from_f32<bare_t<TY>>(acc);
-  }
-  __syncthreads();
+  using T = bare_t<TA>;
+  static_assert(same_v<T, bare_t<TB>>, "matmul: a and b must have the same dtype");
+  static_assert(is_float_v<T> && is_float_v<TY>, "matmul: float dtypes only");
+  detail::MmArgs g;
+  const bool avec = a.rank == 1;
+  g.M = avec ? 1 : a.ext[0];
+  g.K = a.ext[a.rank - 1];
+  g.N = transpose_b ? b.ext[0] : b.ext[1];
+  if (g.M > TM) g.M = TM;
+  if (g.N > TN) g.N = TN;
+  g.ams = avec ? 0 : a.stride[0];
+  g.aks = a.stride[a.rank - 1];
+  g.bks = transpose_b ? b.stride[1] : b.stride[0];
+  g.bns = transpose_b ? b.stride[0] : b.stride[1];
+  g.yms = y.rank == 1 ? 0 : y.stride[0];
+  g.yns = y.stride[y.rank - 1];
+  const T* ap = a.ptr;
+  const T* bp = b.ptr;
+  if constexpr (same_v<T, float>)
+    detail::mm_f32<TM, TN, TK>(ctx, ap, bp, transpose_b, g, y.ptr);
+  else
+    detail::mm_tensor_core<T, TM, TN, TK>(ctx, ap, bp, transpose_b, g, y.ptr);
 }
 
 }  // namespace dev
