@@ -2,6 +2,7 @@
 # HEADERS keyed by its path relative to ROOT (e.g. "etc/device/etc.cuh"), so that etcc can
 # hand them to NVRTC without any file on disk.
 set(body "")
+string(REPLACE "|" ";" HEADERS "${HEADERS}")
 foreach(h ${HEADERS})
   file(RELATIVE_PATH rel ${ROOT} ${h})
   file(READ ${h} text)

@@ -158,6 +158,16 @@ struct Graph {
   SourceRange name_range;  // for diagnostics; may be invalid
 };
 
+// A GPU kernel that the back end emits: made by the `fuse` pass, ordered by the schedule pass.
+// Not part of the .etir syntax (the printer shows kernels as comments; the passes re-derive
+// them from the graphs).
+struct Kernel {
+  std::string name;  // the CUDA symbol, e.g. etc_main_mega
+  uint32_t graph = 0;
+  bool mega = false;            // every task grid of the graph, with its events; else one grid
+  std::vector<uint32_t> tasks;  // in schedule order
+};
+
 struct Module {
   std::string name;
   SourceRange range;
@@ -167,6 +177,7 @@ struct Module {
   std::vector<Event> events;
   std::vector<Task> tasks;
   std::vector<Graph> graphs;
+  std::vector<Kernel> kernels;
 
   // The order in which declarations were written, so the printer keeps it.
   enum class DeclKind : uint8_t { Sym, Const, Tensor, Event, Task, Graph };

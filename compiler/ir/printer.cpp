@@ -166,6 +166,15 @@ std::string printModule(const Module& m) {
       }
     }
   }
+  if (!m.kernels.empty()) out += "\n// kernels (made by the passes; comments, not syntax):\n";
+  for (const Kernel& k : m.kernels) {
+    const Graph& g = m.graphs[k.graph];
+    out += fmt::format("// {}: {} of graph @{}", k.name, k.mega ? "megakernel" : "unfused", g.name);
+    if (k.mega) out += fmt::format(", schedule {}", scheduleName(g.schedule));
+    out += ":";
+    for (uint32_t t : k.tasks) out += " @" + m.tasks[t].name;
+    out += "\n";
+  }
   return out;
 }
 

@@ -7,12 +7,18 @@
 
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/passes/passes.h"
 
 namespace etc {
 
 const std::vector<Pass>& pipeline() {
-  // Passes arrive with the end-to-end work (lower-ops, infer-events, fuse, schedule, ...).
-  static const std::vector<Pass> passes;
+  static const std::vector<Pass> passes = {
+      {"lower-ops", "op-level assignments become task grids", lowerOps},
+      {"infer-events", "event tensors from the slices task grids write and read", inferEvents},
+      {"fuse", "one megakernel per graph, and one kernel per task grid", fuse},
+      {"schedule", "the static schedule: task grids in topological order", scheduleStatic},
+      {"verify-schedule", "no cycles, waits on earlier tasks only, notify totals = initial counts", verifySchedule},
+  };
   return passes;
 }
 

@@ -1,0 +1,26 @@
+// How a task's slice of a tensor moves with the task's coordinates, dimension by dimension:
+// either fixed (the same range for every task) or tiled (task c covers [t*c + b, t*c + b + t),
+// clamped at the tensor's end). infer-events turns a producer's and a consumer's patterns
+// into exact overlap counts; slices that fit neither form get a conservative dependency.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "compiler/ir/ir.h"
+
+namespace etc {
+
+struct DimAccess {
+  bool tiled = false;
+  ir::Expr lo, hi;     // fixed: the range, free of coordinates
+  uint32_t coord = 0;  // tiled: the coordinate, the tile size and the offset
+  int64_t tile = 0;
+  ir::Expr offset;
+};
+
+// One entry per dimension of the target tensor, or nullopt when some dimension fits neither
+// form (data-dependent, diagonal, overlapping tiles...).
+std::optional<std::vector<DimAccess>> matchAccess(const ir::Module& m, const ir::Slice& s);
+
+}  // namespace etc

@@ -1,0 +1,257 @@
+// infer-events: for every pair of task grids P before C in a graph whose accesses conflict
+// (P writes what C reads or writes, or P reads what C writes), an event tensor indexed by C's
+// coordinates: C's task waits on its element, each P task notifies the elements of the C
+// tasks its tile overlaps, and an element's initial count is the number of P tasks that
+// notify it. Counts and notify ranges come from the same tile-overlap formula, so they agree
+// exactly (many-to-one, one-to-many, one-to-one, all-to-all and split-K patterns are cases of
+// it). Slices that are neither fixed nor tiled get one counter that every P task notifies.
+// Pairs the source already orders (C waits on an event P notifies) are left as written.
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "compiler/ir/prover.h"
+#include "compiler/passes/access_pattern.h"
+#include "compiler/passes/passes.h"
+#include "compiler/passes/tiling.h"
+
+namespace etc {
+
+namespace {
+
+using namespace ir;
+
+// What one conflicting access pair asks for.
+struct Dep {
+  std::vector<uint32_t> keys;             // C's coordinates that index the event
+  Expr count;                             // over the event's coordinates (ids = positions in keys)
+  std::vector<tiling::DimRange> notify;   // per key: C coordinates a P task notifies (over P's coords)
+};
+
+RangeEnv gridEnv(const Module& m, const std::vector<Expr>& grid) {
+  RangeEnv env = m.symRanges();
+  RangeEnv syms = env;
+  env.coord = [grid, syms](uint32_t id) -> std::optional<Interval> {
+    if (id >= grid.size()) return std::nullopt;
+    Interval b = bounds(grid[id], syms);
+    return Interval{0, std::max<int64_t>(0, b.hi - 1)};
+  };
+  return env;
+}
+
+class Inference {
+ public:
+  Inference(Module& m) : m_(m), prover_(m) {}
+
+  void run() {
+    for (Graph& g : m_.graphs) {
+      std::vector<uint32_t> order;
+      for (const GraphStmt& st : g.body)
+        if (const auto* r = std::get_if<RunStmt>(&st)) order.push_back(r->task);
+      for (size_t c = 0; c < order.size(); ++c)
+        for (size_t p = 0; p < c; ++p) pair(order[p], order[c]);
+    }
+  }
+
+ private:
+  struct Access {
+    const Slice* slice;
+    bool write;
+  };
+
+  std::vector<Access> accesses(const Task& t) const {
+    std::vector<Access> out;
+    for (const TaskStmt& st : t.body)
+      if (const auto* c = std::get_if<CallStmt>(&st)) {
+        for (const Slice& s : c->call.args) out.push_back({&s, false});
+        for (const Slice& s : c->dests) out.push_back({&s, true});
+      }
+    return out;
+  }
+
+  // C already waits on an event that P notifies: the source orders the pair itself.
+  bool orderedByHand(const Task& p, const Task& c) const {
+    std::set<uint32_t> notified;
+    for (const TaskStmt& st : p.body)
+      if (const auto* n = std::get_if<NotifyStmt>(&st)) notified.insert(n->event.target);
+    for (const TaskStmt& st : c.body)
+      if (const auto* w = std::get_if<WaitStmt>(&st))
+        if (notified.count(w->event.target)) return true;
+    return false;
+  }
+
+  void pair(uint32_t pi, uint32_t ci) {
+    if (pi == ci || orderedByHand(m_.tasks[pi], m_.tasks[ci])) return;
+    std::vector<Dep> deps;
+    for (const Access& a : accesses(m_.tasks[pi]))
+      for (const Access& b : accesses(m_.tasks[ci])) {
+        if (a.slice->target != b.slice->target || (!a.write && !b.write)) continue;
+        if (auto d = dependency(m_.tasks[pi], *a.slice, m_.tasks[ci], *b.slice)) deps.push_back(std::move(*d));
+      }
+    // One event per distinct key list: counts of deps with the same keys add up, and every
+    // P task performs each dep's notify.
+    std::map<std::vector<uint32_t>, std::vector<const Dep*>> by_keys;
+    for (const Dep& d : deps) by_keys[d.keys].push_back(&d);
+    for (const auto& [keys, group] : by_keys) addEvent(pi, ci, keys, group);
+  }
+
+  std::optional<Dep> dependency(const Task& p, const Slice& ps, const Task& c, const Slice& cs) {
+    auto pa = matchAccess(m_, ps), ca = matchAccess(m_, cs);
+    bool data_dependent_grid = false;
+    for (const Expr& e : p.grid) data_dependent_grid |= hasLoad(e);
+    for (const Expr& e : c.grid) data_dependent_grid |= hasLoad(e);
+    if (!pa || !ca || data_dependent_grid) return allToAll(p);
+    // Disjoint fixed ranges in some dimension: no conflict at all.
+    for (size_t d = 0; d < pa->size(); ++d) {
+      const DimAccess &x = (*pa)[d], &y = (*ca)[d];
+      if (!x.tiled && !y.tiled && (prover_.lessEqual(x.hi, y.lo).proved() || prover_.lessEqual(y.hi, x.lo).proved()))
+        return std::nullopt;
+    }
+    std::map<uint32_t, std::pair<uint32_t, size_t>> paired;  // P coord -> (C coord, dim)
+    std::set<uint32_t> keys;
+    for (size_t d = 0; d < pa->size(); ++d) {
+      const DimAccess &x = (*pa)[d], &y = (*ca)[d];
+      if (!y.tiled) continue;
+      if (!keys.insert(y.coord).second) return allToAll(p);
+      if (!x.tiled) continue;
+      if (paired.count(x.coord)) return allToAll(p);
+      paired[x.coord] = {y.coord, d};
+    }
+    Dep dep;
+    dep.keys.assign(keys.begin(), keys.end());
+    auto key_index = [&](uint32_t kc) {
+      return static_cast<uint32_t>(std::find(dep.keys.begin(), dep.keys.end(), kc) - dep.keys.begin());
+    };
+    Expr count = intConst(1);
+    for (uint32_t kp = 0; kp < p.grid.size(); ++kp) {
+      auto it = paired.find(kp);
+      if (it == paired.end()) {
+        count = mul(count, p.grid[kp]);
+        continue;
+      }
+      const DimAccess &x = (*pa)[it->second.second], &y = (*ca)[it->second.second];
+      uint32_t kc = it->second.first;
+      Expr cc = coordRef(key_index(kc), c.coords[kc]);
+      // P tiles [tp*q + bp, +tp) overlapping C's tile [tc*cc + bc, +tc).
+      Expr tp = intConst(x.tile), tc = intConst(y.tile);
+      Expr start = add(mul(cc, tc), sub(y.offset, x.offset));
+      Expr lo = max(intConst(0), floorDiv(start, tp));
+      Expr hi = min(p.grid[kp], cdiv(add(start, tc), tp));
+      count = mul(count, max(intConst(0), sub(hi, lo)));
+    }
+    std::vector<Expr> event_grid;
+    for (uint32_t kc : dep.keys) event_grid.push_back(c.grid[kc]);
+    dep.count = simplify(count, gridEnv(m_, event_grid));
+    RangeEnv penv = gridEnv(m_, p.grid);
+    for (uint32_t kc : dep.keys) {
+      tiling::DimRange r;
+      r.lo = intConst(0);
+      r.hi = c.grid[kc];
+      for (const auto& [kp, cd] : paired) {
+        if (cd.first != kc) continue;
+        const DimAccess &x = (*pa)[cd.second], &y = (*ca)[cd.second];
+        Expr q = coordRef(kp, p.coords[kp]);
+        Expr tp = intConst(x.tile), tc = intConst(y.tile);
+        Expr start = add(mul(q, tp), sub(x.offset, y.offset));
+        Expr hi = simplify(min(c.grid[kc], max(intConst(0), cdiv(add(start, tp), tc))), penv);
+        Expr lo = simplify(max(intConst(0), floorDiv(start, tc)), penv);
+        r.hi = hi;
+        r.lo = simplify(min(lo, hi), penv);
+      }
+      dep.notify.push_back(r);
+    }
+    return dep;
+  }
+
+  // One counter: every P task notifies it, every C task waits for all of them.
+  Dep allToAll(const Task& p) const {
+    Dep d;
+    d.count = intConst(1);
+    for (const Expr& e : p.grid) d.count = mul(d.count, e);
+    return d;
+  }
+
+  void addEvent(uint32_t pi, uint32_t ci, const std::vector<uint32_t>& keys, const std::vector<const Dep*>& group) {
+    Task& p = m_.tasks[pi];
+    Task& c = m_.tasks[ci];
+    Event e;
+    e.name = tiling::freshValueName(m_, "ev_" + p.name + "_" + c.name);
+    e.range = c.range;
+    Expr count = intConst(0);
+    for (const Dep* d : group) count = add(count, d->count);
+    e.init = count;
+    if (keys.empty()) {
+      e.shape.push_back(intConst(1));
+    } else {
+      for (uint32_t kc : keys) {
+        e.shape.push_back(c.grid[kc]);
+        e.init_coords.push_back(c.coords[kc]);
+      }
+      if (!hasCoord(e.init)) e.init_coords.clear();
+    }
+    uint32_t ev = m_.addEvent(std::move(e));
+    // The event is declared before the tasks (order: after the last tensor or event).
+    m_.order.pop_back();
+    auto pos = m_.order.begin();
+    for (auto it = m_.order.begin(); it != m_.order.end(); ++it)
+      if (it->kind != Module::DeclKind::Task && it->kind != Module::DeclKind::Graph) pos = it + 1;
+    m_.order.insert(pos, {Module::DeclKind::Event, ev});
+
+    Slice wait;
+    wait.target = ev;
+    wait.has_subscript = true;
+    wait.range = c.range;
+    if (keys.empty()) {
+      SliceDim d;
+      d.lo = intConst(0);
+      wait.dims.push_back(d);
+    }
+    for (uint32_t kc : keys) {
+      SliceDim d;
+      d.lo = coordRef(kc, c.coords[kc]);
+      wait.dims.push_back(d);
+    }
+    // Waits go before the first call of C, notifies after the last call of P.
+    auto first_call = std::find_if(c.body.begin(), c.body.end(),
+                                   [](const TaskStmt& s) { return std::holds_alternative<CallStmt>(s); });
+    c.body.insert(first_call, WaitStmt{wait, c.range});
+    for (const Dep* d : group) {
+      Slice n;
+      n.target = ev;
+      n.has_subscript = true;
+      n.range = p.range;
+      if (keys.empty()) {
+        SliceDim sd;
+        sd.lo = intConst(0);
+        n.dims.push_back(sd);
+      }
+      for (const tiling::DimRange& r : d->notify) {
+        SliceDim sd;
+        sd.lo = r.lo;
+        sd.hi = r.hi;
+        sd.is_range = true;
+        if (auto one = asInt(sub(r.hi, r.lo)); one && *one == 1) {  // a single element: print it as a point
+          sd.is_range = false;
+          sd.hi = nullptr;
+        }
+        n.dims.push_back(sd);
+      }
+      auto last_call = std::find_if(p.body.rbegin(), p.body.rend(),
+                                    [](const TaskStmt& s) { return std::holds_alternative<CallStmt>(s); });
+      p.body.insert(last_call.base(), NotifyStmt{n, p.range});
+    }
+  }
+
+  Module& m_;
+  Prover prover_;
+};
+
+}  // namespace
+
+ModulePtr inferEvents(ModulePtr m, DiagnosticEngine& diags) {
+  Inference(*m).run();
+  return m;
+}
+
+}  // namespace etc

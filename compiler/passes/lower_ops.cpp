@@ -1,0 +1,380 @@
+// lower-ops: every op-level assignment `y = op(x, ...)` becomes a task grid that computes one
+// tile of the result per task, and the graph runs that grid instead. Tile sizes come from the
+// op's attributes where written, otherwise from the shapes' upper bounds (the sym ranges), so
+// that one lowering serves every sym value. Results that had no declaration become `temp`
+// tensors. Split-K matmuls get a partial-sum tensor and a second grid that reduces it.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "compiler/ir/op_check.h"
+#include "compiler/ir/ops.h"
+#include "compiler/passes/passes.h"
+#include "compiler/passes/tiling.h"
+
+namespace etc {
+
+namespace {
+
+using namespace ir;
+using tiling::DimRange;
+
+// Elements one task of an element-wise op handles (a few per thread of a 256-thread CTA);
+// rows of the innermost dimension are cut into pieces of at most kRowPiece.
+constexpr int64_t kTaskElements = 4096;
+constexpr int64_t kRowPiece = 1024;
+// A matmul's grid aims at about this many tasks at the smallest sym values, so that a
+// decode-sized product (few rows, a large weight) still spreads over every SM.
+constexpr int64_t kMatmulTaskTarget = 256;
+constexpr int64_t kMinSplitKChunk = 256;
+
+const char* kCoordNames[] = {"i", "j", "k", "l"};
+
+// An op-level operand seen through its subscript: the operand's own (logical) dimensions and
+// where they sit in the tensor.
+struct OperandMap {
+  uint32_t tensor = 0;
+  std::vector<DimRange> dims;          // per tensor dim: a point, or the range the operand covers
+  std::vector<int> logical_to_tensor;  // logical dim -> tensor dim
+  std::vector<Expr> extent;            // per logical dim
+};
+
+OperandMap mapOperand(const Module& m, const Slice& s) {
+  const Tensor& t = m.tensors[s.target];
+  OperandMap op;
+  op.tensor = s.target;
+  for (size_t k = 0; k < t.shape.size(); ++k) {
+    DimRange r;
+    if (k < s.dims.size() && !s.dims[k].is_range) {
+      r.point = true;
+      r.lo = s.dims[k].lo;
+    } else {
+      r.lo = k < s.dims.size() ? s.dims[k].lo : intConst(0);
+      r.hi = k < s.dims.size() ? s.dims[k].hi : t.shape[k];
+      op.logical_to_tensor.push_back(static_cast<int>(k));
+      op.extent.push_back(sub(r.hi, r.lo));
+    }
+    op.dims.push_back(std::move(r));
+  }
+  return op;
+}
+
+// A tile of the operand: for each logical dim, nullopt (all of it) or [lo, hi) relative to
+// the operand's start in that dimension.
+using LogicalTile = std::vector<std::optional<std::pair<Expr, Expr>>>;
+
+Slice tileSlice(const Module& m, const OperandMap& op, const LogicalTile& tile) {
+  std::vector<DimRange> dims = op.dims;
+  for (size_t l = 0; l < op.logical_to_tensor.size() && l < tile.size(); ++l) {
+    if (!tile[l]) continue;
+    DimRange& r = dims[op.logical_to_tensor[l]];
+    Expr base = r.lo;
+    r.lo = add(base, tile[l]->first);
+    r.hi = add(base, tile[l]->second);
+  }
+  return tiling::makeSlice(m, op.tensor, dims);
+}
+
+// The grid of a lowered op: one coordinate per tiled logical dimension of the iteration space.
+struct TilePlan {
+  std::vector<Expr> extent;  // of the iteration space
+  std::vector<int64_t> tile;  // 0: not tiled (every task covers the whole dimension)
+  std::vector<Expr> grid;
+  std::vector<std::string> coords;
+  LogicalTile ranges;  // per iteration dim
+};
+
+TilePlan planGrid(const Module& m, const std::vector<Expr>& extent, const std::vector<int64_t>& tile) {
+  TilePlan p;
+  p.extent = extent;
+  p.tile = tile;
+  for (size_t d = 0; d < extent.size(); ++d) {
+    if (tile[d] <= 0 || tiling::upperBound(m, extent[d]) <= tile[d]) {
+      p.tile[d] = 0;
+      p.ranges.push_back(std::nullopt);
+      continue;
+    }
+    auto id = static_cast<uint32_t>(p.coords.size());
+    std::string name = kCoordNames[id];
+    Expr c = coordRef(id, name);
+    p.coords.push_back(name);
+    p.grid.push_back(cdiv(extent[d], intConst(tile[d])));
+    p.ranges.push_back(std::make_pair(tiling::tileLo(c, tile[d]), tiling::tileHi(c, tile[d], extent[d])));
+  }
+  if (p.grid.empty()) {  // one task does everything
+    p.grid.push_back(intConst(1));
+    p.coords.push_back("i");
+  }
+  return p;
+}
+
+// Tiles for an element-wise iteration space: the innermost dimension in pieces of at most
+// kRowPiece, the next one in groups that make about kTaskElements per task, the rest one by one.
+std::vector<int64_t> elementwiseTiles(const Module& m, const std::vector<Expr>& extent) {
+  std::vector<int64_t> tile(extent.size(), 1);
+  if (extent.empty()) return tile;
+  size_t last = extent.size() - 1;
+  int64_t row = std::min(tiling::upperBound(m, extent[last]), kRowPiece);
+  row = std::max<int64_t>(row, 1);
+  tile[last] = extent.size() == 1 ? kTaskElements : kRowPiece;
+  if (extent.size() >= 2) tile[last - 1] = std::max<int64_t>(1, tiling::pow2Floor(kTaskElements / row));
+  return tile;
+}
+
+class Lowerer {
+ public:
+  Lowerer(Module& m, DiagnosticEngine& diags) : m_(m), diags_(diags) {}
+
+  bool run() {
+    for (Graph& g : m_.graphs) {
+      std::vector<GraphStmt> body;
+      for (GraphStmt& st : g.body) {
+        auto* a = std::get_if<AssignStmt>(&st);
+        if (!a) {
+          body.push_back(std::move(st));
+          continue;
+        }
+        std::vector<uint32_t> tasks;
+        if (!lower(*a, tasks)) return false;
+        for (uint32_t t : tasks) body.push_back(RunStmt{t, a->range});
+      }
+      g.body = std::move(body);
+    }
+    // Op-level results become declared temps, listed before the tasks that use them.
+    std::vector<Module::DeclRef> order;
+    for (const Module::DeclRef& d : m_.order)
+      if (d.kind != Module::DeclKind::Task && d.kind != Module::DeclKind::Graph) order.push_back(d);
+    for (uint32_t t = 0; t < m_.tensors.size(); ++t)
+      if (m_.tensors[t].implicit) {
+        m_.tensors[t].implicit = false;
+        order.push_back({Module::DeclKind::Tensor, t});
+      }
+    for (uint32_t t : new_temps_) order.push_back({Module::DeclKind::Tensor, t});
+    for (const Module::DeclRef& d : m_.order)
+      if (d.kind == Module::DeclKind::Task) order.push_back(d);
+    for (uint32_t t : new_tasks_) order.push_back({Module::DeclKind::Task, t});
+    for (const Module::DeclRef& d : m_.order)
+      if (d.kind == Module::DeclKind::Graph) order.push_back(d);
+    m_.order = std::move(order);
+    return true;
+  }
+
+ private:
+  // Appends a task whose body is one call, not yet in `order` (run() places it).
+  uint32_t addTask(const std::string& base, const TilePlan& p, OpCall call, std::vector<Slice> dests,
+                   SourceRange range) {
+    Task t;
+    t.name = tiling::freshTaskName(m_, base);
+    t.grid = p.grid;
+    t.coords = p.coords;
+    t.range = range;
+    call.range = range;
+    for (Slice& s : call.args) s.range = range;
+    for (Slice& s : dests) s.range = range;
+    t.body.push_back(CallStmt{std::move(call), std::move(dests), range});
+    size_t before = m_.order.size();
+    uint32_t id = m_.addTask(std::move(t));
+    m_.order.resize(before);  // addTask recorded it at the end; run() rebuilds the order
+    new_tasks_.push_back(id);
+    return id;
+  }
+
+  uint32_t addTemp(const std::string& base, DType dtype, std::vector<Expr> shape, SourceRange range) {
+    Tensor t;
+    t.name = tiling::freshValueName(m_, base);
+    t.dtype = dtype;
+    t.shape = std::move(shape);
+    t.role = Role::Temp;
+    t.range = range;
+    size_t before = m_.order.size();
+    uint32_t id = m_.addTensor(std::move(t));
+    m_.order.resize(before);
+    new_temps_.push_back(id);
+    return id;
+  }
+
+  std::string baseName(const AssignStmt& a) const {
+    return a.call.op + "_" + m_.tensors[a.results.front()].name;
+  }
+
+  std::vector<OperandMap> resultMaps(const AssignStmt& a) const {
+    std::vector<OperandMap> out;
+    for (uint32_t r : a.results) {
+      Slice whole;
+      whole.target = r;
+      out.push_back(mapOperand(m_, whole));
+    }
+    return out;
+  }
+
+  bool lower(const AssignStmt& a, std::vector<uint32_t>& tasks) {
+    const std::string& op = a.call.op;
+    if (op == "copy" || op == "cast" || op == "add" || op == "mul" || op == "silu_mul" || op == "fill")
+      return lowerElementwise(a, tasks);
+    if (op == "reduce_sum" || op == "reduce_max") return lowerReduce(a, tasks);
+    if (op == "rmsnorm" || op == "add_rmsnorm") return lowerRowwise(a, tasks);
+    if (op == "matmul") return lowerMatmul(a, tasks);
+    diags_.error(a.range.begin, fmt::format("op '{}' has no task-level lowering yet; write it at the task level "
+                                            "(a task grid with explicit slices) instead",
+                                            op));
+    return false;
+  }
+
+  // All operands and results share the iteration space; each task takes the same tile of each.
+  bool lowerElementwise(const AssignStmt& a, std::vector<uint32_t>& tasks) {
+    std::vector<OperandMap> results = resultMaps(a);
+    const std::vector<Expr>& space = results.front().extent;
+    TilePlan p = planGrid(m_, space, elementwiseTiles(m_, space));
+    OpCall call = a.call;
+    for (Slice& s : call.args) s = tileSlice(m_, mapOperand(m_, s), p.ranges);
+    std::vector<Slice> dests;
+    for (const OperandMap& r : results) dests.push_back(tileSlice(m_, r, p.ranges));
+    tasks.push_back(addTask(baseName(a), p, std::move(call), std::move(dests), a.range));
+    return true;
+  }
+
+  // The reduced axis stays whole; the result's dimensions are tiled like an element-wise op.
+  bool lowerReduce(const AssignStmt& a, std::vector<uint32_t>& tasks) {
+    OperandMap x = mapOperand(m_, a.call.args[0]);
+    auto rank = static_cast<int64_t>(x.extent.size());
+    int64_t axis = tiling::attrInt(a.call, "axis");
+    if (axis < 0) axis += rank;
+    std::vector<OperandMap> results = resultMaps(a);
+    std::vector<int64_t> tile = elementwiseTiles(m_, results.front().extent);
+    if (axis == rank - 1 && !tile.empty()) {  // whole rows: fewer of them per task
+      int64_t row = std::max<int64_t>(1, tiling::upperBound(m_, x.extent[axis]));
+      tile.back() = std::max<int64_t>(1, tiling::pow2Floor(std::max<int64_t>(1, kTaskElements / row)));
+    }
+    TilePlan p = planGrid(m_, results.front().extent, tile);
+    LogicalTile xt;
+    for (int64_t d = 0, r = 0; d < rank; ++d) xt.push_back(d == axis ? std::nullopt : p.ranges[r++]);
+    OpCall call = a.call;
+    call.args[0] = tileSlice(m_, x, xt);
+    std::vector<Slice> dests{tileSlice(m_, results.front(), p.ranges)};
+    tasks.push_back(addTask(baseName(a), p, std::move(call), std::move(dests), a.range));
+    return true;
+  }
+
+  // rmsnorm-like: the last dimension is whole in every task, one row per task; the weight
+  // (the last operand) is read whole.
+  bool lowerRowwise(const AssignStmt& a, std::vector<uint32_t>& tasks) {
+    std::vector<OperandMap> results = resultMaps(a);
+    std::vector<Expr> space = results.front().extent;
+    std::vector<int64_t> tile(space.size(), 1);
+    if (!tile.empty()) tile.back() = 0;
+    TilePlan p = planGrid(m_, space, tile);
+    OpCall call = a.call;
+    for (size_t i = 0; i + 1 < call.args.size(); ++i) call.args[i] = tileSlice(m_, mapOperand(m_, call.args[i]), p.ranges);
+    std::vector<Slice> dests;
+    for (const OperandMap& r : results) dests.push_back(tileSlice(m_, r, p.ranges));
+    tasks.push_back(addTask(baseName(a), p, std::move(call), std::move(dests), a.range));
+    return true;
+  }
+
+  bool lowerMatmul(const AssignStmt& a, std::vector<uint32_t>& tasks) {
+    OperandMap am = mapOperand(m_, a.call.args[0]), bm = mapOperand(m_, a.call.args[1]);
+    OperandMap ym = resultMaps(a).front();
+    bool tb = tiling::attrBool(a.call, "transpose_b");
+    bool vec = am.extent.size() == 1;
+    Expr M = vec ? intConst(1) : am.extent[0];
+    Expr K = am.extent.back();
+    Expr N = tb ? bm.extent[0] : bm.extent[1];
+    int64_t m_hi = tiling::upperBound(m_, M);
+    int64_t tm = tiling::attrInt(a.call, "tile_m"), tn = tiling::attrInt(a.call, "tile_n");
+    int64_t tk = tiling::attrInt(a.call, "tile_k"), sk = tiling::attrInt(a.call, "split_k");
+    if (tm == 0) tm = std::clamp<int64_t>(tiling::pow2Ceil(m_hi), 16, 128);
+    if (tn == 0) tn = 64;
+    if (tk == 0) tk = 64;
+    int64_t k_hi = tiling::upperBound(m_, K);
+    if (sk == 0) {
+      int64_t m_tiles = std::max<int64_t>(1, tiling::lowerBound(m_, cdiv(M, intConst(tm))));
+      int64_t n_tiles = std::max<int64_t>(1, tiling::lowerBound(m_, cdiv(N, intConst(tn))));
+      sk = std::max<int64_t>(1, tiling::pow2Floor(std::max<int64_t>(1, kMatmulTaskTarget / (m_tiles * n_tiles))));
+      sk = std::min(sk, std::max<int64_t>(1, k_hi / kMinSplitKChunk));
+    }
+    // Each part covers a whole number of tile_k steps; with a constant K, no part is empty.
+    int64_t chunk = 0;
+    if (sk > 1) {
+      if (auto kc = asInt(inlineConsts(K))) {
+        chunk = (*kc + sk - 1) / sk;
+        chunk = (chunk + tk - 1) / tk * tk;
+        sk = (*kc + chunk - 1) / chunk;
+      } else {
+        sk = 1;  // a symbolic K is not split: parts could be empty
+      }
+    }
+
+    // Iteration space of the product tasks: [M tiles], N tiles, [K parts].
+    std::vector<Expr> space;
+    std::vector<int64_t> tile;
+    if (!vec) {
+      space.push_back(M);
+      tile.push_back(tm);
+    }
+    space.push_back(N);
+    tile.push_back(tn);
+    TilePlan p = planGrid(m_, space, tile);
+    std::optional<std::pair<Expr, Expr>> mr = vec ? std::nullopt : p.ranges[0];
+    std::optional<std::pair<Expr, Expr>> nr = p.ranges.back();
+    std::optional<std::pair<Expr, Expr>> kr;
+    Expr part_coord;
+    if (sk > 1) {
+      auto id = static_cast<uint32_t>(p.coords.size());
+      std::string name = kCoordNames[id];
+      part_coord = coordRef(id, name);
+      p.coords.push_back(name);
+      p.grid.push_back(intConst(sk));
+      kr = std::make_pair(tiling::tileLo(part_coord, chunk), tiling::tileHi(part_coord, chunk, K));
+    }
+    OpCall call = a.call;
+    call.attrs.clear();
+    if (tb) call.attrs.push_back(tiling::boolAttr("transpose_b"));
+    call.attrs.push_back(tiling::intAttr("tile_k", tk));
+    LogicalTile at = vec ? LogicalTile{kr} : LogicalTile{mr, kr};
+    LogicalTile bt = tb ? LogicalTile{nr, kr} : LogicalTile{kr, nr};
+    call.args[0] = tileSlice(m_, am, at);
+    call.args[1] = tileSlice(m_, bm, bt);
+    LogicalTile yt = vec ? LogicalTile{nr} : LogicalTile{mr, nr};
+    if (sk == 1) {
+      tasks.push_back(addTask(baseName(a), p, std::move(call), {tileSlice(m_, ym, yt)}, a.range));
+      return true;
+    }
+    // Split K: part s of the sum goes to partial[s], then a second grid adds the parts up.
+    std::vector<Expr> pshape{intConst(sk)};
+    for (const Expr& e : ym.extent) pshape.push_back(e);
+    uint32_t part = addTemp(m_.tensors[ym.tensor].name + "_part", DType::F32, pshape, a.range);
+    Slice whole_part;
+    whole_part.target = part;
+    OperandMap pm = mapOperand(m_, whole_part);
+    pm.dims[0].point = true;
+    pm.dims[0].lo = part_coord;
+    pm.logical_to_tensor.erase(pm.logical_to_tensor.begin());
+    pm.extent.erase(pm.extent.begin());
+    tasks.push_back(addTask(baseName(a), p, std::move(call), {tileSlice(m_, pm, yt)}, a.range));
+
+    TilePlan rp = planGrid(m_, ym.extent, elementwiseTiles(m_, ym.extent));
+    LogicalTile pt{std::nullopt};
+    for (const auto& r : rp.ranges) pt.push_back(r);
+    OpCall red;
+    red.op = "reduce_sum";
+    red.args.push_back(tileSlice(m_, mapOperand(m_, whole_part), pt));
+    red.attrs.push_back(tiling::intAttr("axis", 0));
+    tasks.push_back(
+        addTask("reduce_" + m_.tensors[ym.tensor].name, rp, std::move(red), {tileSlice(m_, ym, rp.ranges)}, a.range));
+    return true;
+  }
+
+  Module& m_;
+  DiagnosticEngine& diags_;
+  std::vector<uint32_t> new_temps_, new_tasks_;
+};
+
+}  // namespace
+
+ModulePtr lowerOps(ModulePtr m, DiagnosticEngine& diags) {
+  Lowerer l(*m, diags);
+  if (!l.run()) return nullptr;
+  return m;
+}
+
+}  // namespace etc

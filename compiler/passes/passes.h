@@ -1,0 +1,26 @@
+// The passes of the lowering pipeline (compiler/passes/pipeline.cpp lists them in order).
+// Each takes a verified module and returns the transformed one, or null after reporting
+// errors.
+#pragma once
+
+#include <memory>
+
+#include "compiler/ir/ir.h"
+#include "compiler/support/diagnostics.h"
+
+namespace etc {
+
+using ModulePtr = std::unique_ptr<ir::Module>;
+
+// Op-level assignments become task grids (tile sizes from attributes, else chosen here).
+ModulePtr lowerOps(ModulePtr m, DiagnosticEngine& diags);
+// Event tensors, waits and notifies from the slices each task grid writes and later ones read.
+ModulePtr inferEvents(ModulePtr m, DiagnosticEngine& diags);
+// Each graph becomes one persistent megakernel, plus one kernel per task grid (unfused form).
+ModulePtr fuse(ModulePtr m, DiagnosticEngine& diags);
+// Picks the schedule (static for now) and puts each graph's task grids in topological order.
+ModulePtr scheduleStatic(ModulePtr m, DiagnosticEngine& diags);
+// Rejects cycles and waits on later tasks; checks notify totals against initial counts.
+ModulePtr verifySchedule(ModulePtr m, DiagnosticEngine& diags);
+
+}  // namespace etc
