@@ -161,7 +161,7 @@ __device__ __forceinline__ bare_t<T> ld(T* p) {
   using R = typename RawOf<sizeof(B)>::type;
   R r = __ldcg(reinterpret_cast<const R*>(p));
   B v;
-  __builtin_memcpy(&v, &r, sizeof(B));
+  memcpy(&v, &r, sizeof(B));
   return v;
 }
 
@@ -177,7 +177,7 @@ __device__ __forceinline__ Vec<bare_t<T>, V> ldv(T* p) {
   using R = typename RawOf<sizeof(B) * V>::type;
   R r = __ldcg(reinterpret_cast<const R*>(p));
   Vec<B, V> v;
-  __builtin_memcpy(&v, &r, sizeof(v));
+  memcpy(&v, &r, sizeof(v));
   return v;
 }
 
@@ -185,7 +185,7 @@ template <int V, class T>
 __device__ __forceinline__ void stv(T* p, const Vec<T, V>& v) {
   using R = typename RawOf<sizeof(T) * V>::type;
   R r;
-  __builtin_memcpy(&r, &v, sizeof(r));
+  memcpy(&r, &v, sizeof(r));
   *reinterpret_cast<R*>(p) = r;
 }
 

@@ -182,12 +182,12 @@ __device__ void copy(const Ctx&, const View<TX>& x, const View<TY>& y) {
       L, ptr, es,
       [&](const long long(&o)[2]) {
         X v = ld(xp + o[1]);
-        __builtin_memcpy(yp + o[0], &v, sizeof(TY));
+        memcpy(yp + o[0], &v, sizeof(TY));
       },
       [&](const long long(&o)[2]) {
         Vec<X, V> v = ldv<V>(xp + o[1]);
         Vec<TY, V> w;
-        __builtin_memcpy(&w, &v, sizeof(w));
+        memcpy(&w, &v, sizeof(w));
         stv<V>(yp + o[0], w);
       });
 }

@@ -106,7 +106,7 @@ __device__ __forceinline__ void load_tile(T* sdst, int pitch, int R, long long v
       cp_async16(d, s, (unsigned)(nvalid * (int)sizeof(T)));  // the rest is zero-filled
     } else {
       Vec<T, EPC> v;
-      __builtin_memset(&v, 0, sizeof(v));
+      memset(&v, 0, sizeof(v));
 #pragma unroll
       for (int e = 0; e < EPC; ++e)  // unrolled: a run-time index would put v in local memory
         if (e < nvalid) v.v[e] = ld(s + e * cs);

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds the device tile library test (tests/gpu/device_ops_test.cu) for Hopper (sm_90a) and
+# Ampere (sm_80); run the binary on a GPU machine. Usage: tests/gpu/build_device_test.sh [out]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="${1:-$root/build/device_ops_test}"
+nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"
+mkdir -p "$(dirname "$out")"
+"$nvcc" -std=c++17 -O3 -I "$root/runtime/include" \
+  -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_80,code=sm_80 \
+  -Xptxas -warn-spills -Werror all-warnings \
+  "$root/tests/gpu/device_ops_test.cu" -o "$out"
+echo "built $out"

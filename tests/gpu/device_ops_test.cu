@@ -1,0 +1,773 @@
+// Standalone GPU test of the device tile library (runtime/include/etc/device): every op on
+// ragged, strided and unaligned views against a CPU reference in double, plus wait/notify
+// between CTAs and the error record. Build: tests/gpu/build_device_test.sh. Prints one line
+// per case (PASS/FAIL name err) and exits non-zero on any failure.
+#include "etc/device/etc.cuh"
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+using namespace etc::dev;
+using bf16 = __nv_bfloat16;
+using f16 = __half;
+
+#define CK(x)                                                                          \
+  do {                                                                                 \
+    cudaError_t e_ = (x);                                                              \
+    if (e_ != cudaSuccess) {                                                           \
+      std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, \
+                   __LINE__);                                                          \
+      std::exit(2);                                                                    \
+    }                                                                                  \
+  } while (0)
+
+static int g_failures = 0;
+static void report(bool ok, const std::string& name, double err) {
+  std::printf("%s %s %.3g\n", ok ? "PASS" : "FAIL", name.c_str(), err);
+  if (!ok) ++g_failures;
+}
+
+// ---- host dtype helpers ------------------------------------------------------------------
+
+template <class T> double tod(T v) { return (double)v; }
+template <> double tod<bf16>(bf16 v) { return (double)__bfloat162float(v); }
+template <> double tod<f16>(f16 v) { return (double)__half2float(v); }
+template <class T> T fromd(double v) { return (T)v; }
+template <> bf16 fromd<bf16>(double v) { return __double2bfloat16(v); }
+template <> f16 fromd<f16>(double v) { return __double2half(v); }
+template <class T> const char* tname();
+template <> const char* tname<float>() { return "f32"; }
+template <> const char* tname<bf16>() { return "bf16"; }
+template <> const char* tname<f16>() { return "f16"; }
+template <> const char* tname<int>() { return "i32"; }
+template <> const char* tname<long long>() { return "i64"; }
+template <> const char* tname<unsigned char>() { return "u8"; }
+template <class T> bool is_flt() { return false; }
+template <> bool is_flt<float>() { return true; }
+template <> bool is_flt<bf16>() { return true; }
+template <> bool is_flt<f16>() { return true; }
+template <class T> double tol() { return 0.0; }
+template <> double tol<float>() { return 1e-5; }
+template <> double tol<bf16>() { return 1e-2; }
+template <> double tol<f16>() { return 2e-3; }
+
+static std::mt19937_64 rng(12345);
+static double rnd_nonzero(double lo, double hi) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  double v;
+  do v = u(rng); while (std::fabs(v) < 1e-3 * (hi - lo));
+  return v;
+}
+
+// A device buffer of n elements of T with a host mirror.
+template <class T>
+struct Buf {
+  size_t n = 0;
+  std::vector<T> h;
+  T* d = nullptr;
+  explicit Buf(size_t n_) : n(n_), h(n_) { CK(cudaMalloc(&d, (n ? n : 1) * sizeof(T) + 64)); }
+  ~Buf() { cudaFree(d); }
+  Buf(const Buf&) = delete;
+  void random(double lo = -2.0, double hi = 2.0) {
+    for (auto& v : h) {
+      if (is_flt<T>()) v = fromd<T>(rnd_nonzero(lo, hi));
+      else v = (T)(long long)std::llround(rnd_nonzero(lo, hi));
+    }
+  }
+  void poison() { std::memset(h.data(), 0xff, n * sizeof(T)); }  // NaN for floats
+  void up() { CK(cudaMemcpy(d, h.data(), n * sizeof(T), cudaMemcpyHostToDevice)); }
+  void down() { CK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost)); }
+};
+
+// Host-side description of a view into a Buf: element offset, extents, strides.
+struct HV {
+  long long off = 0;
+  int rank = 0;
+  long long ext[4] = {1, 1, 1, 1};
+  long long st[4] = {0, 0, 0, 0};
+  long long numel() const {
+    long long n = 1;
+    for (int d = 0; d < rank; ++d) n *= ext[d];
+    return n;
+  }
+  // Linear (row-major) index -> buffer offset.
+  long long at(long long i) const {
+    long long o = off;
+    for (int d = rank - 1; d >= 0; --d) {
+      o += (i % ext[d]) * st[d];
+      i /= ext[d];
+    }
+    return o;
+  }
+};
+static HV hv(long long off, std::vector<long long> ext, std::vector<long long> st) {
+  HV v;
+  v.off = off;
+  v.rank = (int)ext.size();
+  for (int d = 0; d < v.rank; ++d) {
+    v.ext[d] = ext[d];
+    v.st[d] = st[d];
+  }
+  return v;
+}
+// Row-major dense strides of ext.
+static std::vector<long long> dense(std::vector<long long> ext) {
+  std::vector<long long> s(ext.size());
+  long long m = 1;
+  for (int d = (int)ext.size() - 1; d >= 0; --d) {
+    s[d] = m;
+    m *= ext[d];
+  }
+  return s;
+}
+template <class T, class B>
+static View<T> dv(B& buf, const HV& v) {
+  View<T> r;
+  r.ptr = (T*)buf.d + v.off;
+  r.rank = v.rank;
+  for (int d = 0; d < 4; ++d) {
+    r.ext[d] = d < v.rank ? v.ext[d] : 1;
+    r.stride[d] = d < v.rank ? v.st[d] : 0;
+  }
+  return r;
+}
+
+// Elements of buf not covered by v must still hold the poison.
+template <class T>
+static bool untouched_outside(const Buf<T>& b, const HV& v) {
+  std::vector<char> in(b.n, 0);
+  for (long long i = 0; i < v.numel(); ++i) in[v.at(i)] = 1;
+  unsigned char poison[sizeof(T)];
+  std::memset(poison, 0xff, sizeof(T));
+  for (size_t i = 0; i < b.n; ++i)
+    if (!in[i] && std::memcmp(&b.h[i], poison, sizeof(T)) != 0) return false;
+  return true;
+}
+
+// Relative L2 error of y (over v) against ref; NaN anywhere makes it NaN.
+template <class T>
+static double rel_l2(const Buf<T>& y, const HV& v, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (long long i = 0; i < v.numel(); ++i) {
+    double d = tod(y.h[v.at(i)]) - ref[i];
+    if (std::isnan(ref[i]) && std::isnan(tod(y.h[v.at(i)]))) d = 0;
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / (den > 0 ? den : 1));
+}
+// Count of elements of y (over v) that differ bit-wise from ref values converted to T.
+template <class T>
+static long long mismatches(const Buf<T>& y, const HV& v, const std::vector<T>& ref) {
+  long long bad = 0;
+  for (long long i = 0; i < v.numel(); ++i)
+    if (std::memcmp(&y.h[v.at(i)], &ref[i], sizeof(T)) != 0) ++bad;
+  return bad;
+}
+
+static const unsigned kSmemSmall = 1024;
+#define SMEM_DECL extern __shared__ __align__(128) unsigned char smem_[]
+
+// ---- kernels --------------------------------------------------------------------------------
+
+template <class TX, class TY> __global__ void k_copy(View<const TX> x, View<TY> y) {
+  SMEM_DECL; Ctx c{smem_, kSmemSmall}; copy(c, x, y);
+}
+template <class TY> __global__ void k_fill(View<TY> y, double v) {
+  SMEM_DECL; Ctx c{smem_, kSmemSmall}; fill(c, y, v);
+}
+template <class TX, class TY> __global__ void k_cast(View<const TX> x, View<TY> y) {
+  SMEM_DECL; Ctx c{smem_, kSmemSmall}; cast(c, x, y);
+}
+template <int OP, class T, class TY> __global__ void k_bin(View<const T> a, View<const T> b, View<TY> y) {
+  SMEM_DECL; Ctx c{smem_, kSmemSmall};
+  if constexpr (OP == 0) add(c, a, b, y);
+  else if constexpr (OP == 1) mul(c, a, b, y);
+  else silu_mul(c, a, b, y);
+}
+template <bool MAX, class TX, class TY> __global__ void k_red(View<const TX> x, int axis, View<TY> y) {
+  SMEM_DECL; Ctx c{smem_, kSmemSmall};
+  if (MAX) reduce_max(c, x, axis, y);
+  else reduce_sum(c, x, axis, y);
+}
+template <class TX, class TW, class TY>
+__global__ void k_rms(View<const TX> x, View<const TW> w, float eps, View<TY> y) {
+  SMEM_DECL; Ctx c{smem_, kSmemSmall}; rmsnorm(c, x, w, eps, y);
+}
+template <int TM, int TN, int TK, class T, class TY>
+__global__ void k_mm(View<const T> a, View<const T> b, bool tb, View<TY> y, View<TY> y2) {
+  SMEM_DECL;
+  Ctx c{smem_, matmul_smem_bytes<T, TM, TN, TK>()};
+  matmul<TM, TN, TK>(c, a, b, tb, y);
+  // A second call right after the first: the ring and the partial-sum buffer are reused.
+  if (y2.ptr) matmul<TM, TN, TK>(c, a, b, tb, y2);
+}
+
+// ---- elementwise cases ------------------------------------------------------------------------
+
+static const int kThreadsList[3] = {128, 256, 512};
+
+template <class T>
+static void t_copy(const char* what, std::vector<long long> pext, HV xv, HV yv, int threads) {
+  long long pn = 1;
+  for (auto e : pext) pn *= e;
+  Buf<T> x(pn), y(pn);
+  x.random(-100, 100);
+  y.poison();
+  x.up();
+  y.up();
+  k_copy<T, T><<<1, threads, kSmemSmall>>>(dv<const T>(x, xv), dv<T>(y, yv));
+  CK(cudaDeviceSynchronize());
+  y.down();
+  std::vector<T> ref(xv.numel());
+  for (long long i = 0; i < xv.numel(); ++i) ref[i] = x.h[xv.at(i)];
+  long long bad = mismatches(y, yv, ref);
+  bool ok = bad == 0 && untouched_outside(y, yv);
+  report(ok, std::string("copy_") + tname<T>() + "_" + what + "_t" + std::to_string(threads),
+         (double)bad);
+}
+
+template <class T>
+static void t_fill(const char* what, long long pn, HV yv, double v) {
+  Buf<T> y(pn);
+  y.poison();
+  y.up();
+  k_fill<T><<<1, 256, kSmemSmall>>>(dv<T>(y, yv), v);
+  CK(cudaDeviceSynchronize());
+  y.down();
+  std::vector<T> ref(yv.numel(), fromd<T>(v));
+  long long bad = mismatches(y, yv, ref);
+  report(bad == 0 && untouched_outside(y, yv), std::string("fill_") + tname<T>() + "_" + what,
+         (double)bad);
+}
+
+// The cast rule on the host: float->int truncates and saturates (NaN -> 0), else one RNE rounding.
+template <class TY, class TX>
+static TY host_cast(TX x) {
+  double v = tod(x);
+  if (!is_flt<TY>()) {
+    if (!is_flt<TX>()) return (TY)(long long)v;  // int->int: wraps (test values fit)
+    if (std::isnan(v)) return (TY)0;
+    double t = std::trunc(v);
+    double lo = (double)std::numeric_limits<TY>::min(), hi = (double)std::numeric_limits<TY>::max();
+    if (t <= lo) return std::numeric_limits<TY>::min();
+    if (t >= hi) return std::numeric_limits<TY>::max();
+    return (TY)(long long)t;
+  }
+  if (std::is_same<TX, long long>::value) {
+    // i64 -> float: one rounding from the exact integer (double would round first).
+    long long i = (long long)x;
+    if (std::is_same<TY, float>::value) { float f = (float)i; TY r; std::memcpy(&r, &f, sizeof(r)); return r; }
+  }
+  return fromd<TY>(v);
+}
+
+template <class TX, class TY>
+static void t_cast(const char* what, std::vector<long long> pext, HV xv, HV yv,
+                   std::vector<double> specials = {}) {
+  long long pn = 1;
+  for (auto e : pext) pn *= e;
+  Buf<TX> x(pn);
+  Buf<TY> y(pn);
+  x.random(-3e4, 3e4);
+  for (size_t i = 0; i < specials.size() && i < (size_t)xv.numel(); ++i)
+    x.h[xv.at((long long)i)] = fromd<TX>(specials[i]);
+  y.poison();
+  x.up();
+  y.up();
+  k_cast<TX, TY><<<1, 256, kSmemSmall>>>(dv<const TX>(x, xv), dv<TY>(y, yv));
+  CK(cudaDeviceSynchronize());
+  y.down();
+  std::vector<TY> ref(xv.numel());
+  for (long long i = 0; i < xv.numel(); ++i) ref[i] = host_cast<TY>(x.h[xv.at(i)]);
+  long long bad = mismatches(y, yv, ref);
+  report(bad == 0 && untouched_outside(y, yv),
+         std::string("cast_") + tname<TX>() + "_" + tname<TY>() + "_" + what, (double)bad);
+}
+
+template <int OP, class T, class TY>
+static void t_bin(const char* what, std::vector<long long> pext, HV av, HV bv, HV yv) {
+  long long pn = 1;
+  for (auto e : pext) pn *= e;
+  Buf<T> a(pn), b(pn);
+  Buf<TY> y(pn);
+  if (is_flt<T>()) {
+    a.random(-4, 4);
+    b.random(-4, 4);
+  } else {
+    // Large integers so that add and mul wrap.
+    std::uniform_int_distribution<long long> u(-(1ll << 40), 1ll << 40);
+    for (auto& v : a.h) v = (T)u(rng);
+    for (auto& v : b.h) v = (T)u(rng);
+  }
+  y.poison();
+  a.up();
+  b.up();
+  y.up();
+  k_bin<OP, T, TY><<<1, 256, kSmemSmall>>>(dv<const T>(a, av), dv<const T>(b, bv), dv<TY>(y, yv));
+  CK(cudaDeviceSynchronize());
+  y.down();
+  const char* opn = OP == 0 ? "add" : OP == 1 ? "mul" : "silu_mul";
+  std::string name = std::string(opn) + "_" + tname<T>() + "_" + tname<TY>() + "_" + what;
+  long long n = yv.numel();
+  if (!is_flt<T>()) {
+    std::vector<TY> ref(n);
+    for (long long i = 0; i < n; ++i) {
+      unsigned long long p = (unsigned long long)(long long)a.h[av.at(i)];
+      unsigned long long q = (unsigned long long)(long long)b.h[bv.at(i)];
+      ref[i] = (TY)(OP == 0 ? p + q : p * q);
+    }
+    long long bad = mismatches(y, yv, ref);
+    report(bad == 0 && untouched_outside(y, yv), name, (double)bad);
+    return;
+  }
+  std::vector<double> ref(n);
+  for (long long i = 0; i < n; ++i) {
+    double p = tod(a.h[av.at(i)]), q = tod(b.h[bv.at(i)]);
+    ref[i] = OP == 0 ? p + q : OP == 1 ? p * q : p / (1.0 + std::exp(-p)) * q;
+  }
+  double err = rel_l2(y, yv, ref);
+  report(err < tol<TY>() && untouched_outside(y, yv), name, err);
+}
+
+// ---- reductions ---------------------------------------------------------------------------------
+
+template <bool MAX, class TX, class TY>
+static void t_red(const char* what, std::vector<long long> pext, HV xv, int axis, bool with_nan = false) {
+  long long pn = 1;
+  for (auto e : pext) pn *= e;
+  Buf<TX> x(pn);
+  if (is_flt<TX>()) x.random(-2, 2);
+  else {
+    std::uniform_int_distribution<long long> u(-(1ll << 30), 1ll << 30);
+    for (auto& v : x.h) v = (TX)u(rng);
+  }
+  int ax = axis < 0 ? axis + xv.rank : axis;
+  // y: x's extents without the axis, dense.
+  std::vector<long long> yext;
+  for (int d = 0; d < xv.rank; ++d)
+    if (d != ax) yext.push_back(xv.ext[d]);
+  HV yv = hv(1, yext, dense(yext));  // offset 1: an unaligned destination
+  long long yn = yv.numel();
+  Buf<TY> y(yn + 2);
+  if (with_nan) x.h[xv.at(xv.numel() / 2)] = fromd<TX>(std::nan(""));
+  y.poison();
+  x.up();
+  y.up();
+  k_red<MAX, TX, TY><<<1, 256, kSmemSmall>>>(dv<const TX>(x, xv), axis, dv<TY>(y, yv));
+  CK(cudaDeviceSynchronize());
+  y.down();
+  // Reference: iterate x in row-major order, bucket by output index.
+  std::vector<double> ref(yn, MAX ? -INFINITY : 0.0);
+  std::vector<long long> iref(yn, MAX ? std::numeric_limits<long long>::min() : 0);
+  std::vector<int> nan_in(yn, 0);
+  for (long long i = 0; i < xv.numel(); ++i) {
+    long long rest = i, o = 0, mul = 1;
+    for (int d = xv.rank - 1; d >= 0; --d) {
+      long long c = rest % xv.ext[d];
+      rest /= xv.ext[d];
+      if (d == ax) continue;
+      o += c * mul;
+      mul *= xv.ext[d];
+    }
+    TX v = x.h[xv.at(i)];
+    if (is_flt<TX>()) {
+      double dvv = tod(v);
+      if (std::isnan(dvv)) nan_in[o] = 1;
+      ref[o] = MAX ? std::max(ref[o], dvv) : ref[o] + dvv;
+    } else {
+      long long iv = (long long)v;
+      iref[o] = MAX ? std::max(iref[o], iv) : (long long)((unsigned long long)iref[o] + (unsigned long long)iv);
+    }
+  }
+  std::string name = std::string(MAX ? "reduce_max_" : "reduce_sum_") + tname<TX>() + "_" + what;
+  if (!is_flt<TX>()) {
+    std::vector<TY> r(yn);
+    for (long long i = 0; i < yn; ++i) r[i] = (TY)iref[i];
+    long long bad = mismatches(y, yv, r);
+    report(bad == 0 && untouched_outside(y, yv), name, (double)bad);
+    return;
+  }
+  for (long long i = 0; i < yn; ++i)
+    if (nan_in[i]) ref[i] = std::nan("");
+  bool nan_ok = true;
+  for (long long i = 0; i < yn; ++i)
+    if (std::isnan(ref[i]) != std::isnan(tod(y.h[yv.at(i)]))) nan_ok = false;
+  double err = rel_l2(y, yv, ref);
+  report(nan_ok && err < tol<TY>() && untouched_outside(y, yv), name, err);
+}
+
+template <class TX, class TW, class TY>
+static void t_rms(const char* what, long long rows, long long H, long long row_pitch, long long off,
+                  int threads) {
+  long long pn = rows * row_pitch + off + 8;
+  Buf<TX> x(pn);
+  Buf<TW> w(H + 1);
+  Buf<TY> y(pn);
+  x.random(-3, 3);
+  w.random(0.5, 1.5);
+  y.poison();
+  x.up();
+  w.up();
+  y.up();
+  HV xv = hv(off, {rows, H}, {row_pitch, 1});
+  HV wv = hv(off % 2, {H}, {1});
+  float eps = 1e-5f;
+  k_rms<TX, TW, TY><<<1, threads, kSmemSmall>>>(dv<const TX>(x, xv), dv<const TW>(w, wv), eps,
+                                                 dv<TY>(y, xv));
+  CK(cudaDeviceSynchronize());
+  y.down();
+  std::vector<double> ref(rows * H);
+  for (long long r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (long long h = 0; h < H; ++h) ss += tod(x.h[xv.at(r * H + h)]) * tod(x.h[xv.at(r * H + h)]);
+    double inv = 1.0 / std::sqrt(ss / H + eps);
+    for (long long h = 0; h < H; ++h)
+      ref[r * H + h] = tod(x.h[xv.at(r * H + h)]) * inv * tod(w.h[wv.at(h)]);
+  }
+  double err = rel_l2(y, xv, ref);
+  report(err < tol<TY>() && untouched_outside(y, xv),
+         std::string("rmsnorm_") + tname<TX>() + "_" + tname<TW>() + "_" + tname<TY>() + "_" + what +
+             "_t" + std::to_string(threads),
+         err);
+}
+
+// ---- matmul ---------------------------------------------------------------------------------------
+
+// a: [M, K] at offset aoff with row pitch lda (avec: rank 1 [K]); b: [N, K] (tb) or [K, N]
+// with pitch ldb at offset boff; y: [M, N] with pitch ldy at offset yoff (yvec: rank 1).
+template <int TM, int TN, int TK, class T, class TY>
+static void t_mm(long long M, long long N, long long K, bool tb, long long lda, long long ldb,
+                 long long ldy, long long aoff, long long boff, long long yoff, int threads,
+                 bool avec = false, bool twice = false) {
+  Buf<T> a(aoff + M * lda + 8);
+  long long brows = tb ? N : K;
+  Buf<T> b(boff + brows * ldb + 8);
+  Buf<TY> y(yoff + M * ldy + 8), y2(yoff + M * ldy + 8);
+  a.random(-1, 1);
+  b.random(-1, 1);
+  y.poison();
+  y2.poison();
+  a.up();
+  b.up();
+  y.up();
+  y2.up();
+  HV av = avec ? hv(aoff, {K}, {1}) : hv(aoff, {M, K}, {lda, 1});
+  HV bv = tb ? hv(boff, {N, K}, {ldb, 1}) : hv(boff, {K, N}, {ldb, 1});
+  HV yv = avec ? hv(yoff, {N}, {1}) : hv(yoff, {M, N}, {ldy, 1});
+  unsigned smem = matmul_smem_bytes<T, TM, TN, TK>();
+  auto kern = k_mm<TM, TN, TK, T, TY>;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  View<TY> y2v = dv<TY>(y2, yv);
+  if (!twice) y2v.ptr = nullptr;
+  kern<<<1, threads, smem>>>(dv<const T>(a, av), dv<const T>(b, bv), tb, dv<TY>(y, yv), y2v);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  y.down();
+  y2.down();
+  std::vector<double> ref(M * N);
+  for (long long m = 0; m < M; ++m)
+    for (long long n = 0; n < N; ++n) {
+      double s = 0;
+      for (long long k = 0; k < K; ++k) {
+        double av_ = tod(a.h[aoff + m * lda + k]);
+        double bv_ = tod(tb ? b.h[boff + n * ldb + k] : b.h[boff + k * ldb + n]);
+        s += av_ * bv_;
+      }
+      ref[m * N + n] = s;
+    }
+  double err = rel_l2(y, yv, ref);
+  bool ok = err < tol<TY>() && untouched_outside(y, yv);
+  if (twice) {
+    double e2 = rel_l2(y2, yv, ref);
+    ok = ok && e2 < tol<TY>() && untouched_outside(y2, yv) &&
+         std::memcmp(y.h.data(), y2.h.data(), y.n * sizeof(TY)) == 0;
+    err = std::max(err, e2);
+  }
+  char name[256];
+  std::snprintf(name, sizeof name, "matmul_%s_%s_T%dx%dx%d_M%lld_N%lld_K%lld_%s_lda%lld_ldb%lld_off%lld,%lld,%lld%s%s_t%d",
+                tname<T>(), tname<TY>(), TM, TN, TK, M, N, K, tb ? "tb" : "nn", lda, ldb, aoff,
+                boff, yoff, avec ? "_vec" : "", twice ? "_twice" : "", threads);
+  report(ok, name, err);
+}
+
+// ---- events -------------------------------------------------------------------------------------
+
+struct TParams {
+  unsigned* events;
+  EtcError* error;
+  long long watchdog_ns;
+  unsigned flags;
+};
+
+__device__ unsigned long long gtimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// CTA 0 produces data (after a delay, so that CTA 1 is already waiting) and notifies one
+// element and then a range of 4; CTA 1 waits on all of them and checks the data with plain loads.
+__global__ void k_producer_consumer(TParams p, int* data, int n, int* result) {
+  if (blockIdx.x == 0) {
+    unsigned long long t0 = gtimer();
+    while (gtimer() - t0 < 200000ull) __nanosleep(1000);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) data[i] = 3 * i + 1;
+    notify(p, p.events + 0);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) data[n + i] = 5 * i + 2;
+    notify(p, p.events + 1, 4);
+  } else {
+    WaitSite s{1, 0, 1, {1, 0, 0, 0}, 0};
+    bool ok = wait(p, p.events + 0, 1, s);
+    int bad = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+      if (data[i] != 3 * i + 1) ++bad;
+    for (int e = 0; e < 4; ++e) ok = wait(p, p.events + 1 + e, 1, s) && ok;
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+      if (data[n + i] != 5 * i + 2) ++bad;
+    atomicAdd(&result[0], bad);
+    if (threadIdx.x == 0) result[1] = ok ? 1 : 0;
+  }
+}
+
+// CTA 0 waits for a count that never comes (watchdog from p); CTA 1 waits on another never-
+// notified counter with a 10 s watchdog and must give up as soon as CTA 0 records its error.
+__global__ void k_timeout(TParams p, int* result, unsigned long long* elapsed) {
+  if (blockIdx.x == 0) {
+    WaitSite s{7, 3, 2, {5, 9, 0, 0}, 42};
+    bool ok = wait(p, p.events + 2, 5, s);
+    if (threadIdx.x == 0) result[0] = ok ? 1 : 0;
+  } else {
+    TParams q = p;
+    q.watchdog_ns = 10000000000ll;
+    WaitSite s{8, 1, 1, {4, 0, 0, 0}, 0};
+    unsigned long long t0 = gtimer();
+    bool ok = wait(q, q.events + 3, 1, s);
+    if (threadIdx.x == 0) {
+      result[1] = ok ? 1 : 0;
+      *elapsed = gtimer() - t0;
+    }
+  }
+}
+
+// notify_checked: counter 5 already got its one notify; a range notify over [4, 7) with
+// initial count 1 must report element site.element + 1.
+__global__ void k_over_notify(TParams p, int* result) {
+  notify(p, p.events + 5);
+  WaitSite s{2, 4, 1, {6, 0, 0, 0}, 10};
+  bool ok = notify_checked(p, p.events + 4, 3, 1, s);
+  bool ab = aborted(p);
+  if (threadIdx.x == 0) {
+    result[0] = ok ? 1 : 0;
+    result[1] = ab ? 1 : 0;
+  }
+}
+
+static void t_events() {
+  unsigned* ev;
+  EtcError* err;
+  int* data;
+  int* res;
+  unsigned long long* el;
+  const int n = 1 << 16;
+  CK(cudaMalloc(&ev, 64 * sizeof(unsigned)));
+  CK(cudaMalloc(&err, sizeof(EtcError)));
+  CK(cudaMalloc(&data, 2 * n * sizeof(int)));
+  CK(cudaMalloc(&res, 4 * sizeof(int)));
+  CK(cudaMalloc(&el, sizeof(unsigned long long)));
+  TParams p{ev, err, 2000000000ll, 0};
+  EtcError he;
+  int hr[4];
+
+  for (int rep = 0; rep < 20; ++rep) {
+    CK(cudaMemset(ev, 0, 64 * sizeof(unsigned)));
+    CK(cudaMemset(err, 0, sizeof(EtcError)));
+    CK(cudaMemset(data, 0, 2 * n * sizeof(int)));
+    CK(cudaMemset(res, 0, 4 * sizeof(int)));
+    k_producer_consumer<<<2, 256>>>(p, data, n, res);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(hr, res, sizeof hr, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&he, err, sizeof he, cudaMemcpyDeviceToHost));
+    bool ok = hr[0] == 0 && hr[1] == 1 && he.code == 0;
+    if (!ok || rep == 19) {
+      report(ok, "events_producer_consumer_rep" + std::to_string(rep), (double)hr[0]);
+      if (!ok) break;
+    }
+  }
+
+  {
+    CK(cudaMemset(ev, 0, 64 * sizeof(unsigned)));
+    CK(cudaMemset(err, 0, sizeof(EtcError)));
+    CK(cudaMemset(res, 0xff, 4 * sizeof(int)));
+    TParams pt{ev, err, 2000000ll, 0};  // 2 ms
+    k_timeout<<<2, 256>>>(pt, res, el);
+    CK(cudaDeviceSynchronize());
+    unsigned long long hel;
+    CK(cudaMemcpy(hr, res, sizeof hr, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&he, err, sizeof he, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&hel, el, sizeof hel, cudaMemcpyDeviceToHost));
+    bool ok = hr[0] == 0 && hr[1] == 0 && he.code == ETC_ERR_WAIT_TIMEOUT && he.task == 7 &&
+              he.event == 3 && he.ncoords == 2 && he.coords[0] == 5 && he.coords[1] == 9 &&
+              he.coords[2] == 0 && he.element == 42 && he.count == 0 && he.target == 5 &&
+              he.done == 1 && hel < 1000000000ull;
+    report(ok, "events_wait_timeout_record_and_abort", (double)hel * 1e-9);
+  }
+
+  {
+    CK(cudaMemset(ev, 0, 64 * sizeof(unsigned)));
+    CK(cudaMemset(err, 0, sizeof(EtcError)));
+    CK(cudaMemset(res, 0xff, 4 * sizeof(int)));
+    TParams pd{ev, err, 2000000000ll, ETC_FLAG_DEBUG};
+    k_over_notify<<<1, 256>>>(pd, res);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(hr, res, sizeof hr, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&he, err, sizeof he, cudaMemcpyDeviceToHost));
+    unsigned hev[8];
+    CK(cudaMemcpy(hev, ev, sizeof hev, cudaMemcpyDeviceToHost));
+    bool ok = hr[0] == 0 && hr[1] == 1 && he.code == ETC_ERR_OVER_NOTIFY && he.task == 2 &&
+              he.event == 4 && he.ncoords == 1 && he.coords[0] == 6 && he.element == 11 &&
+              he.count == 2 && he.target == 1 && he.done == 1 && hev[4] == 1 && hev[5] == 2 &&
+              hev[6] == 1;
+    report(ok, "events_notify_checked_over_notify", 0.0);
+  }
+  cudaFree(ev);
+  cudaFree(err);
+  cudaFree(data);
+  cudaFree(res);
+  cudaFree(el);
+}
+
+// ---- index helpers ----------------------------------------------------------------------------------
+
+__global__ void k_index(long long* out) {
+  const long long as[6] = {-7, -6, -1, 0, 5, 6};
+  for (int i = 0; i < 6; ++i) {
+    out[3 * i + 0] = floordiv(as[i], 3);
+    out[3 * i + 1] = floormod(as[i], 3);
+    out[3 * i + 2] = cdiv(as[i], 3);
+  }
+}
+static void t_index() {
+  long long* d;
+  CK(cudaMalloc(&d, 18 * sizeof(long long)));
+  k_index<<<1, 1>>>(d);
+  long long h[18];
+  CK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+  const long long expect[18] = {-3, 2, -2, -2, 0, -2, -1, 2, 0, 0, 0, 0, 1, 2, 2, 2, 0, 2};
+  int bad = 0;
+  for (int i = 0; i < 18; ++i) bad += h[i] != expect[i];
+  report(bad == 0, "index_floordiv_floormod_cdiv", bad);
+  cudaFree(d);
+}
+
+// ---- main -------------------------------------------------------------------------------------------
+
+int main() {
+  int dev = 0;
+  CK(cudaSetDevice(dev));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, dev));
+  std::printf("device %s sm_%d%d\n", prop.name, prop.major, prop.minor);
+
+  t_index();
+
+  // copy: dense (vector path), ragged unaligned slice, transposed view, 3-D strided, small types.
+  for (int t : kThreadsList) t_copy<bf16>("dense", {64, 256}, hv(0, {64, 256}, {256, 1}), hv(0, {64, 256}, {256, 1}), t);
+  t_copy<bf16>("slice_unaligned", {9, 40}, hv(41, {5, 37}, {40, 1}), hv(3, {5, 37}, {40, 1}), 256);
+  t_copy<bf16>("slice_aligned_rows", {9, 64}, hv(8, {7, 40}, {64, 1}), hv(16, {7, 40}, {64, 1}), 256);
+  t_copy<float>("transposed", {33, 17}, hv(0, {17, 33}, {1, 17}), hv(0, {17, 33}, {33, 1}), 256);
+  t_copy<long long>("3d", {4, 6, 10}, hv(1, {3, 5, 9}, {60, 10, 1}), hv(0, {3, 5, 9}, {45, 9, 1}), 256);
+  t_copy<unsigned char>("u8_dense", {1000}, hv(0, {984}, {1}), hv(16, {984}, {1}), 256);
+  t_copy<int>("scalar", {8}, hv(3, {}, {}), hv(5, {}, {}), 256);
+
+  // fill
+  t_fill<float>("dense", 1000, hv(0, {1000}, {1}), 0.1);
+  t_fill<bf16>("strided", 600, hv(1, {10, 29}, {60, 2}), 0.1);
+  t_fill<f16>("neg_inf", 300, hv(0, {300}, {1}), -INFINITY);
+  t_fill<int>("rows", 512, hv(4, {5, 100}, {101, 1}), -7);
+  t_fill<long long>("big", 64, hv(0, {64}, {1}), 4.0e15);
+
+  // cast: rounding, saturation, NaN -> 0, integer -> float
+  std::vector<double> sp = {NAN, 1e30, -1e30, 2.9, -2.9, 0.5, -0.5, 65504.0, 1e10};
+  t_cast<float, bf16>("dense", {4, 512}, hv(0, {4, 512}, {512, 1}), hv(0, {4, 512}, {512, 1}));
+  t_cast<float, f16>("unaligned", {4, 130}, hv(1, {3, 127}, {130, 1}), hv(2, {3, 127}, {130, 1}));
+  t_cast<bf16, float>("dense", {1024}, hv(0, {1024}, {1}), hv(0, {1024}, {1}));
+  t_cast<f16, bf16>("dense", {1024}, hv(0, {1024}, {1}), hv(0, {1024}, {1}));
+  t_cast<float, int>("saturate", {600}, hv(0, {600}, {1}), hv(0, {600}, {1}), sp);
+  t_cast<float, long long>("saturate", {600}, hv(0, {600}, {1}), hv(0, {600}, {1}), sp);
+  t_cast<bf16, int>("strided", {20, 20}, hv(0, {20, 10}, {20, 2}), hv(0, {20, 10}, {20, 2}), {NAN, 3e38});
+  t_cast<int, f16>("dense", {800}, hv(0, {800}, {1}), hv(0, {800}, {1}));
+  t_cast<int, bf16>("dense", {800}, hv(0, {800}, {1}), hv(0, {800}, {1}));
+  t_cast<long long, float>("dense", {800}, hv(0, {800}, {1}), hv(0, {800}, {1}));
+  t_cast<int, long long>("dense", {800}, hv(0, {800}, {1}), hv(0, {800}, {1}));
+
+  // add / mul / silu_mul
+  t_bin<0, bf16, bf16>("dense", {16, 512}, hv(0, {16, 512}, {512, 1}), hv(0, {16, 512}, {512, 1}), hv(0, {16, 512}, {512, 1}));
+  t_bin<0, bf16, float>("mixed_offsets", {8, 300}, hv(1, {7, 299}, {300, 1}), hv(0, {7, 299}, {300, 1}), hv(2, {7, 299}, {300, 1}));
+  t_bin<1, float, float>("strided", {30, 40}, hv(0, {20, 30}, {1, 40}), hv(3, {20, 30}, {40, 1}), hv(0, {20, 30}, {40, 1}));
+  t_bin<1, f16, f16>("dense", {4096}, hv(0, {4096}, {1}), hv(0, {4096}, {1}), hv(0, {4096}, {1}));
+  t_bin<0, int, int>("wrap", {1000}, hv(0, {1000}, {1}), hv(0, {1000}, {1}), hv(0, {1000}, {1}));
+  t_bin<1, int, int>("wrap_unaligned", {1000}, hv(1, {998}, {1}), hv(2, {998}, {1}), hv(1, {998}, {1}));
+  t_bin<1, long long, long long>("wrap", {5, 64}, hv(0, {5, 60}, {64, 1}), hv(0, {5, 60}, {64, 1}), hv(0, {5, 60}, {64, 1}));
+  t_bin<2, bf16, bf16>("dense", {16, 1024}, hv(0, {16, 1024}, {1024, 1}), hv(0, {16, 1024}, {1024, 1}), hv(0, {16, 1024}, {1024, 1}));
+  t_bin<2, float, float>("ragged", {3, 1001}, hv(1, {3, 999}, {1001, 1}), hv(0, {3, 999}, {1001, 1}), hv(0, {3, 999}, {1001, 1}));
+  t_bin<2, f16, float>("dense", {2048}, hv(0, {2048}, {1}), hv(0, {2048}, {1}), hv(0, {2048}, {1}));
+
+  // reductions: warp per output, block per output, thread per output (axis 0), NaN, integers.
+  t_red<false, float, float>("rows_last", {7, 300}, hv(0, {7, 300}, {300, 1}), -1);
+  t_red<false, bf16, bf16>("block_path", {2, 5000}, hv(0, {2, 5000}, {5000, 1}), 1);
+  t_red<false, float, float>("axis0_many", {100, 513}, hv(1, {100, 512}, {513, 1}), 0);
+  t_red<false, float, float>("rank1_to_scalar", {4099}, hv(3, {4096}, {1}), 0);
+  t_red<false, f16, float>("rank3_mid", {3, 50, 7}, hv(0, {3, 50, 7}, {350, 7, 1}), 1);
+  t_red<true, float, float>("rows_nan", {9, 300}, hv(0, {9, 300}, {300, 1}), -1, true);
+  t_red<true, bf16, bf16>("block_nan", {1, 9000}, hv(0, {9000}, {1}), 0, true);
+  t_red<true, float, float>("axis0", {300, 40}, hv(0, {300, 33}, {40, 1}), 0);
+  t_red<false, int, int>("wrap", {9, 1000}, hv(0, {9, 1000}, {1000, 1}), 1);
+  t_red<true, long long, long long>("axis0", {50, 300}, hv(0, {50, 300}, {300, 1}), 0);
+
+  // rmsnorm: warp per row, block per row, vector and scalar paths, mixed dtypes.
+  t_rms<bf16, bf16, bf16>("13x4096", 13, 4096, 4096, 0, 256);
+  t_rms<bf16, float, bf16>("3x4096_block", 3, 4096, 4096, 0, 256);
+  t_rms<float, float, float>("5x1000", 5, 1000, 1000, 0, 128);
+  t_rms<bf16, bf16, bf16>("3x999_unaligned", 3, 999, 1003, 1, 512);
+  t_rms<f16, bf16, f16>("17x2056_pitch", 17, 2056, 2064, 8, 256);
+  t_rms<bf16, bf16, float>("1x8192", 1, 8192, 8192, 0, 512);
+
+  // matmul: decode shapes, ragged M/N/K, unaligned starts and pitches, both b layouts.
+  for (int t : kThreadsList) {
+    t_mm<16, 64, 128, bf16, bf16>(1, 64, 2048, true, 2048, 2048, 64, 0, 0, 0, t);
+    t_mm<16, 128, 128, bf16, bf16>(13, 100, 2056, true, 2056, 2056, 100, 0, 0, 0, t);
+    t_mm<64, 128, 64, bf16, bf16>(37, 128, 4096, true, 4096, 4096, 128, 0, 0, 0, t);
+    t_mm<16, 64, 128, f16, f16>(13, 64, 2056, false, 2056, 64, 64, 0, 0, 0, t);
+    t_mm<16, 64, 64, float, float>(13, 64, 2056, true, 2056, 2056, 64, 0, 0, 0, t);
+  }
+  t_mm<16, 128, 128, bf16, bf16>(1, 100, 2056, true, 2056, 2056, 100, 0, 0, 0, 256, true);
+  t_mm<16, 128, 128, bf16, float>(13, 100, 2050, true, 2051, 2053, 101, 3, 5, 1, 256);
+  t_mm<16, 128, 128, bf16, bf16>(16, 128, 8190, true, 8190, 8190, 128, 0, 0, 0, 256);
+  t_mm<32, 64, 64, bf16, bf16>(29, 57, 1000, false, 1003, 61, 60, 1, 2, 3, 256);
+  t_mm<32, 64, 64, bf16, bf16>(32, 64, 1024, false, 1024, 64, 64, 8, 8, 8, 256, false, true);
+  t_mm<8, 8, 16, bf16, bf16>(5, 7, 37, true, 37, 37, 7, 0, 1, 0, 128);
+  t_mm<8, 8, 16, bf16, bf16>(8, 8, 16, false, 16, 8, 8, 0, 0, 0, 256);
+  t_mm<128, 128, 64, bf16, bf16>(128, 120, 512, true, 512, 512, 120, 0, 0, 0, 256);
+  t_mm<128, 128, 64, f16, float>(100, 128, 300, false, 301, 129, 128, 1, 1, 0, 128);
+  t_mm<64, 128, 64, bf16, bf16>(1, 128, 8192, true, 8192, 8192, 128, 0, 0, 0, 256, true);
+  t_mm<16, 64, 64, float, float>(1, 64, 4096, true, 4096, 4096, 64, 0, 0, 0, 256, true);
+  t_mm<16, 64, 64, float, float>(13, 57, 2057, false, 2059, 63, 60, 1, 3, 2, 256, false, true);
+  t_mm<64, 128, 32, float, bf16>(64, 128, 1000, true, 1000, 1000, 128, 0, 0, 0, 128);
+  t_mm<16, 128, 128, f16, f16>(7, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 512, false, true);
+
+  t_events();
+
+  std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "OK", g_failures);
+  return g_failures ? 1 : 0;
+}
