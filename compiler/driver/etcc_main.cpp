@@ -12,6 +12,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "compiler/backend/compile_module.h"
 #include "compiler/driver/summary.h"
 #include "compiler/driver/verify_diagnostics.h"
 #include "compiler/frontend/frontend.h"
@@ -23,7 +24,8 @@ namespace {
 struct Options {
   std::string input;
   std::string output;
-  std::string emit = "etir";
+  std::string emit;  // empty: from the output file's extension
+  std::vector<std::string> archs;
   std::vector<std::string> include_dirs;
   bool print_after_all = false;
   std::vector<std::string> print_after;
@@ -72,6 +74,74 @@ bool writeOutput(const std::string& path, const std::string& text, std::string* 
   return true;
 }
 
+// --emit, else from the output's extension: .fatbin (also the default with -o), .cu, .ptx,
+// .cubin, .etir; with no -o, the canonical .etir text on standard output.
+std::string emitKind(const Options& opt) {
+  if (!opt.emit.empty()) return opt.emit;
+  if (opt.output.empty() || opt.output == "-") return "etir";
+  std::string ext = std::filesystem::path(opt.output).extension().string();
+  if (ext == ".cu") return "cuda";
+  if (ext == ".ptx") return "ptx";
+  if (ext == ".cubin") return "cubin";
+  if (ext == ".etir") return "etir";
+  return "fatbin";
+}
+
+std::vector<etc::backend::Target> targetsOf(const Options& opt, etc::DiagnosticEngine& diags) {
+  if (opt.archs.empty()) return etc::backend::defaultTargets();
+  std::vector<etc::backend::Target> out;
+  for (const std::string& a : opt.archs) {
+    auto t = etc::backend::Target::parse(a);
+    if (!t) {
+      diags.error({}, fmt::format("unknown architecture '{}': expected sm_XY, sm_XYa, compute_XY or compute_XYa "
+                                  "(e.g. sm_90a, sm_80, compute_90)",
+                                  a));
+      return {};
+    }
+    out.push_back(*t);
+  }
+  return out;
+}
+
+// CUDA, PTX, a cubin or the fatbin of a scheduled module.
+bool generate(const etc::ir::Module& m, const Options& opt, const std::string& emit, etc::DiagnosticEngine& diags,
+              std::string& out) {
+  std::vector<etc::backend::Target> targets = targetsOf(opt, diags);
+  if (targets.empty()) return false;
+  if (emit == "ptx" || emit == "cubin") {
+    if (targets.size() != 1) {
+      diags.error({}, fmt::format("--emit={} writes one architecture; name exactly one with -arch", emit));
+      return false;
+    }
+    if (emit == "cubin" && targets[0].kind != etc::backend::Target::Kind::Cubin) {
+      diags.error({}, fmt::format("--emit=cubin needs a real architecture (sm_XY), not {}", targets[0].name()));
+      return false;
+    }
+    if (emit == "ptx") targets[0].kind = etc::backend::Target::Kind::Ptx;
+  }
+  std::string cuda;
+  if (!etc::backend::generateCuda(m, targets, cuda, diags)) return false;
+  if (emit == "cuda") {
+    out = std::move(cuda);
+    return true;
+  }
+  std::string name = m.name + ".cu";
+  std::vector<etc::backend::FatbinEntry> images;
+  auto start = std::chrono::steady_clock::now();
+  if (!etc::backend::compileTargets(cuda, name, targets, images, diags)) return false;
+  if (opt.verbose)
+    std::cerr << fmt::format("etcc: NVRTC + nvJitLink for {} target{}: {:.1f} ms\n", targets.size(),
+                             targets.size() == 1 ? "" : "s",
+                             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  if (emit == "ptx" || emit == "cubin") {
+    out.assign(images[0].image.begin(), images[0].image.end());
+    return true;
+  }
+  std::vector<uint8_t> fatbin = etc::backend::writeFatbin(images);
+  out.assign(fatbin.begin(), fatbin.end());
+  return true;
+}
+
 int run(const Options& opt) {
   etc::SourceManager sources;
   etc::DiagnosticEngine diags(sources);
@@ -99,7 +169,8 @@ int run(const Options& opt) {
         sources.fileCount() == 1 ? "" : "s",
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
         m ? "verified" : "errors");
-  if (m) {
+  std::string emit = emitKind(opt);
+  if (m && emit != "etir") {
     etc::PipelineOptions po;
     po.print_after_all = opt.print_after_all;
     po.print_after.insert(opt.print_after.begin(), opt.print_after.end());
@@ -122,7 +193,12 @@ int run(const Options& opt) {
   }
   if (!m || diags.hasErrors()) return 1;
 
-  std::string text = etc::ir::printModule(*m);
+  std::string text;
+  if (emit == "etir" || emit == "tasks") {
+    text = etc::ir::printModule(*m);
+  } else if (!generate(*m, opt, emit, diags, text)) {
+    return 1;
+  }
   std::string error;
   if (!writeOutput(opt.output, text, &error)) {
     diags.error({}, error);
@@ -137,14 +213,23 @@ int run(const Options& opt) {
 int main(int argc, char** argv) {
   Options opt;
   CLI::App app{
-      "etcc: the Event Tensor Compiler. Compiles a .etir module into one persistent GPU megakernel.\n"
-      "This build parses, verifies and prints modules (--emit=etir); code generation is not built yet.",
+      "etcc: the Event Tensor Compiler. Compiles a .etir module into one persistent GPU megakernel, shipped\n"
+      "as a CUDA fatbin (cubins for sm_90a and sm_80 plus compute_90 PTX unless -arch says otherwise).\n"
+      "  etcc model.etir -o model.fatbin      compile\n"
+      "  etcc model.etir                      check, and print the module as canonical .etir",
       "etcc"};
   app.set_version_flag("--version", std::string("etcc ") + ETC_VERSION);
   app.add_option("file", opt.input, "the .etir module to compile ('-' reads standard input)")->required();
-  app.add_option("-o,--output", opt.output, "write the output here (default: standard output)");
-  app.add_option("--emit", opt.emit, "what to produce: etir (the verified module as canonical .etir text)")
-      ->check(CLI::IsMember({"etir"}));
+  app.add_option("-o,--output", opt.output,
+                 "write the output here (default: standard output); its extension picks --emit when that is not "
+                 "given (.fatbin .cu .ptx .cubin .etir; anything else: fatbin)");
+  app.add_option("--emit", opt.emit,
+                 "what to produce: etir (the verified module, canonical text), tasks (the task-level module after "
+                 "every pass; it compiles to the same fatbin), cuda, ptx, cubin (one -arch), fatbin")
+      ->check(CLI::IsMember({"etir", "tasks", "cuda", "ptx", "cubin", "fatbin"}));
+  app.add_option("--arch", opt.archs,
+                 "(also -arch) a target architecture (repeatable): sm_XY or sm_XYa for a cubin, compute_XY for PTX; default: "
+                 "sm_90a sm_80 compute_90");
   app.add_option("-I,--include-dir", opt.include_dirs,
                  "search this directory for `include` files (after the including file's own directory)");
   app.add_flag("--print-after-all", opt.print_after_all, "print the IR to standard error after every pass");
@@ -161,8 +246,15 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_flag("-v,--verbose", opt.verbose, "say what the compiler does and how long each step takes");
 
+  // nvcc spells it -arch; CLI11 takes single-dash names as single letters, so translate.
+  std::vector<std::string> args;
+  for (int i = argc - 1; i >= 1; --i) {
+    std::string a = argv[i];
+    if (a == "-arch" || a.rfind("-arch=", 0) == 0) a = "-" + a;
+    args.push_back(a);
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     // --help and --version exit 0; any usage error exits 1, like every other error.

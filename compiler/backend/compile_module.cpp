@@ -1,0 +1,39 @@
+#include "compiler/backend/compile_module.h"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "compiler/backend/descriptor.h"
+#include "compiler/backend/emit_cuda.h"
+#include "compiler/ir/printer.h"
+
+namespace etc::backend {
+
+bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::string& cuda, DiagnosticEngine& diags) {
+  std::string descriptor = buildDescriptor(m, targets, ir::printModule(m));
+  return emitCuda(m, descriptor, cuda, diags);
+}
+
+bool compileTargets(const std::string& cuda, const std::string& file_name, const std::vector<Target>& targets,
+                    std::vector<FatbinEntry>& images, DiagnosticEngine& diags) {
+  std::vector<CompileResult> results(targets.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < targets.size(); ++i)
+    threads.emplace_back([&, i] { results[i] = compileCuda(cuda, file_name, targets[i]); });
+  for (std::thread& t : threads) t.join();
+  bool ok = true;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (!results[i].ok) {
+      diags.error({}, fmt::format("the CUDA compile for {} failed (a compiler bug: generated code should always "
+                                  "compile):\n{}",
+                                  targets[i].name(), results[i].log));
+      ok = false;
+      continue;
+    }
+    images.push_back({targets[i], std::move(results[i].image)});
+  }
+  return ok;
+}
+
+}  // namespace etc::backend

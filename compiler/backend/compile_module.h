@@ -1,0 +1,22 @@
+// From a scheduled module to the bytes etcc writes: CUDA source (with the descriptor), then
+// PTX and cubins for every target (compiled in parallel), then the fatbin.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/backend/fatbin_writer.h"
+#include "compiler/backend/toolchain.h"
+#include "compiler/ir/ir.h"
+#include "compiler/support/diagnostics.h"
+
+namespace etc::backend {
+
+// The CUDA translation unit for the module, with its descriptor (listing `targets`) embedded.
+bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::string& cuda, DiagnosticEngine& diags);
+
+// Compiles `cuda` for every target; on failure reports each failing target with its log.
+bool compileTargets(const std::string& cuda, const std::string& file_name, const std::vector<Target>& targets,
+                    std::vector<FatbinEntry>& images, DiagnosticEngine& diags);
+
+}  // namespace etc::backend

@@ -1,0 +1,70 @@
+#include "compiler/backend/cuda_expr.h"
+
+#include <fmt/format.h>
+
+namespace etc::backend {
+
+using namespace ir;
+
+namespace {
+
+std::string nary(const Module& m, const Expr& e, const CudaNames& names, std::string_view fn) {
+  std::string out = cudaExpr(m, e->ops[0], names);
+  for (size_t i = 1; i < e->ops.size(); ++i)
+    out = fmt::format("etc::dev::{}({}, {})", fn, out, cudaExpr(m, e->ops[i], names));
+  return out;
+}
+
+std::string joined(const Module& m, const Expr& e, const CudaNames& names, std::string_view op) {
+  std::string out = "(";
+  for (size_t i = 0; i < e->ops.size(); ++i) out += std::string(i ? op : "") + cudaExpr(m, e->ops[i], names);
+  return out + ")";
+}
+
+}  // namespace
+
+std::string cudaExpr(const Module& m, const Expr& e, const CudaNames& names) {
+  switch (e->kind) {
+    case ExprKind::Int:
+      return e->value == INT64_MIN ? "(-9223372036854775807LL - 1)" : fmt::format("{}LL", e->value);
+    case ExprKind::Const: return fmt::format("{}LL", e->value);
+    case ExprKind::Sym: return fmt::format("p.sym[{}]", e->id);
+    case ExprKind::Coord: return names.coord(e->id);
+    case ExprKind::Load: {
+      // Row-major index into the i32 tensor, from its (symbolic) shape.
+      const Tensor& t = m.tensors[e->id];
+      std::string index = "0LL";
+      for (size_t d = 0; d < e->ops.size(); ++d) {
+        std::string extent = d < t.shape.size() ? cudaExpr(m, t.shape[d], names) : "1LL";
+        index = fmt::format("({} * {} + {})", index, extent, cudaExpr(m, e->ops[d], names));
+      }
+      return fmt::format("(long long)(((const volatile int*)p.tensor[{}])[{}])", e->id, index);
+    }
+    case ExprKind::Bounded: return cudaExpr(m, e->ops[0], names);
+    case ExprKind::Add: return joined(m, e, names, " + ");
+    case ExprKind::Mul: return joined(m, e, names, " * ");
+    case ExprKind::Div:
+      return fmt::format("etc::dev::floordiv({}, {})", cudaExpr(m, e->ops[0], names), cudaExpr(m, e->ops[1], names));
+    case ExprKind::Mod:
+      return fmt::format("etc::dev::floormod({}, {})", cudaExpr(m, e->ops[0], names), cudaExpr(m, e->ops[1], names));
+    case ExprKind::CDiv:
+      return fmt::format("etc::dev::cdiv({}, {})", cudaExpr(m, e->ops[0], names), cudaExpr(m, e->ops[1], names));
+    case ExprKind::Min: return nary(m, e, names, "imin");
+    case ExprKind::Max: return nary(m, e, names, "imax");
+  }
+  return "0LL";
+}
+
+std::string cudaType(DType t) {
+  switch (t) {
+    case DType::F32: return "float";
+    case DType::F16: return "__half";
+    case DType::BF16: return "__nv_bfloat16";
+    case DType::I32: return "int";
+    case DType::I64: return "long long";
+    case DType::U8: return "unsigned char";
+  }
+  return "void";
+}
+
+}  // namespace etc::backend

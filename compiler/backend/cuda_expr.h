@@ -1,0 +1,21 @@
+// Symbolic integer expressions as CUDA C++ (long long arithmetic, floor semantics).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "compiler/ir/ir.h"
+
+namespace etc::backend {
+
+// Names for the leaves that are variables in the generated code.
+struct CudaNames {
+  std::function<std::string(uint32_t)> coord;  // coordinate id -> C++ expression
+};
+
+std::string cudaExpr(const ir::Module& m, const ir::Expr& e, const CudaNames& names);
+
+// The C++ element type of a dtype ("float", "__nv_bfloat16", ...).
+std::string cudaType(ir::DType t);
+
+}  // namespace etc::backend

@@ -1,0 +1,31 @@
+// The module descriptor that etcc embeds in the fatbin (docs/backend.md, "The descriptor"),
+// and the static layout facts that the descriptor and the generated code share.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/backend/toolchain.h"
+#include "compiler/ir/ir.h"
+
+namespace etc::backend {
+
+constexpr int kThreadsPerCta = 256;
+
+// Event counters: every event gets a fixed slice of one u32 array, sized for the syms' upper
+// bounds; elements are row-major over those upper-bound extents.
+struct EventLayout {
+  std::vector<int64_t> max_extent;
+  int64_t offset = 0;
+  int64_t max_elements = 0;
+};
+std::vector<EventLayout> eventLayout(const ir::Module& m, int64_t* total_words);
+
+// Bytes of the kernel parameter block (abi.h): 8 per sym and per tensor (at least one each),
+// plus the fixed tail.
+int64_t paramsBytes(const ir::Module& m);
+
+std::string buildDescriptor(const ir::Module& m, const std::vector<Target>& targets, std::string_view ir_text);
+
+}  // namespace etc::backend

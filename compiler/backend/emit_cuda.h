@@ -1,0 +1,18 @@
+// CUDA C++ for a scheduled task-level module: one device function per task (coordinates from
+// the task's number, slices as strided views, waits, the op calls, notifies), the megakernel of
+// each graph (static schedule), one unfused kernel per task grid, the parameter struct of
+// etc/abi.h and the embedded descriptor. See docs/backend.md.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "compiler/ir/ir.h"
+#include "compiler/support/diagnostics.h"
+
+namespace etc::backend {
+
+// Returns false after reporting (e.g. an op that has no device kernel).
+bool emitCuda(const ir::Module& m, std::string_view descriptor, std::string& out, DiagnosticEngine& diags);
+
+}  // namespace etc::backend
