@@ -35,22 +35,43 @@ struct View {
   long long ext[ETC_MAX_RANK];
   long long stride[ETC_MAX_RANK];
 
+  // Loops run over all ETC_MAX_RANK slots with constant indices: a run-time index into ext or
+  // stride would force the caller's view into local memory.
   __device__ __forceinline__ long long numel() const {
     long long n = 1;
-    for (int d = 0; d < rank; ++d) n *= ext[d];
+#pragma unroll
+    for (int d = 0; d < ETC_MAX_RANK; ++d)
+      if (d < rank) n *= ext[d];
     return n;
   }
   // Row-major dense (size-1 dimensions may have any stride).
   __device__ __forceinline__ bool contiguous() const {
     long long expect = 1;
-    for (int d = rank - 1; d >= 0; --d) {
-      if (ext[d] != 1 && stride[d] != expect) return false;
-      expect *= ext[d];
-    }
-    return true;
+    bool ok = true;
+#pragma unroll
+    for (int d = ETC_MAX_RANK - 1; d >= 0; --d)
+      if (d < rank) {
+        ok = ok && (ext[d] == 1 || stride[d] == expect);
+        expect *= ext[d];
+      }
+    return ok;
   }
-  __device__ __forceinline__ long long inner_stride() const { return rank ? stride[rank - 1] : 1; }
+  __device__ __forceinline__ long long inner_stride() const;
 };
+
+// a[i] for a run-time i in [0, ETC_MAX_RANK), without dynamic indexing (see View).
+__device__ __forceinline__ long long pick(const long long (&a)[ETC_MAX_RANK], int i) {
+  long long r = a[0];
+#pragma unroll
+  for (int j = 1; j < ETC_MAX_RANK; ++j)
+    if (i == j) r = a[j];
+  return r;
+}
+
+template <class T>
+__device__ __forceinline__ long long View<T>::inner_stride() const {
+  return rank ? pick(stride, rank - 1) : 1;
+}
 
 // Everything an op gets besides its operands. smem must be 16-byte aligned (128 preferred);
 // smem_bytes is what the kernel was launched with.

@@ -13,29 +13,33 @@ namespace detail {
 
 template <int N>
 struct Layout {
-  int rank;
   long long ext[ETC_MAX_RANK];
   long long st[N][ETC_MAX_RANK];
 };
 
-// Drops size-1 dimensions and merges neighbours that are dense in every view.
+// Dimensions live right-aligned at fixed positions (the innermost at ETC_MAX_RANK - 1) and are
+// only ever indexed with compile-time constants, so the layout stays in registers (a run-time
+// index would move it, and the caller's views, to local memory).
+// Moves size-1 dimensions out of the way and merges neighbours that are dense in every view;
+// afterwards the dimensions with extent > 1 are right-packed.
 template <int N>
 __device__ __forceinline__ void canonicalize(Layout<N>& L) {
-  int r = 0;
-  for (int d = 0; d < L.rank; ++d) {
+#pragma unroll
+  for (int d = 0; d + 1 < ETC_MAX_RANK; ++d) {
     if (L.ext[d] == 1) continue;
-    bool merge = r > 0;
-    for (int k = 0; k < N && merge; ++k) merge = L.st[k][r - 1] == L.st[k][d] * L.ext[d];
-    if (merge) {
-      L.ext[r - 1] *= L.ext[d];
-      for (int k = 0; k < N; ++k) L.st[k][r - 1] = L.st[k][d];
-    } else {
-      L.ext[r] = L.ext[d];
-      for (int k = 0; k < N; ++k) L.st[k][r] = L.st[k][d];
-      ++r;
+    bool merge = true;
+#pragma unroll
+    for (int k = 0; k < N; ++k) merge = merge && L.st[k][d] == L.st[k][d + 1] * L.ext[d + 1];
+    if (L.ext[d + 1] == 1) {
+      L.ext[d + 1] = L.ext[d];
+#pragma unroll
+      for (int k = 0; k < N; ++k) L.st[k][d + 1] = L.st[k][d];
+      L.ext[d] = 1;
+    } else if (merge) {
+      L.ext[d + 1] *= L.ext[d];
+      L.ext[d] = 1;
     }
   }
-  L.rank = r;
 }
 
 // Offsets (in elements) of linear index i; in vector mode the innermost extent is counted in
@@ -43,17 +47,25 @@ __device__ __forceinline__ void canonicalize(Layout<N>& L) {
 template <int N>
 __device__ __forceinline__ void offsets_of(const Layout<N>& L, long long i, int V,
                                            long long (&off)[N]) {
-  for (int k = 0; k < N; ++k) off[k] = 0;
-  if (L.rank == 0) return;
-  if (L.rank == 1) {
-    for (int k = 0; k < N; ++k) off[k] = i * V * L.st[k][0];
+  constexpr int I = ETC_MAX_RANK - 1;
+  bool flat = true;
+#pragma unroll
+  for (int d = 0; d < I; ++d) flat = flat && L.ext[d] == 1;
+  if (flat) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] = i * V * L.st[k][I];
     return;
   }
-  for (int d = L.rank - 1; d >= 0; --d) {
-    long long e = d == L.rank - 1 ? L.ext[d] / V : L.ext[d];
+#pragma unroll
+  for (int k = 0; k < N; ++k) off[k] = 0;
+#pragma unroll
+  for (int d = I; d >= 0; --d) {
+    long long e = d == I ? L.ext[d] / V : L.ext[d];
+    if (e == 1) continue;
     long long c = i % e;
     i /= e;
-    if (d == L.rank - 1) c *= V;
+    if (d == I) c *= V;
+#pragma unroll
     for (int k = 0; k < N; ++k) off[k] += c * L.st[k][d];
   }
 }
@@ -63,12 +75,16 @@ template <int V, int N, class BodyS, class BodyV>
 __device__ __forceinline__ void ew_run(Layout<N> L, const void* const (&ptr)[N],
                                        const int (&esize)[N], BodyS body_s, BodyV body_v) {
   canonicalize(L);
+  constexpr int I = ETC_MAX_RANK - 1;
   long long n = 1;
-  for (int d = 0; d < L.rank; ++d) n *= L.ext[d];
-  bool vec = V > 1 && L.rank >= 1 && L.ext[L.rank - 1] % V == 0;
-  for (int k = 0; k < N && vec; ++k) {
-    vec = L.st[k][L.rank - 1] == 1 && aligned_to(ptr[k], (unsigned)(V * esize[k]));
-    for (int d = 0; d + 1 < L.rank && vec; ++d) vec = L.st[k][d] % V == 0;
+#pragma unroll
+  for (int d = 0; d < ETC_MAX_RANK; ++d) n *= L.ext[d];
+  bool vec = V > 1 && L.ext[I] % V == 0;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    vec = vec && L.st[k][I] == 1 && aligned_to(ptr[k], (unsigned)(V * esize[k]));
+#pragma unroll
+    for (int d = 0; d < I; ++d) vec = vec && (L.ext[d] == 1 || L.st[k][d] % V == 0);
   }
   const long long t0 = threadIdx.x, nt = blockDim.x;
   if (vec) {
@@ -90,11 +106,19 @@ __device__ __forceinline__ void ew_run(Layout<N> L, const void* const (&ptr)[N],
 
 template <int N, class T0>
 __device__ __forceinline__ void set_view(Layout<N>& L, int k, const View<T0>& v) {
-  if (k == 0) {
-    L.rank = v.rank;
-    for (int d = 0; d < ETC_MAX_RANK; ++d) L.ext[d] = d < v.rank ? v.ext[d] : 1;
+  // Right-aligned: view dimension j goes to position ETC_MAX_RANK - rank + j.
+#pragma unroll
+  for (int d = 0; d < ETC_MAX_RANK; ++d) {
+    long long e = 1, st = 0;
+#pragma unroll
+    for (int j = 0; j < ETC_MAX_RANK; ++j)
+      if (j < v.rank && ETC_MAX_RANK - v.rank + j == d) {
+        e = v.ext[j];
+        st = v.stride[j];
+      }
+    if (k == 0) L.ext[d] = e;
+    L.st[k][d] = st;
   }
-  for (int d = 0; d < ETC_MAX_RANK; ++d) L.st[k][d] = d < v.rank ? v.stride[d] : 0;
 }
 
 template <class A, class B>

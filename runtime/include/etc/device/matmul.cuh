@@ -417,16 +417,16 @@ __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, boo
   detail::MmArgs g;
   const bool avec = a.rank == 1;
   g.M = avec ? 1 : a.ext[0];
-  g.K = a.ext[a.rank - 1];
+  g.K = pick(a.ext, a.rank - 1);
   g.N = transpose_b ? b.ext[0] : b.ext[1];
   if (g.M > TM) g.M = TM;
   if (g.N > TN) g.N = TN;
   g.ams = avec ? 0 : a.stride[0];
-  g.aks = a.stride[a.rank - 1];
+  g.aks = pick(a.stride, a.rank - 1);
   g.bks = transpose_b ? b.stride[1] : b.stride[0];
   g.bns = transpose_b ? b.stride[0] : b.stride[1];
   g.yms = y.rank == 1 ? 0 : y.stride[0];
-  g.yns = y.stride[y.rank - 1];
+  g.yns = pick(y.stride, y.rank - 1);
   const T* ap = a.ptr;
   const T* bp = b.ptr;
   if constexpr (same_v<T, float>)

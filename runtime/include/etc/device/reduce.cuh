@@ -83,23 +83,27 @@ __device__ void reduce_impl(const Ctx& ctx, const View<TX>& x, int axis, const V
   using A = typename AccOf<X>::type;
   using Op = RedOp<IsMax, A>;
   if (axis < 0) axis += x.rank;
-  const long long R = x.ext[axis], rs = x.stride[axis];
-  // The other dimensions, in x's order: extents, x strides, y strides.
-  int orank = 0;
-  long long oext[ETC_MAX_RANK], oxs[ETC_MAX_RANK], oys[ETC_MAX_RANK];
+  const long long R = pick(x.ext, axis), rs = pick(x.stride, axis);
+  // The other dimensions, in x's order: extents, x strides, y strides (constant indices only).
+  constexpr int OR = ETC_MAX_RANK - 1;
+  const int orank = x.rank - 1;
+  long long oext[OR], oxs[OR], oys[OR];
   long long nout = 1;
-  for (int d = 0; d < x.rank; ++d) {
-    if (d == axis) continue;
-    oext[orank] = x.ext[d];
-    oxs[orank] = x.stride[d];
-    oys[orank] = y.stride[orank];
-    nout *= x.ext[d];
-    ++orank;
+#pragma unroll
+  for (int j = 0; j < OR; ++j) {
+    const int d = j < axis ? j : j + 1;
+    const bool live = j < orank;
+    oext[j] = live ? pick(x.ext, d) : 1;
+    oxs[j] = live ? pick(x.stride, d) : 0;
+    oys[j] = live ? y.stride[j] : 0;
+    nout *= oext[j];
   }
   auto locate = [&](long long o, long long& xo, long long& yo) {
     xo = 0;
     yo = 0;
-    for (int d = orank - 1; d >= 0; --d) {
+#pragma unroll
+    for (int d = OR - 1; d >= 0; --d) {
+      if (d >= orank) continue;
       long long c = o % oext[d];
       o /= oext[d];
       xo += c * oxs[d];
@@ -189,16 +193,18 @@ __device__ __forceinline__ void rms_rows(const View<TX>& x, const View<TW>& w, f
   const int lead = x.rank - 1;
   const long long first = Block ? 0 : (threadIdx.x >> 5);
   const long long step = Block ? 1 : (blockDim.x >> 5);
+  const long long xs = pick(x.stride, lead), ys = pick(y.stride, lead);
   for (long long r = first; r < rows; r += step) {
     long long xo = 0, yo = 0, q = r;
-    for (int d = lead - 1; d >= 0; --d) {
+#pragma unroll
+    for (int d = ETC_MAX_RANK - 2; d >= 0; --d) {
+      if (d >= lead) continue;
       long long c = q % x.ext[d];
       q /= x.ext[d];
       xo += c * x.stride[d];
       yo += c * y.stride[d];
     }
-    rms_row<V, Block>(x.ptr + xo, x.stride[lead], w.ptr, w.stride[0], y.ptr + yo, y.stride[lead],
-                      H, eps, scratch);
+    rms_row<V, Block>(x.ptr + xo, xs, w.ptr, w.stride[0], y.ptr + yo, ys, H, eps, scratch);
   }
 }
 
@@ -222,17 +228,21 @@ __device__ void rmsnorm(const Ctx& ctx, const View<TX>& x, const View<TW>& w, fl
   using W = bare_t<TW>;
   static_assert(is_float_v<X> && is_float_v<W> && is_float_v<TY>, "rmsnorm: float dtypes only");
   const int lead = x.rank - 1;
-  const long long H = x.ext[lead];
+  const long long H = pick(x.ext, lead);
   long long rows = 1;
-  for (int d = 0; d < lead; ++d) rows *= x.ext[d];
+#pragma unroll
+  for (int d = 0; d < ETC_MAX_RANK; ++d)
+    if (d < lead) rows *= x.ext[d];
   if (H > 0 && rows > 0) {
     constexpr int V = 16 / (sizeof(X) > sizeof(W) ? (sizeof(X) > sizeof(TY) ? sizeof(X) : sizeof(TY))
                                                    : (sizeof(W) > sizeof(TY) ? sizeof(W) : sizeof(TY)));
     // Vector accesses need every row start aligned: check the first row and the row strides.
-    bool vec = x.stride[lead] == 1 && y.stride[lead] == 1 && w.stride[0] == 1 && H % V == 0 &&
-               aligned_to(x.ptr, V * sizeof(X)) && aligned_to(y.ptr, V * sizeof(TY)) &&
+    bool vec = pick(x.stride, lead) == 1 && pick(y.stride, lead) == 1 && w.stride[0] == 1 &&
+               H % V == 0 && aligned_to(x.ptr, V * sizeof(X)) && aligned_to(y.ptr, V * sizeof(TY)) &&
                aligned_to(w.ptr, V * sizeof(W));
-    for (int d = 0; d < lead && vec; ++d) vec = x.stride[d] % V == 0 && y.stride[d] % V == 0;
+#pragma unroll
+    for (int d = 0; d < ETC_MAX_RANK; ++d)
+      if (d < lead) vec = vec && x.stride[d] % V == 0 && y.stride[d] % V == 0;
     float* scratch = reinterpret_cast<float*>(ctx.smem);
     const bool block = rows < (long long)(blockDim.x >> 5);
     if (vec) {
