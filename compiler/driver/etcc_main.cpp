@@ -170,7 +170,9 @@ int run(const Options& opt) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
         m ? "verified" : "errors");
   std::string emit = emitKind(opt);
-  if (m && emit != "etir") {
+  // --emit=etir prints the module as verified; the passes still run when a dump asks for them.
+  std::string parsed_text = m && emit == "etir" ? etc::ir::printModule(*m) : std::string();
+  if (m && (emit != "etir" || opt.verify_diagnostics || opt.print_after_all || !opt.print_after.empty())) {
     etc::PipelineOptions po;
     po.print_after_all = opt.print_after_all;
     po.print_after.insert(opt.print_after.begin(), opt.print_after.end());
@@ -194,7 +196,9 @@ int run(const Options& opt) {
   if (!m || diags.hasErrors()) return 1;
 
   std::string text;
-  if (emit == "etir" || emit == "tasks") {
+  if (emit == "etir") {
+    text = std::move(parsed_text);
+  } else if (emit == "tasks") {
     text = etc::ir::printModule(*m);
   } else if (!generate(*m, opt, emit, diags, text)) {
     return 1;

@@ -212,7 +212,7 @@ class Inference {
       d.lo = coordRef(kc, c.coords[kc]);
       wait.dims.push_back(d);
     }
-    // Waits go before the first call of C, notifies after the last call of P.
+    // Waits go before the first call of C, notifies at the end of P.
     auto first_call = std::find_if(c.body.begin(), c.body.end(),
                                    [](const TaskStmt& s) { return std::holds_alternative<CallStmt>(s); });
     c.body.insert(first_call, WaitStmt{wait, c.range});
@@ -237,9 +237,7 @@ class Inference {
         }
         n.dims.push_back(sd);
       }
-      auto last_call = std::find_if(p.body.rbegin(), p.body.rend(),
-                                    [](const TaskStmt& s) { return std::holds_alternative<CallStmt>(s); });
-      p.body.insert(last_call.base(), NotifyStmt{n, p.range});
+      p.body.push_back(NotifyStmt{n, p.range});
     }
   }
 

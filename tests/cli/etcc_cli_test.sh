@@ -42,7 +42,13 @@ run directory 1 "$tmp" && stderr_is directory "etcc: error: cannot read '$tmp': 
 run help 0 --help && stdout_has help "--emit" && stdout_has help "--verify-diagnostics"
 run version 0 --version && stdout_has version "etcc "
 run unknown-flag 1 --bogus samples/mlp.etir
-run emit-not-built 1 --emit=cuda samples/mlp.etir
+run emit-unknown 1 --emit=llvm samples/mlp.etir
+run arch-unknown 1 --emit=cuda -arch sm_9x samples/two_stage_sum.etir && stderr_has arch-unknown "unknown architecture 'sm_9x'"
+run cubin-two-archs 1 --emit=cubin samples/two_stage_sum.etir && stderr_has cubin-two-archs "name exactly one with -arch"
+run cubin-virtual 1 --emit=cubin --arch=compute_90 samples/two_stage_sum.etir && stderr_has cubin-virtual "needs a real architecture"
+run emit-cuda 0 --emit=cuda samples/two_stage_sum.etir && stdout_has emit-cuda "etc_main_mega" && stdout_has emit-cuda "etc_descriptor"
+run emit-tasks 0 --emit=tasks samples/mlp.etir && stdout_has emit-tasks "task @matmul_gate_up" && stdout_has emit-tasks "wait ev_"
+run emit-ptx 0 --emit=ptx -arch compute_80 samples/two_stage_sum.etir && stdout_has emit-ptx ".target sm_80"
 run no-file 1
 run print-after-unknown 1 --print-after=bogus samples/mlp.etir
 run color-bad 1 --color=sometimes samples/mlp.etir
@@ -67,7 +73,7 @@ stderr_has unwritable-output "cannot write '$tmp/no/such/dir/out.etir'"
 timeout 10 "$etcc" - <samples/mlp.etir >"$tmp/out" 2>"$tmp/err" && pass || fail "stdin: rejected"
 stdout_has stdin "module @mlp"
 
-run summary 0 samples/llama_layer.etir --summary -o "$tmp/l.etir"
+run summary 0 tests/golden/print/llama_layer.etir --summary -o "$tmp/l.etir"
 stderr_has summary "module @llama_layer: verified"
 stderr_has summary "w_gate_up"
 
