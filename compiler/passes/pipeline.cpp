@@ -40,7 +40,14 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
     auto start = std::chrono::steady_clock::now();
     m = p.run(std::move(m), diags);
     if (!m || diags.hasErrors()) return nullptr;
-    if (!ir::verifyModule(*m, diags)) {
+    // The front end already reported the module's warnings; after a pass only errors matter
+    // (they are compiler bugs), so verify into a collecting engine and forward the errors.
+    DiagnosticEngine quiet(diags.sources());
+    quiet.setCollect(true);
+    bool verified = ir::verifyModule(*m, quiet);
+    for (const Diagnostic& d : quiet.collected())
+      if (d.severity == Severity::Error) diags.report(d);
+    if (!verified) {
       diags.error({}, fmt::format("the module does not verify after pass '{}' (a compiler bug)", p.name));
       return nullptr;
     }

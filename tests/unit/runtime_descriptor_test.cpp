@@ -1,0 +1,114 @@
+#include <gtest/gtest.h>
+
+#include "runtime/src/descriptor.h"
+#include "runtime/src/rt_error.h"
+#include "runtime_fixtures.h"
+
+namespace {
+
+using etc::rt::parseDescriptor;
+using etc::rt::testing::sampleDescriptor;
+using nlohmann::json;
+
+std::string rejection(const json& j) {
+  try {
+    parseDescriptor(j.dump());
+  } catch (const etc::rt::Error& e) {
+    EXPECT_EQ(e.status(), ETC_STATUS_BAD_DESCRIPTOR);
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(RuntimeDescriptor, ParsesTheSample) {
+  etc::rt::Descriptor d = parseDescriptor(sampleDescriptor().dump());
+  EXPECT_EQ(d.module, "sample");
+  EXPECT_EQ(d.compiler, "etcc 0.1.0");
+  ASSERT_EQ(d.syms.size(), 2u);
+  EXPECT_EQ(d.syms[1].name, "N");
+  EXPECT_EQ(d.syms[1].hi, 1000000);
+  ASSERT_EQ(d.tensors.size(), 4u);
+  EXPECT_EQ(d.tensors[0].dtype, ETC_DTYPE_BF16);
+  EXPECT_EQ(d.tensors[2].role, ETC_ROLE_TEMP);
+  EXPECT_EQ(d.tensors[2].shape_text[1], "cdiv(N, 16)");
+  ASSERT_EQ(d.events.size(), 2u);
+  EXPECT_EQ(d.events[0].shape_text, (std::vector<std::string>{"cdiv(B, 16)", "2"}));
+  EXPECT_EQ(d.events[1].offset, 16);
+  EXPECT_EQ(d.event_words, 20);
+  ASSERT_EQ(d.graphs.size(), 1u);
+  EXPECT_EQ(d.graphs[0].mega.name, "etc_main_mega");
+  EXPECT_EQ(d.graphs[0].unfused[1].task, 1);
+  EXPECT_EQ(d.graphs[0].unfused[1].threads, 128);
+  EXPECT_EQ(d.findTensor("y"), 3);
+  EXPECT_EQ(d.findGraph("nope"), -1);
+  EXPECT_EQ(d.ir, "module @sample\n");
+}
+
+TEST(RuntimeDescriptor, ShapeTextIsRenderedWhenAbsent) {
+  json j = sampleDescriptor();
+  j["tensors"][2].erase("shape_text");
+  EXPECT_EQ(parseDescriptor(j.dump()).tensors[2].shape_text[1], "cdiv(N, 16)");
+}
+
+TEST(RuntimeDescriptor, RejectsBadDescriptors) {
+  EXPECT_EQ(rejection(json("{")), "descriptor: not a JSON object");
+  try {
+    parseDescriptor("{not json");
+    ADD_FAILURE();
+  } catch (const etc::rt::Error& e) {
+    EXPECT_STREQ(e.what(), "descriptor: not valid JSON");
+  }
+  json j = sampleDescriptor();
+  j["format"] = "other";
+  EXPECT_EQ(rejection(j), "descriptor: format is \"other\", expected \"etc.module\"");
+  j = sampleDescriptor();
+  j["abi"] = 2;
+  EXPECT_EQ(rejection(j), "descriptor: abi 2 is not supported (this runtime supports abi 1)");
+  j = sampleDescriptor();
+  j.erase("syms");
+  EXPECT_EQ(rejection(j), "descriptor: the descriptor has no \"syms\"");
+  j = sampleDescriptor();
+  j["syms"][0]["lo"] = 200;
+  EXPECT_EQ(rejection(j), "descriptor: sym B has an empty range [200, 128]");
+  j = sampleDescriptor();
+  j["tensors"][0]["dtype"] = "f64";
+  EXPECT_EQ(rejection(j), "descriptor: tensor x has unknown dtype \"f64\"");
+  j = sampleDescriptor();
+  j["tensors"][0]["role"] = "scratch";
+  EXPECT_EQ(rejection(j), "descriptor: tensor x has unknown role \"scratch\"");
+  j = sampleDescriptor();
+  j["tensors"][1]["name"] = "x";
+  EXPECT_EQ(rejection(j), "descriptor: tensor 'x' is listed twice");
+  j = sampleDescriptor();
+  j["tensors"][0]["shape"] = {1, 2, 3, 4, 5};
+  j["tensors"][0].erase("shape_text");
+  EXPECT_EQ(rejection(j), "descriptor: tensor x has rank 5, above the limit 4");
+  j = sampleDescriptor();
+  j["tensors"][0]["shape"][0] = json::array({"sym", 2});
+  EXPECT_EQ(rejection(j), "descriptor: tensor x: bad shape expression [\"sym\",2]: sym index out of range (the module has 2 syms)");
+  j = sampleDescriptor();
+  j["events"][1]["offset"] = 17;
+  EXPECT_EQ(rejection(j), "descriptor: event flag: words [17, +4) are outside event_words 20");
+  j = sampleDescriptor();
+  j["graphs"][0]["unfused"][0]["task"] = 2;
+  EXPECT_EQ(rejection(j), "descriptor: graph main unfused kernel: task 2 is not a task index (there are 2)");
+  j = sampleDescriptor();
+  j["graphs"][0]["mega"]["threads"] = 0;
+  EXPECT_EQ(rejection(j), "descriptor: graph main mega: threads 0 is outside [1, 1024]");
+  j = sampleDescriptor();
+  j["graphs"] = json::array();
+  EXPECT_EQ(rejection(j), "descriptor: the module has no graphs");
+  j = sampleDescriptor();
+  j["params_bytes"] = 88;
+  EXPECT_EQ(rejection(j), "descriptor: params_bytes is 88 but 2 syms and 4 tensors make 80 (abi.h EtcParams)");
+  j = sampleDescriptor();
+  j["ir"] = 5;
+  EXPECT_EQ(rejection(j), "descriptor: the descriptor: \"ir\" is not a string");
+}
+
+TEST(RuntimeDescriptor, ParamsBytesFollowsAbiLayout) {
+  EXPECT_EQ(etc::rt::paramsBytes(0, 0), 8 * 2 + 32);
+  EXPECT_EQ(etc::rt::paramsBytes(2, 4), 8 * 6 + 32);
+}
+
+}  // namespace

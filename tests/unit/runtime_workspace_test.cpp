@@ -1,0 +1,97 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "etc/abi.h"
+#include "runtime/src/descriptor.h"
+#include "runtime/src/params.h"
+#include "runtime/src/rt_error.h"
+#include "runtime/src/workspace.h"
+#include "runtime_fixtures.h"
+
+namespace {
+
+using etc::rt::layoutWorkspace;
+
+etc::rt::Descriptor sample() { return etc::rt::parseDescriptor(etc::rt::testing::sampleDescriptor().dump()); }
+
+std::vector<std::vector<int64_t>> shapes(int64_t B, int64_t N) {
+  return {{B, 64}, {64, 32}, {B, (N + 15) / 16}, {B, 32}};
+}
+
+TEST(RuntimeWorkspace, LayoutErrorRecordCountersTemps) {
+  etc::rt::Descriptor d = sample();
+  static_assert(sizeof(EtcError) == 72);
+  etc::rt::WorkspaceLayout w = layoutWorkspace(d, shapes(4, 100));
+  EXPECT_EQ(w.error_offset, 0u);
+  EXPECT_EQ(w.events_offset, 256u);
+  EXPECT_EQ(w.events_bytes, 80u);  // 20 words
+  EXPECT_EQ(w.tensor_offset[2], 512u);
+  EXPECT_EQ(w.tensor_offset[0], UINT64_MAX);  // bound by the user
+  EXPECT_EQ(w.total, 512u + 256u);            // t: 4 x 7 f32 = 112 bytes, rounded up
+}
+
+TEST(RuntimeWorkspace, GrowsWithSyms) {
+  etc::rt::Descriptor d = sample();
+  EXPECT_EQ(layoutWorkspace(d, shapes(128, 1000000)).total, 512u + 128u * 62500u * 4u);
+  EXPECT_LT(layoutWorkspace(d, shapes(1, 1)).total, layoutWorkspace(d, shapes(2, 1)).total);
+}
+
+TEST(RuntimeWorkspace, NoEventsStillGetsOneWord) {
+  nlohmann::json j = etc::rt::testing::sampleDescriptor();
+  j["events"] = nlohmann::json::array();
+  j["event_words"] = 0;
+  EXPECT_EQ(layoutWorkspace(etc::rt::parseDescriptor(j.dump()), shapes(1, 1)).events_bytes, 4u);
+}
+
+TEST(RuntimeWorkspace, OverflowIsAnError) {
+  etc::rt::Descriptor d = sample();
+  auto s = shapes(1, 1);
+  s[2] = {int64_t(1) << 40, int64_t(1) << 40};
+  try {
+    layoutWorkspace(d, s);
+    ADD_FAILURE();
+  } catch (const etc::rt::Error& e) {
+    EXPECT_EQ(e.status(), ETC_STATUS_BAD_SHAPE);
+    EXPECT_STREQ(e.what(), "the size of tensor t overflows 64 bits");
+  }
+}
+
+TEST(RuntimeParams, MatchesAbiLayout) {
+  etc::rt::Descriptor d = sample();
+  std::vector<unsigned char> p = etc::rt::buildParams(d, {4, 1000}, {0x10, 0x20, 0x30, 0x40}, 0xE0, 0xF0, 123456789, 1);
+  ASSERT_EQ(p.size(), 80u);
+  auto at = [&](size_t off) {
+    int64_t v;
+    std::memcpy(&v, p.data() + off, 8);
+    return v;
+  };
+  EXPECT_EQ(at(0), 4);
+  EXPECT_EQ(at(8), 1000);
+  EXPECT_EQ(at(16), 0x10);
+  EXPECT_EQ(at(40), 0x40);
+  EXPECT_EQ(at(48), 0xE0);  // events
+  EXPECT_EQ(at(56), 0xF0);  // error
+  EXPECT_EQ(at(64), 123456789);
+  uint32_t flags, pad;
+  std::memcpy(&flags, p.data() + 72, 4);
+  std::memcpy(&pad, p.data() + 76, 4);
+  EXPECT_EQ(flags, 1u);
+  EXPECT_EQ(pad, 0u);
+}
+
+TEST(RuntimeParams, EmptyModuleKeepsOneSlotEach) {
+  nlohmann::json j = etc::rt::testing::sampleDescriptor();
+  j["syms"] = nlohmann::json::array();
+  j["tensors"] = nlohmann::json::array();
+  j["events"] = nlohmann::json::array();
+  j["params_bytes"] = 48;
+  etc::rt::Descriptor d = etc::rt::parseDescriptor(j.dump());
+  std::vector<unsigned char> p = etc::rt::buildParams(d, {}, {}, 0xE0, 0xF0, 5, 0);
+  ASSERT_EQ(p.size(), 48u);
+  int64_t events;
+  std::memcpy(&events, p.data() + 16, 8);
+  EXPECT_EQ(events, 0xE0);
+}
+
+}  // namespace
