@@ -470,7 +470,7 @@ class Interpreter {
       const EventState& ev = events_[e];
       for (size_t o = 0; o < ev.count.size(); ++o) {
         if (ev.count[o] == 0) continue;
-        return fail(fmt::format("{} ends at {}: {} of {} never {}", elementText(e, static_cast<int64_t>(o)),
+        return fail(fmt::format("event {} ends at {}: {} of {} never {}", elementText(e, static_cast<int64_t>(o)),
                                 ev.count[o], ev.count[o], plural(ev.init[o], "notify", "notifies"), "arrived"));
       }
     }
