@@ -269,7 +269,7 @@ TEST(FatbinWriter, RejectsImagesThatAreNotWhatTheTargetSays) {
 }
 
 TEST(CompactPtx, SqueezesBlanksAndDropsComments) {
-  EXPECT_EQ(compactPtx("\tld.param.u64 \t%rd1, [p];\n"), "ld.param.u64 %rd1, [p];\n");
+  EXPECT_EQ(compactPtx("{\n\tld.param.u64 \t%rd1, [p];\n"), "{\nld.param.u64 %rd1, [p];\n");
   EXPECT_EQ(compactPtx("// c1\n\t// c2\n.version 9.0\n"), "\n\n.version 9.0\n");
   EXPECT_EQ(compactPtx("x  /* in */ y\t\t\n"), "x  y\t\n");                 // a comment splits a run
   EXPECT_EQ(compactPtx("/* a\nb */ .x // t\n"), " .x \n");                  // its newline goes too
