@@ -62,7 +62,7 @@ int64_t floorDiv(int64_t a, int64_t b) {
 }
 
 int64_t floorMod(int64_t a, int64_t b) {
-  checkDivisor(a, b, "mod");
+  if (b == 0) fail(ETC_STATUS_BAD_SHAPE, "shape expression divides by zero (in mod)");
   if (b == -1) return 0;  // INT64_MIN % -1 traps on x86
   int64_t r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;

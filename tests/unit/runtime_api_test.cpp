@@ -36,7 +36,8 @@ TEST(RuntimeApi, OpensAFatbinAndListsTheDescriptor) {
   EXPECT_STREQ(etc_module_arch(o.m, 2), "compute_90");
   EXPECT_STREQ(etc_module_ir(o.m), "module @sample\n");
   size_t n = 0;
-  EXPECT_EQ(std::string(etc_module_descriptor_json(o.m, &n), n), sampleDescriptor().dump());
+  const char* json = etc_module_descriptor_json(o.m, &n);
+  EXPECT_EQ(std::string(json, n), sampleDescriptor().dump());
 
   ASSERT_EQ(etc_module_num_syms(o.m), 2u);
   etc_sym_info s;
