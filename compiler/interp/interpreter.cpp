@@ -447,8 +447,18 @@ class Interpreter {
     if (!bindSyms()) return false;
     collectReferences(tasks);
     if (!bindTensors()) return false;
-    for (uint32_t g = 0; g < tasks.size(); ++g) {
-      if (!drain() || !runGrid(g, tasks[g])) return false;
+    // A grid whose extent reads data starts after every other grid, once nothing else can
+    // progress, so that it reads what its producers wrote whatever the order of the runs.
+    auto readsData = [&](uint32_t t) {
+      for (const ir::Expr& e : m_.tasks[t].grid)
+        if (ir::hasLoad(e)) return true;
+      return false;
+    };
+    for (bool data_pass : {false, true}) {
+      for (uint32_t g = 0; g < tasks.size(); ++g) {
+        if (readsData(tasks[g]) != data_pass) continue;
+        if (!drain() || !runGrid(g, tasks[g])) return false;
+      }
     }
     if (!drain()) return false;
     if (!suspended_.empty()) {

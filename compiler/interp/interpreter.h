@@ -6,10 +6,11 @@
 // tiles in row-major coordinate order, each tile's statements in order. A `wait` whose slice
 // still has an element with a count > 0 suspends the tile (it keeps its place in its body);
 // whenever a tile makes progress, the suspended tiles are retried, lowest grid index first,
-// then lowest coordinates. Before a grid starts, every suspended tile that can run has run,
-// so a data-dependent grid extent (`load(n[0]) <= bound`) reads the data the earlier tiles
-// wrote. A data-dependent event count is evaluated when the event is first touched (its
-// first wait or notify, or the final balance check).
+// then lowest coordinates. Before a grid starts, every suspended tile that can run has run.
+// A grid whose extent reads data (`load(n[0]) <= bound`) starts after all the other grids, in
+// run order, so that it reads what its producers wrote whatever the order of the `run`s; a
+// data-dependent event count is evaluated when the event is first touched (its first wait or
+// notify, or the final balance check).
 //
 // Checks (each a RunResult error that names the task, its coordinates and the element):
 // every sym given and in its range; every input and param the graph reads present with its

@@ -286,7 +286,7 @@ module @dd
 tensor n : i32[1] input
 tensor a : f32[4] input
 tensor y : f32[4] output
-event done : [1] init load(n[0]) <= 4
+event done : [1] init load(n[0]) <= 8
 task @k grid [load(n[0]) <= 4] (i) {
   copy(a[i]) -> y[i]
   notify done[0]
@@ -310,6 +310,10 @@ TEST(InterpDataDependent, GridAndCountReadTheData) {
   t["n"] = makeIntTensor(ir::DType::I32, {1}, {5});
   EXPECT_EQ(run(*p->module, "main", {}, t).error,
             "task @k: grid extent 0 ('load(n[0]) <= 4'): 'load(n[0])' is 5, above its stated bound 4");
+  // @last waits on done (its first touch) before the data-dependent grid @k starts.
+  t["n"] = makeIntTensor(ir::DType::I32, {1}, {9});
+  EXPECT_EQ(run(*p->module, "main", {}, t).error,
+            "the count of done[0] ('load(n[0]) <= 8'): 'load(n[0])' is 9, above its stated bound 8");
 }
 
 }  // namespace

@@ -1,0 +1,92 @@
+// Tests of the interpreter's dtype conversions (round to nearest even, one rounding from
+// double) and host tensor helpers.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "compiler/interp/interpreter.h"
+
+namespace etc::interp {
+namespace {
+
+TEST(InterpDType, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(doubleToBf16(1.0), 0x3F80);
+  EXPECT_EQ(doubleToBf16(1.0 + std::ldexp(1, -8)), 0x3F80);      // tie, down to even
+  EXPECT_EQ(doubleToBf16(1.0 + 3 * std::ldexp(1, -8)), 0x3F82);  // tie, up to even
+  EXPECT_EQ(doubleToBf16(1.0 + std::ldexp(1, -8) + std::ldexp(1, -30)), 0x3F81);  // above the tie
+  EXPECT_EQ(doubleToBf16(-2.0), 0xC000);
+  EXPECT_EQ(doubleToBf16(3.4e38), 0x7F80);   // rounds past the largest finite bf16: inf
+  EXPECT_EQ(doubleToBf16(-1e300), 0xFF80);
+  EXPECT_EQ(doubleToBf16(std::ldexp(1, -133)), 0x0001);  // the smallest subnormal
+  EXPECT_EQ(doubleToBf16(std::ldexp(1, -134)), 0x0000);  // half of it: tie to even 0
+  EXPECT_TRUE(std::isnan(bf16ToDouble(doubleToBf16(std::nan("")))));
+  EXPECT_EQ(bf16ToDouble(0x3F81), 1.0 + std::ldexp(1, -7));
+  EXPECT_EQ(bf16ToDouble(0x0001), std::ldexp(1, -133));
+  EXPECT_EQ(doubleToBf16(-0.0), 0x8000);
+}
+
+TEST(InterpDType, Bf16AgreesWithTheF32BitTrickOnF32Values) {
+  // For values that are f32 already, rounding f32 -> bf16 is the well-known bit trick.
+  std::mt19937 rng(7);
+  for (int i = 0; i < 100000; ++i) {
+    uint32_t bits = rng();
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (std::isnan(f)) continue;
+    uint32_t rounded = bits + 0x7FFF + ((bits >> 16) & 1);
+    EXPECT_EQ(doubleToBf16(f), static_cast<uint16_t>(rounded >> 16)) << std::hex << bits;
+  }
+}
+
+TEST(InterpDType, F16RoundsToNearestEven) {
+  EXPECT_EQ(doubleToF16(1.0), 0x3C00);
+  EXPECT_EQ(doubleToF16(1.0 + std::ldexp(1, -11)), 0x3C00);
+  EXPECT_EQ(doubleToF16(1.0 + 3 * std::ldexp(1, -11)), 0x3C02);
+  EXPECT_EQ(doubleToF16(65504.0), 0x7BFF);
+  EXPECT_EQ(doubleToF16(65519.0), 0x7BFF);
+  EXPECT_EQ(doubleToF16(65520.0), 0x7C00);  // the tie above the largest finite: inf
+  EXPECT_EQ(doubleToF16(std::ldexp(1, -24)), 0x0001);
+  EXPECT_EQ(doubleToF16(std::ldexp(1, -25)), 0x0000);
+  EXPECT_EQ(doubleToF16(3 * std::ldexp(1, -25)), 0x0002);
+  EXPECT_EQ(f16ToDouble(0x0001), std::ldexp(1, -24));
+  EXPECT_EQ(f16ToDouble(0xC000), -2.0);
+  EXPECT_EQ(f16ToDouble(0x7C00), HUGE_VAL);
+}
+
+#ifdef __FLT16_MAX__
+TEST(InterpDType, F16AgreesWithTheCompilersFloat16) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> mant(-1, 1);
+  for (int i = 0; i < 100000; ++i) {
+    double x = std::ldexp(mant(rng), static_cast<int>(rng() % 44) - 28);
+    _Float16 h = static_cast<_Float16>(x);
+    uint16_t bits;
+    std::memcpy(&bits, &h, 2);
+    EXPECT_EQ(doubleToF16(x), bits) << x;
+    EXPECT_EQ(f16ToDouble(bits), static_cast<double>(h));
+  }
+}
+#endif
+
+TEST(InterpDType, F32IsTheIeeeConversion) {
+  EXPECT_EQ(doubleToF32(1.0 + std::ldexp(1, -24)), 1.0f);
+  EXPECT_EQ(doubleToF32(1.0 + 3 * std::ldexp(1, -24)), 1.0f + std::ldexp(1.0f, -22));
+}
+
+TEST(InterpHostTensor, MakeAndRead) {
+  HostTensor t = makeTensor(ir::DType::BF16, {2, 2}, {1.0, 1.0 + std::ldexp(1, -8), 2.5, -3});
+  EXPECT_EQ(t.bytes.size(), 8u);
+  EXPECT_EQ(toDoubles(t), (std::vector<double>{1.0, 1.0, 2.5, -3}));
+  HostTensor i = makeIntTensor(ir::DType::I32, {3}, {1, -2, (int64_t{1} << 32) + 5});
+  EXPECT_EQ(toInts(i), (std::vector<int64_t>{1, -2, 5}));  // wraps
+  HostTensor u = makeTensor(ir::DType::U8, {2}, {3.9, 258});
+  EXPECT_EQ(toInts(u), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(zeros(ir::DType::I64, {2, 3}).bytes.size(), 48u);
+}
+
+}  // namespace
+}  // namespace etc::interp
