@@ -204,8 +204,12 @@ template <class TX, class TW, class TY>
 __global__ void k_rms(View<const TX> x, View<const TW> w, float eps, View<TY> y) {
   SMEM_DECL; Ctx c{smem_, kSmemSmall}; rmsnorm(c, x, w, eps, y);
 }
-template <int TM, int TN, int TK, class T, class TY>
-__global__ void k_mm(View<const T> a, View<const T> b, bool tb, View<TY> y, View<TY> y2) {
+// Launch bounds as the generated kernels have them (etcc: 256 threads, 1 CTA per SM), widened to
+// 512 threads for the smaller tiles (a 512-thread block can only have 128 registers a thread, too
+// few for a 128x128 tile, which is only launched with up to 256). Without bounds, ptxas may use
+// more registers than the block can have ("too many resources requested for launch").
+template <int TM, int TN, int TK, class T, class TY, int MAXT>
+__global__ void __launch_bounds__(MAXT, 1) k_mm(View<const T> a, View<const T> b, bool tb, View<TY> y, View<TY> y2) {
   SMEM_DECL;
   Ctx c{smem_, matmul_smem_bytes<T, TM, TN, TK>()};
   matmul<TM, TN, TK>(c, a, b, tb, y);
@@ -466,7 +470,12 @@ static void t_mm(long long M, long long N, long long K, bool tb, long long lda, 
   HV bv = tb ? hv(boff, {N, K}, {ldb, 1}) : hv(boff, {K, N}, {ldb, 1});
   HV yv = avec ? hv(yoff, {N}, {1}) : hv(yoff, {M, N}, {ldy, 1});
   unsigned smem = matmul_smem_bytes<T, TM, TN, TK>();
-  auto kern = k_mm<TM, TN, TK, T, TY>;
+  constexpr int kMaxThreads = TM * TN >= 128 * 128 ? 256 : 512;
+  if (threads > kMaxThreads) {
+    report(false, "matmul test launches more threads than its kernel's bounds", threads);
+    return;
+  }
+  auto kern = k_mm<TM, TN, TK, T, TY, kMaxThreads>;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   View<TY> y2v = dv<TY>(y2, yv);
   if (!twice) y2v.ptr = nullptr;

@@ -125,6 +125,11 @@ __device__ __forceinline__ long long to_i64(unsigned char x) { return x; }
 template <class T> __device__ __forceinline__ T f32_to_int(float f);
 template <> __device__ __forceinline__ int f32_to_int<int>(float f) { return __float2int_rz(f); }
 template <> __device__ __forceinline__ long long f32_to_int<long long>(float f) {
+  // The hardware conversion gives 0x8000000000000000 for NaN and for values past +2^63; the
+  // cast rule (docs/ops.md) wants NaN -> 0 and saturation on both sides.
+  if (f != f) return 0;
+  if (f >= 9223372036854775808.0f) return 9223372036854775807LL;
+  if (f <= -9223372036854775808.0f) return (-9223372036854775807LL - 1);
   return __float2ll_rz(f);
 }
 template <> __device__ __forceinline__ unsigned char f32_to_int<unsigned char>(float f) {
