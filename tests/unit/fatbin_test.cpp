@@ -16,6 +16,7 @@
 
 #include "compiler/backend/fatbin_writer.h"
 #include "compiler/backend/toolchain.h"
+#include "runtime/src/elf_symbols.h"
 #include "runtime/src/fatbin_reader.h"
 
 namespace etc::backend {
@@ -202,6 +203,18 @@ TEST(FatbinWriter, ReaderSeesFatbinaryCompressionFlag) {
                                         realEntries()[2].image.size())).size());
 }
 
+TEST(FatbinWriter, DescriptorReadsBackThroughFatbinAndElf) {
+  // The `etc-run --info` path: fatbin -> first cubin -> ELF symbol table -> etc_descriptor.
+  const Bytes fatbin = writeFatbin(realEntries());
+  const auto images = parseOk(fatbin);
+  ASSERT_FALSE(images.empty());
+  ASSERT_FALSE(images[0].is_ptx);
+  std::span<const uint8_t> descriptor;
+  std::string error;
+  ASSERT_TRUE(rt::findElfSymbol(images[0].data, "etc_descriptor", descriptor, error)) << error;
+  EXPECT_EQ(std::string(descriptor.begin(), descriptor.end()), "{}");
+}
+
 // ---- writer on its own --------------------------------------------------------------------------
 
 TEST(FatbinWriter, RoundTripsThroughTheReader) {
@@ -359,6 +372,27 @@ TEST(FatbinReader, ReadsContainersBackToBack) {
   b.insert(b.end(), {1, 2, 3});
   EXPECT_EQ(parseError(b), "the data after the fatbin container at offset " + std::to_string(b.size() - 3) +
                                " is too short for another container: 3 bytes, a fatbin header has 16");
+}
+
+TEST(FatbinReader, SurvivesEveryTruncationAndByteFlip) {
+  // Damaged input gives an error or a consistent image list, never a read out of bounds.
+  const Bytes good = smallFatbin();
+  for (size_t n = 0; n < good.size(); ++n) {
+    std::vector<rt::FatbinImage> images;
+    std::string error;
+    EXPECT_FALSE(rt::parseFatbin(std::span<const uint8_t>(good.data(), n), images, error)) << n;
+    EXPECT_FALSE(error.empty()) << n;
+  }
+  for (size_t at = 0; at < good.size(); ++at) {
+    Bytes b = good;
+    b[at] ^= 0xFF;
+    std::vector<rt::FatbinImage> images;
+    std::string error;
+    if (!rt::parseFatbin(b, images, error)) continue;
+    for (const rt::FatbinImage& im : images) {
+      EXPECT_TRUE(im.data.data() >= b.data() && im.data.data() + im.data.size() <= b.data() + b.size());
+    }
+  }
 }
 
 }  // namespace
