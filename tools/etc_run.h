@@ -1,0 +1,42 @@
+// etc-run's options and its three ways to run a file (see docs/runtime.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "etc/runtime.hpp"
+#include "etc_run_host.h"
+
+namespace etc::tools {
+
+struct RunOptions {
+  std::string file;
+  std::vector<std::string> syms;  // "N=V"
+  RunInputs inputs;
+  std::string graph;              // empty: the module's only graph
+  bool check = false;
+  int bench = 0;
+  std::vector<etc_mode> modes = {ETC_MODE_MEGA};
+  bool info = false;
+  bool debug = false;
+  int64_t watchdog_ms = 0;        // 0: the runtime's default
+  int device = 0;
+};
+
+const char* modeName(etc_mode m);
+
+// --info: the descriptor, readably. Needs no GPU.
+void printInfo(const Module& m);
+// Runs the fatbin on the GPU (and the interpreter with --check). Returns the exit status;
+// throws std::runtime_error / RuntimeError for bad input.
+int runFatbin(Module& m, const RunOptions& opt);
+// Runs an .etir file on the CPU reference interpreter.
+int runEtir(const RunOptions& opt);
+
+// Parses and lowers .etir text (the embedded IR of a fatbin, or a file) and runs the
+// interpreter on `tensors` (inputs in, outputs added). Throws with the interpreter's sentence.
+void interpret(const std::string& ir_text, const std::string& source_name, const std::string& graph,
+               const std::map<std::string, int64_t>& syms, interp::TensorMap& tensors);
+
+}  // namespace etc::tools

@@ -1,0 +1,151 @@
+#include "etc_run_host.h"
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "npy.h"
+#include "safetensors.h"
+
+namespace etc::tools {
+namespace {
+
+[[noreturn]] void bad(const std::string& why) { throw std::runtime_error(why); }
+
+std::string describe(const TensorSpec& s) {
+  std::string text;
+  for (size_t i = 0; i < s.shape_text.size(); ++i) text += (i ? ", " : "") + s.shape_text[i];
+  std::string shape = shapeText(s.shape);
+  return s.shape_text.empty() || "[" + text + "]" == shape ? shape : "[" + text + "] = " + shape;
+}
+
+void checkMatches(const TensorSpec& s, const interp::HostTensor& t, const std::string& source) {
+  if (t.dtype != s.dtype)
+    bad(source + " holds " + std::string(ir::dtypeName(t.dtype)) + " data, tensor " + s.name + " is " +
+        std::string(ir::dtypeName(s.dtype)));
+  if (t.shape != s.shape)
+    bad(source + " has shape " + shapeText(t.shape) + ", tensor " + s.name + " has shape " + describe(s));
+}
+
+const TensorSpec* find(const std::vector<TensorSpec>& specs, const std::string& name) {
+  for (const TensorSpec& s : specs)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+void checkNames(const std::vector<TensorSpec>& specs, const std::map<std::string, std::string>& given, const char* option,
+                const std::string& role) {
+  for (const auto& [name, file] : given) {
+    const TensorSpec* s = find(specs, name);
+    if (!s) bad(std::string(option) + " " + name + "=" + file + ": the module has no tensor named '" + name + "'");
+    if (s->role != role) bad(std::string(option) + " " + name + "=" + file + ": tensor " + name + " is " + s->role + ", not " + role);
+  }
+}
+
+}  // namespace
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+std::pair<std::string, std::string> splitAssignment(const std::string& text, const std::string& option) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    bad(option + " expects NAME=VALUE, got '" + text + "'");
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+interp::HostTensor randomTensor(ir::DType dtype, const std::vector<int64_t>& shape, uint64_t seed, const std::string& name) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a of the name, mixed into the seed
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  std::mt19937_64 rng(seed ^ h);
+  int64_t n = 1;
+  for (int64_t x : shape) n *= x;
+  if (ir::isFloat(dtype)) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (double& x : v) {
+      x = static_cast<double>(rng() >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+      if (x == 0.0) x = 0.5;
+    }
+    return interp::makeTensor(dtype, shape, v);
+  }
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t& x : v) x = 1 + static_cast<int64_t>(rng() % 7);
+  return interp::makeIntTensor(dtype, shape, v);
+}
+
+interp::TensorMap gatherInputs(const std::vector<TensorSpec>& specs, const RunInputs& ri) {
+  checkNames(specs, ri.in, "--in", "input");
+  checkNames(specs, ri.param, "--param", "param");
+  checkNames(specs, ri.out, "--out", "output");
+  std::map<std::string, std::pair<interp::HostTensor, std::string>> weights;  // name -> tensor, file
+  for (const std::string& file : ri.weights)
+    for (auto& [name, t] : readSafetensors(file)) weights.insert_or_assign(name, std::make_pair(std::move(t), file));
+
+  interp::TensorMap out;
+  for (const TensorSpec& s : specs) {
+    if (s.role != "input" && s.role != "param") continue;
+    const auto& files = s.role == "input" ? ri.in : ri.param;
+    interp::HostTensor t;
+    if (auto it = files.find(s.name); it != files.end()) {
+      t = readNpy(it->second);
+      checkMatches(s, t, it->second);
+    } else if (auto w = weights.find(s.name); s.role == "param" && w != weights.end()) {
+      t = w->second.first;
+      checkMatches(s, t, w->second.second + " tensor '" + s.name + "'");
+    } else if (s.role == "param" && !ri.weights.empty()) {
+      bad("param " + s.name + " is in none of the --weights files (and no --param gives it)");
+    } else {
+      t = randomTensor(s.dtype, s.shape, ri.seed, s.name);
+    }
+    out.emplace(s.name, std::move(t));
+  }
+  return out;
+}
+
+Comparison compareOutput(const std::string& name, const interp::HostTensor& got, const interp::HostTensor& ref) {
+  Comparison c;
+  const std::string head = name + ": " + std::string(ir::dtypeName(ref.dtype)) + " " + shapeText(ref.shape);
+  if (got.dtype != ref.dtype || got.shape != ref.shape) {
+    c.line = head + " FAIL: the result is " + std::string(ir::dtypeName(got.dtype)) + " " + shapeText(got.shape);
+    return c;
+  }
+  if (ir::isInteger(ref.dtype)) {
+    std::vector<int64_t> a = interp::toInts(got), b = interp::toInts(ref);
+    size_t bad_count = 0;
+    for (size_t i = 0; i < a.size(); ++i) bad_count += a[i] != b[i];
+    c.error = static_cast<double>(bad_count);
+    c.ok = bad_count == 0;
+    c.line = head + fmt::format(" {} of {} elements differ (exact match needed) {}", bad_count, a.size(), c.ok ? "ok" : "FAIL");
+    return c;
+  }
+  c.tolerance = ref.dtype == ir::DType::F32 ? 1e-5 : 2e-2;
+  std::vector<double> a = interp::toDoubles(got), b = interp::toDoubles(ref);
+  double diff = 0, norm = 0;
+  size_t nan = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) {
+      ++nan;
+      continue;
+    }
+    if (std::isinf(a[i]) || std::isinf(b[i])) {
+      if (a[i] != b[i]) ++nan;
+      continue;
+    }
+    diff += (a[i] - b[i]) * (a[i] - b[i]);
+    norm += b[i] * b[i];
+  }
+  const bool relative = norm > 0;
+  c.error = relative ? std::sqrt(diff / norm) : std::sqrt(diff);
+  c.ok = nan == 0 && std::isfinite(c.error) && c.error < c.tolerance;
+  c.line = head + fmt::format(" {} L2 {:.3g} (tolerance {:g})", relative ? "rel" : "abs (the reference is 0)", c.error, c.tolerance);
+  if (nan) c.line += fmt::format(", {} NaN or inf mismatches", nan);
+  c.line += c.ok ? " ok" : " FAIL";
+  return c;
+}
+
+}  // namespace etc::tools

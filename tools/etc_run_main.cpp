@@ -1,0 +1,160 @@
+// etc-run: runs an etc fatbin on the GPU (or an .etir file on the CPU reference interpreter)
+// with inputs from .npy / .safetensors files or random from a seed. See docs/runtime.md.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+#include <sstream>
+
+#include "compiler/frontend/frontend.h"
+#include "compiler/passes/pipeline.h"
+#include "compiler/support/diagnostics.h"
+#include "compiler/support/source.h"
+#include "etc_run.h"
+#include "npy.h"
+
+namespace etc::tools {
+
+void interpret(const std::string& ir_text, const std::string& source_name, const std::string& graph,
+               const std::map<std::string, int64_t>& syms, interp::TensorMap& tensors) {
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  uint32_t id = sources.addBuffer(source_name, ir_text);
+  std::unique_ptr<ir::Module> m = parseAndVerifyBuffer(id, LoadOptions{}, sources, diags);
+  if (m) m = runPipeline(std::move(m), PipelineOptions{}, diags);
+  if (!m || diags.hasErrors()) throw std::runtime_error(source_name + " does not compile (diagnostics above)");
+  interp::RunResult r = interp::run(*m, graph, syms, tensors);
+  if (!r.ok) throw std::runtime_error("reference interpreter: " + r.error);
+}
+
+int runEtir(const RunOptions& opt) {
+  if (opt.check || opt.bench > 0 || opt.info)
+    throw std::runtime_error("--check, --bench and --info need a .fatbin (an .etir file runs on the CPU interpreter)");
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  std::unique_ptr<ir::Module> m = parseAndVerifyFile(opt.file, LoadOptions{}, sources, diags);
+  if (m) m = runPipeline(std::move(m), PipelineOptions{}, diags);
+  if (!m || diags.hasErrors()) throw std::runtime_error(opt.file + " does not compile (diagnostics above)");
+
+  std::map<std::string, int64_t> syms;
+  for (const std::string& a : opt.syms) {
+    auto [name, value] = splitAssignment(a, "--sym");
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != value.size()) throw std::runtime_error("--sym " + a + ": '" + value + "' is not an integer");
+    bool known = false;
+    for (const ir::Sym& s : m->syms) {
+      if (s.name != name) continue;
+      known = true;
+      if (v < s.lo || v > s.hi)
+        throw std::runtime_error(fmt::format("sym {} = {} is outside its range [{}, {}]", name, v, s.lo, s.hi));
+    }
+    if (!known) throw std::runtime_error("no sym named '" + name + "'");
+    syms[name] = v;
+  }
+  for (const ir::Sym& s : m->syms)
+    if (!syms.count(s.name))
+      throw std::runtime_error(fmt::format("sym {} is not set: give --sym {}=V with V in [{}, {}]", s.name, s.name, s.lo, s.hi));
+
+  std::string graph = opt.graph;
+  if (!graph.empty() && graph[0] == '@') graph.erase(0, 1);
+  if (graph.empty()) {
+    if (m->graphs.size() != 1) throw std::runtime_error("the module has several graphs: choose one with --graph");
+    graph = m->graphs[0].name;
+  }
+
+  ir::Bindings b;
+  b.sym = [&](uint32_t id) -> std::optional<int64_t> { return syms.at(m->syms[id].name); };
+  std::vector<TensorSpec> specs;
+  for (const ir::Tensor& t : m->tensors) {
+    TensorSpec s{t.name, t.dtype, std::string(ir::roleName(t.role)), {}, {}};
+    if (t.role != ir::Role::Temp)
+      for (const ir::Expr& e : t.shape) {
+        ir::EvalResult r = ir::evaluate(e, b);
+        if (!r.ok()) throw std::runtime_error("the shape of tensor " + t.name + " cannot be evaluated for these syms");
+        s.shape.push_back(r.value);
+      }
+    specs.push_back(std::move(s));
+  }
+  interp::TensorMap tensors = gatherInputs(specs, opt.inputs);
+  interp::RunResult r = interp::run(*m, graph, syms, tensors);
+  if (!r.ok) throw std::runtime_error(r.error);
+  for (const auto& [name, file] : opt.inputs.out) writeNpy(file, tensors.at(name));
+  for (const TensorSpec& s : specs) {
+    if (s.role != "output" || !tensors.count(s.name)) continue;
+    const interp::HostTensor& t = tensors.at(s.name);
+    double norm = 0;
+    for (double x : interp::toDoubles(t)) norm += x * x;
+    fmt::print("output {}: {} {}, L2 norm {:.6g}\n", s.name, ir::dtypeName(t.dtype), shapeText(t.shape), std::sqrt(norm));
+  }
+  return 0;
+}
+
+}  // namespace etc::tools
+
+namespace {
+
+std::map<std::string, std::string> assignments(const std::vector<std::string>& items, const std::string& option) {
+  std::map<std::string, std::string> out;
+  for (const std::string& a : items) {
+    auto [name, file] = etc::tools::splitAssignment(a, option);
+    if (!out.emplace(name, file).second) throw std::runtime_error(option + " gives tensor " + name + " twice");
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace etc::tools;
+  CLI::App app{"etc-run: run an etc fatbin on the GPU, or an .etir file on the CPU reference interpreter"};
+  RunOptions opt;
+  std::vector<std::string> ins, params, outs;
+  std::string mode = "mega";
+  app.add_option("FILE", opt.file, "a .fatbin made by etcc, or an .etir file")->required();
+  app.add_option("--sym", opt.syms, "set a sym: NAME=VALUE (repeatable)");
+  app.add_option("--in", ins, "an input from a .npy file: NAME=FILE (repeatable)");
+  app.add_option("--weights", opt.inputs.weights, "params from a .safetensors file (repeatable)");
+  app.add_option("--param", params, "a param from a .npy file: NAME=FILE (repeatable)");
+  app.add_option("--out", outs, "write an output to a .npy file: NAME=FILE (repeatable)");
+  app.add_option("--seed", opt.inputs.seed, "seed of the random inputs and params (default 0)");
+  app.add_option("--graph", opt.graph, "the graph to run (default: the module's only graph)");
+  app.add_flag("--check", opt.check, "compare with the reference interpreter on the fatbin's embedded IR");
+  app.add_option("--bench", opt.bench, "time N launches (after warm-up) per mode")->check(CLI::PositiveNumber);
+  app.add_option("--mode", mode, "mega, unfused, unfused-graph or all")
+      ->check(CLI::IsMember({"mega", "unfused", "unfused-graph", "all"}));
+  app.add_flag("--info", opt.info, "print the fatbin's descriptor (no GPU needed)");
+  app.add_flag("--debug", opt.debug, "check notify counts on the GPU (ETC_FLAG_DEBUG)");
+  app.add_option("--watchdog-ms", opt.watchdog_ms, "spin budget of one wait in ms (default 10000)")->check(CLI::PositiveNumber);
+  app.add_option("--device", opt.device, "CUDA device ordinal (default 0)")->check(CLI::NonNegativeNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 1;
+  }
+  try {
+    opt.inputs.in = assignments(ins, "--in");
+    opt.inputs.param = assignments(params, "--param");
+    opt.inputs.out = assignments(outs, "--out");
+    if (mode == "all") opt.modes = {ETC_MODE_MEGA, ETC_MODE_UNFUSED, ETC_MODE_UNFUSED_GRAPH};
+    else if (mode == "unfused") opt.modes = {ETC_MODE_UNFUSED};
+    else if (mode == "unfused-graph") opt.modes = {ETC_MODE_UNFUSED_GRAPH};
+    if (opt.file.size() >= 5 && opt.file.compare(opt.file.size() - 5, 5, ".etir") == 0) return runEtir(opt);
+    etc::Module m = etc::Module::openFile(opt.file);
+    if (opt.info) {
+      printInfo(m);
+      return 0;
+    }
+    return runFatbin(m, opt);
+  } catch (const std::exception& e) {
+    std::cerr << "etc-run: " << e.what() << '\n';
+    return 1;
+  }
+}
