@@ -215,7 +215,7 @@ class Builder {
   Expr convertName(const ast::Ident& name, const ExprScope& scope) {
     if (scope.coords) {
       for (size_t k = 0; k < scope.coords->size(); ++k)
-        if ((*scope.coords)[k] == name.name) return ir::coordRef(static_cast<uint32_t>(k), std::string(name.name));
+        if ((*scope.coords)[k] == name.name) return coordLeaf(static_cast<uint32_t>(k), name.name);
     }
     auto ref = m_->findValue(name.name);
     if (!ref) {
@@ -232,10 +232,9 @@ class Builder {
                        {{nameLoc(*ref), fmt::format("'{}' is declared here", name.name)}});
           return nullptr;
         }
-        return ir::symRef(ref->index, std::string(name.name));
+        return symLeaf(ref->index);
       case ir::Module::DeclKind::Const: {
-        const ir::Const& c = m_->consts[ref->index];
-        return ir::constRef(ref->index, c.name, c.value);
+        return constLeaf(ref->index);
       }
       case ir::Module::DeclKind::Tensor:
         diags_.error(at, fmt::format("'{}' is a tensor, not an integer; read an element of an i32 tensor with "
@@ -246,6 +245,31 @@ class Builder {
         diags_.error(at, fmt::format("'{}' is {}, not an integer", name.name, aKind(ref->kind)));
         return nullptr;
     }
+  }
+
+  // Leaves are immutable, so one node per sym, const and coordinate serves every use: a module
+  // names the same few syms and consts in thousands of expressions, and a fresh node (with its
+  // name string) per use was a large share of the front end's allocations.
+  Expr symLeaf(uint32_t id) {
+    if (sym_leaves_.size() <= id) sym_leaves_.resize(id + 1);
+    if (!sym_leaves_[id]) sym_leaves_[id] = ir::symRef(id, m_->syms[id].name);
+    return sym_leaves_[id];
+  }
+  Expr constLeaf(uint32_t id) {
+    if (const_leaves_.size() <= id) const_leaves_.resize(id + 1);
+    if (!const_leaves_[id]) {
+      const ir::Const& c = m_->consts[id];
+      const_leaves_[id] = ir::constRef(id, c.name, c.value);
+    }
+    return const_leaves_[id];
+  }
+  // Coordinate k of the current scope; the cached node is reused while the name matches (tasks
+  // mostly name their coordinates alike).
+  Expr coordLeaf(uint32_t k, std::string_view name) {
+    if (coord_leaves_.size() <= k) coord_leaves_.resize(k + 1);
+    Expr& leaf = coord_leaves_[k];
+    if (!leaf || leaf->name != name) leaf = ir::coordRef(k, std::string(name));
+    return leaf;
   }
 
   Expr convertCall(const ast::CallExpr& c, const ExprScope& scope) {
@@ -869,7 +893,10 @@ class Builder {
         ok = false;
       }
     }
-    ir::Prover prover(*m_);
+    // One prover for the whole module: its memo of decided facts is what makes the checks of
+    // graph after graph with the same shapes cheap (a prover per graph started empty each time).
+    if (!prover_) prover_ = std::make_unique<ir::Prover>(*m_);
+    const ir::Prover& prover = *prover_;
     // Names assigned in this graph, for "used before it is assigned".
     assigned_later_.clear();
     for (const ast::Stmt* s : d.body)
@@ -1001,6 +1028,8 @@ class Builder {
   DiagnosticEngine& diags_;
   std::unique_ptr<ir::Module> m_;
   std::set<uint32_t> poisoned_;
+  std::vector<Expr> sym_leaves_, const_leaves_, coord_leaves_;  // see symLeaf
+  std::unique_ptr<ir::Prover> prover_;                          // see buildGraph
   NameMap<Broken> broken_;                  // value names whose declaration had errors
   NameMap<SourceLoc> broken_tasks_;         // tasks whose declaration had errors
   NameMap<SourceLoc> broken_graphs_;        // graphs whose declaration had errors

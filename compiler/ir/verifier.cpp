@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "compiler/ir/op_check.h"
@@ -95,6 +96,13 @@ class Verifier {
   // Divisors that can be zero (literal zeros were rejected by the front end). Returns false
   // if one was reported: the expression's other checks would only repeat the problem.
   bool checkDivisors(const Expr& e, SourceLoc loc, std::string_view context) {
+    return checkDivisorsWith(e, loc, [context] { return std::string(context); });
+  }
+  // `context()` names where e is written; it is only formatted for a message (this runs for
+  // every subscript of every statement).
+  template <class Context>
+  bool checkDivisorsWith(const Expr& e, SourceLoc loc, const Context& context) {
+    if (e->ops.empty()) return true;  // a leaf has no divisor
     bool ok = true;
     std::vector<const ExprNode*> stack{e.get()};
     while (!stack.empty()) {
@@ -106,7 +114,7 @@ class Verifier {
       if (hasLoad(d)) continue;
       Fact f = prover_.positive(d);
       if (!f.refuted()) continue;
-      diags_.error(loc, fmt::format("divisor '{}' in {} is {}{}; divisors must be positive", toString(d), context,
+      diags_.error(loc, fmt::format("divisor '{}' in {} is {}{}; divisors must be positive", toString(d), context(),
                                     valueAt(d, f), at(f, {d})));
       ok = false;
     }
@@ -209,6 +217,18 @@ class Verifier {
     prover_.setTask(nullptr);
   }
 
+  // The prover's comparisons build `b - a` before they consult its memo; the shapes of most
+  // subscripts (`x[i, :]`, `y[0:N]`) decide them without that.
+  Fact lessEqual(const Expr& a, const Expr& b) const {
+    if (equal(a, b)) return {Fact::Proved, {}};
+    if (auto v = asInt(a); v && *v == 0) return prover_.nonNegative(b);
+    return prover_.lessEqual(a, b);
+  }
+  Fact lessThan(const Expr& a, const Expr& b) const {
+    if (auto v = asInt(a); v && *v == 0) return prover_.positive(b);
+    return prover_.lessThan(a, b);
+  }
+
   // One subscript against the shape of its target.
   void checkSlice(const Slice& s, const std::vector<Expr>& shape, std::string_view name) {
     for (size_t k = 0; k < s.dims.size() && k < shape.size(); ++k) {
@@ -216,16 +236,16 @@ class Verifier {
       SourceLoc loc = d.range.begin;
       SourceLoc lo_loc = locOr(d.lo_range, loc), hi_loc = locOr(d.hi_range, loc);
       const Expr& dim = shape[k];
-      std::string context = fmt::format("a subscript of '{}'", name);
-      bool divisors_ok = checkDivisors(d.lo, lo_loc, context);
-      if (d.is_range) divisors_ok = checkDivisors(d.hi, hi_loc, context) && divisors_ok;
+      auto context = [name] { return fmt::format("a subscript of '{}'", name); };
+      bool divisors_ok = checkDivisorsWith(d.lo, lo_loc, context);
+      if (d.is_range) divisors_ok = checkDivisorsWith(d.hi, hi_loc, context) && divisors_ok;
       if (!divisors_ok) continue;
       if (hasLoad(d.lo) || (d.is_range && hasLoad(d.hi))) continue;  // checked at run time
       if (!d.is_range) {
         if (Fact f = prover_.nonNegative(d.lo); f.refuted()) {
           diags_.error(loc, fmt::format("index '{}' into dimension {} of '{}' is negative: {}{}", toString(d.lo), k,
                                         name, valueAt(d.lo, f), at(f, {d.lo})));
-        } else if (Fact g = prover_.lessThan(d.lo, dim); g.refuted()) {
+        } else if (Fact g = lessThan(d.lo, dim); g.refuted()) {
           diags_.error(loc, fmt::format("index '{}' is out of bounds for dimension {} of '{}' (extent '{}'): {} >= "
                                         "{}{}",
                                         toString(d.lo), k, name, toString(dim), valueAt(d.lo, g), valueAt(dim, g),
@@ -236,11 +256,11 @@ class Verifier {
       if (Fact f = prover_.nonNegative(d.lo); f.refuted()) {
         diags_.error(loc, fmt::format("slice start '{}' in dimension {} of '{}' is negative: {}{}", toString(d.lo), k,
                                       name, valueAt(d.lo, f), at(f, {d.lo})));
-      } else if (Fact g = prover_.lessEqual(d.hi, dim); g.refuted()) {
+      } else if (Fact g = lessEqual(d.hi, dim); g.refuted()) {
         diags_.error(hi_loc, fmt::format("slice end '{}' exceeds dimension {} of '{}' (extent '{}'): {} > {}{}",
                                       toString(d.hi), k, name, toString(dim), valueAt(d.hi, g), valueAt(dim, g),
                                       at(g, {d.hi, dim})));
-      } else if (Fact h = prover_.lessEqual(d.lo, d.hi); h.refuted()) {
+      } else if (Fact h = lessEqual(d.lo, d.hi); h.refuted()) {
         diags_.error(loc, fmt::format("slice start '{}' exceeds its end '{}' in dimension {} of '{}': {} > {}{}",
                                       toString(d.lo), toString(d.hi), k, name, valueAt(d.lo, h), valueAt(d.hi, h),
                                       at(h, {d.lo, d.hi})));
@@ -309,15 +329,18 @@ class Verifier {
   }
 
   void verifyGraph(const Graph& g) {
-    std::vector<SourceLoc> first_run(m_.tasks.size());
+    // A graph runs a handful of tasks: a table indexed by task would cost O(#tasks) per graph,
+    // quadratic in a module with a graph per layer.
+    std::vector<std::pair<uint32_t, SourceLoc>> first_run;
     for (const GraphStmt& st : g.body) {
       if (const auto* r = std::get_if<RunStmt>(&st)) {
-        if (first_run[r->task].valid()) {
+        auto seen = std::find_if(first_run.begin(), first_run.end(), [&](const auto& p) { return p.first == r->task; });
+        if (seen != first_run.end()) {
           diags_.error(r->range.begin,
                        fmt::format("task '@{}' runs more than once in graph '@{}'", m_.tasks[r->task].name, g.name),
-                       {{first_run[r->task], "it first runs here"}});
+                       {{seen->second, "it first runs here"}});
         } else {
-          first_run[r->task] = r->range.begin;
+          first_run.emplace_back(r->task, r->range.begin);
         }
         continue;
       }
