@@ -14,9 +14,11 @@ using GetProcV2 = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverPro
 using GetProcV1 = CUresult (*)(const char*, void**, int, cuuint64_t);
 
 // The name as the driver knows it: the X-macro sees cuda.h's macro-expanded names
-// (cuMemAlloc_v2, cuGraphInstantiateWithFlags, ...), cuGetProcAddress wants the base name.
+// (cuMemAlloc_v2, ...), cuGetProcAddress wants the base name.
 std::string baseName(std::string_view n) {
-  if (n == "cuGraphInstantiateWithFlags") return "cuGraphInstantiate";
+  // cuda.h's cuGraphInstantiate is cuGraphInstantiateWithFlags (graph, exec, flags); the driver's
+  // "cuGraphInstantiate" is the older (exec, graph, errorNode, log, size) form, and calling it
+  // with three arguments crashed inside libcuda on an H100. Ask for the declared one by name.
   for (std::string_view suffix : {"_v2", "_v3"})
     if (n.ends_with(suffix)) n.remove_suffix(suffix.size());
   return std::string(n);
@@ -34,8 +36,14 @@ CudaDriver openCudaDriver(const char* library) {
     fail(ETC_STATUS_NO_DRIVER, std::string("no CUDA driver (") + library + " has no cuGetProcAddress: the driver is older than CUDA 11.3)");
   auto resolve = [&](const char* expanded, void** slot) {
     std::string name = baseName(expanded);
-    CUresult r = get2 ? get2(name.c_str(), slot, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, nullptr)
-                      : get1(name.c_str(), slot, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT);
+    // cuGetProcAddress returns the newest variant at the version asked for, which need not be
+    // the one cuda.h declares under that name: at 13000, "cuCtxSynchronize" is the variant
+    // that takes a CUcontext, while cuda.h's cuCtxSynchronize takes none (calling it without
+    // the argument failed with CUDA_ERROR_CONTEXT_IS_DESTROYED on an H100). So ask for the
+    // variant the declaration matches.
+    int version = name == "cuCtxSynchronize" ? 12000 : CUDA_VERSION;
+    CUresult r = get2 ? get2(name.c_str(), slot, version, CU_GET_PROC_ADDRESS_DEFAULT, nullptr)
+                      : get1(name.c_str(), slot, version, CU_GET_PROC_ADDRESS_DEFAULT);
     if (r != CUDA_SUCCESS || !*slot)
       fail(ETC_STATUS_NO_DRIVER, "the CUDA driver in " + std::string(library) + " lacks " + name + " (too old?)");
   };

@@ -29,10 +29,10 @@ fi
 # -- correctness against the reference interpreter, from ONE fatbin per sample ----------------
 check() {  # name fatbin sym
   local log="$out/check_$1_$3.log"
-  if "$B/etc-run" "$2" --sym "$3" --check --seed 7 >"$log" 2>&1; then
-    row "check $1 $3" PASS "$(grep -m1 -o 'rel[^,;]*' "$log" | head -1)"
+  if "$B/etc-run" "$2" --sym "$3" --check --mode all --seed 7 >"$log" 2>&1; then
+    row "check $1 $3 (mega, unfused, graph)" PASS "$(grep -o 'L2 [0-9.e+-]*' "$log" | tr '\n' ' ')"
   else
-    row "check $1 $3" FAIL "$(tail -2 "$log" | tr '\n' ' ')"
+    row "check $1 $3 (mega, unfused, graph)" FAIL "$(tail -2 "$log" | tr '\n' ' ')"
   fi
 }
 for n in 1 1023 1024 1025 1000000 100000000; do check two_stage_sum "$B/two_stage_sum.fatbin" "N=$n"; done
