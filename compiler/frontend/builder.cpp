@@ -84,8 +84,10 @@ class Builder {
   std::unique_ptr<ir::Module> build(const LoadedSource& src) {
     m_ = std::make_unique<ir::Module>();
     const ast::ModuleDecl* module_decl = nullptr;
+    const ast::Decl* first_decl = nullptr;  // the first that is not the module declaration
     for (const ast::Decl* d : src.decls) {
       if (diags_.limitReached()) break;
+      if (!first_decl && d->kind != ast::DeclKind::Module) first_decl = d;
       switch (d->kind) {
         case ast::DeclKind::Module: {
           auto* md = static_cast<const ast::ModuleDecl*>(d);
@@ -93,6 +95,11 @@ class Builder {
             diags_.error(d->range.begin, "a file declares one module; this is a second module declaration",
                          {{module_decl->range.begin, "the module was declared here"}});
           } else {
+            // Declarations before it would read as outside the module (and a reader looks for
+            // the name at the top). It still names the module, so nothing else cascades.
+            if (first_decl)
+              diags_.error(d->range.begin, "module must be the first declaration",
+                           {{first_decl->range.begin, "the first declaration is here"}});
             module_decl = md;
             m_->name = std::string(md->name.name);
             m_->range = md->range;

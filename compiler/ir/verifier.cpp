@@ -310,9 +310,14 @@ class Verifier {
         continue;
       }
       if (!checkDivisors(g, at_extent, what)) continue;
-      if (bounds(g, env).upperUnbounded())
+      if (bounds(g, env).upperUnbounded()) {
         diags_.error(at_extent, fmt::format("grid extent {} of task '@{}' ('{}') has no upper bound", k, t.name,
                                             toString(g)));
+        continue;
+      }
+      if (Fact f = prover_.nonNegative(g); f.refuted())
+        diags_.error(at_extent, fmt::format("grid extent {} of task '@{}' ('{}') is negative: {}{}", k, t.name,
+                                            toString(g), valueAt(g, f), at(f, {g})));
     }
     prover_.setTask(&t);
     for (const TaskStmt& st : t.body) {
