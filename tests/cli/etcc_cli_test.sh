@@ -49,6 +49,13 @@ run cubin-virtual 1 --emit=cubin --arch=compute_90 samples/two_stage_sum.etir &&
 run emit-cuda 0 --emit=cuda samples/two_stage_sum.etir && stdout_has emit-cuda "etc_main_mega" && stdout_has emit-cuda "etc_descriptor"
 run emit-tasks 0 --emit=tasks samples/mlp.etir && stdout_has emit-tasks "task @matmul_gate_up" && stdout_has emit-tasks "wait ev_"
 run emit-ptx 0 --emit=ptx -arch compute_80 samples/two_stage_sum.etir && stdout_has emit-ptx ".target sm_80"
+# --emit=tasks prints .etir that compiles to the byte-identical fatbin.
+run tasks-form 0 samples/mlp.etir --emit=tasks -o "$tmp/mlp_tasks.etir"
+run fatbin-from-ops 0 samples/mlp.etir -arch sm_80 -o "$tmp/ops.fatbin"
+run fatbin-from-tasks 0 "$tmp/mlp_tasks.etir" --arch=sm_80 -o "$tmp/tasks.fatbin"
+cmp -s "$tmp/ops.fatbin" "$tmp/tasks.fatbin" && pass || fail "tasks-roundtrip: the task-level form compiles to a different fatbin"
+run op-without-lowering 1 tests/golden/print/llama_layer.etir -o "$tmp/l.fatbin" && stderr_has op-without-lowering "op 'rope' has no task-level lowering yet"
+[ -e "$tmp/l.fatbin" ] && fail "op-without-lowering: output written on error" || pass
 run no-file 1
 run print-after-unknown 1 --print-after=bogus samples/mlp.etir
 run color-bad 1 --color=sometimes samples/mlp.etir
