@@ -250,9 +250,24 @@ class Emitter {
       int64_t tn = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 16, 256);
       int64_t tk = tiling::attrInt(c.call, "tile_k");
       if (tk == 0) tk = 64;
-      smem.push_back(fmt::format("etc::dev::matmul_smem_bytes<{}, {}, {}, {}>()", cudaType(a.dtype), tm, tn, tk));
-      return fmt::format("etc::dev::matmul<{}, {}, {}>(ctx, {}, {}, {}, {});", tm, tn, tk, v[0], v[1],
-                         tb ? "true" : "false", v[2]);
+      // One fatbin serves every sym value, so tile_m covers the largest M; at run time the
+      // smallest instantiation that holds the tile's actual rows runs. A 16-row tile at decode
+      // sizes keeps every warp busy and leaves room for a deeper load pipeline.
+      std::vector<int64_t> variants;
+      for (int64_t t = 16; t < tm; t *= 2) variants.push_back(t);
+      variants.push_back(tm);
+      std::string code;
+      for (size_t k = 0; k < variants.size(); ++k) {
+        int64_t t = variants[k];
+        smem.push_back(fmt::format("etc::dev::matmul_smem_bytes<{}, {}, {}, {}>()", cudaType(a.dtype), t, tn, tk));
+        std::string call = fmt::format("etc::dev::matmul<{}, {}, {}>(ctx, {}, {}, {}, {});", t, tn, tk, v[0], v[1],
+                                       tb ? "true" : "false", v[2]);
+        if (k) code += "\n    else ";
+        if (k + 1 < variants.size())
+          code += fmt::format("if ({0}.rank == 1 || {0}.ext[0] <= {1}) ", v[0], t);
+        code += call;
+      }
+      return code;
     }
     return fmt::format("etc::dev::{}(ctx{});", op, list());
   }
