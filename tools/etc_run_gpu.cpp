@@ -54,15 +54,7 @@ const char* modeName(etc_mode m) {
 int runFatbin(Module& m, const RunOptions& opt) {
   std::map<std::string, int64_t> syms;
   for (const std::string& a : opt.syms) {
-    auto [name, value] = splitAssignment(a, "--sym");
-    int64_t v = 0;
-    size_t used = 0;
-    try {
-      v = std::stoll(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != value.size()) throw std::runtime_error("--sym " + a + ": '" + value + "' is not an integer");
+    auto [name, v] = parseSymAssignment(a);
     m.setSym(name, v);
     syms[name] = v;
   }

@@ -149,3 +149,20 @@ Comparison compareOutput(const std::string& name, const interp::HostTensor& got,
 }
 
 }  // namespace etc::tools
+
+namespace etc::tools {
+
+std::pair<std::string, int64_t> parseSymAssignment(const std::string& text) {
+  auto [name, value] = splitAssignment(text, "--sym");
+  int64_t v = 0;
+  size_t used = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size()) throw std::runtime_error("--sym " + text + ": '" + value + "' is not an integer");
+  return {name, v};
+}
+
+}  // namespace etc::tools

@@ -39,15 +39,7 @@ int runEtir(const RunOptions& opt) {
 
   std::map<std::string, int64_t> syms;
   for (const std::string& a : opt.syms) {
-    auto [name, value] = splitAssignment(a, "--sym");
-    size_t used = 0;
-    int64_t v = 0;
-    try {
-      v = std::stoll(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != value.size()) throw std::runtime_error("--sym " + a + ": '" + value + "' is not an integer");
+    auto [name, v] = parseSymAssignment(a);
     bool known = false;
     for (const ir::Sym& s : m->syms) {
       if (s.name != name) continue;

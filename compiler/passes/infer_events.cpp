@@ -172,6 +172,20 @@ class Inference {
     return d;
   }
 
+  // A subscript of event `ev` to be filled in; a single-counter event is indexed [0].
+  static Slice eventSlice(uint32_t ev, bool single_counter, SourceRange range) {
+    Slice s;
+    s.target = ev;
+    s.has_subscript = true;
+    s.range = range;
+    if (single_counter) {
+      SliceDim d;
+      d.lo = intConst(0);
+      s.dims.push_back(d);
+    }
+    return s;
+  }
+
   void addEvent(uint32_t pi, uint32_t ci, const std::vector<uint32_t>& keys, const std::vector<const Dep*>& group) {
     Task& p = m_.tasks[pi];
     Task& c = m_.tasks[ci];
@@ -198,15 +212,7 @@ class Inference {
       if (it->kind != Module::DeclKind::Task && it->kind != Module::DeclKind::Graph) pos = it + 1;
     m_.order.insert(pos, {Module::DeclKind::Event, ev});
 
-    Slice wait;
-    wait.target = ev;
-    wait.has_subscript = true;
-    wait.range = c.range;
-    if (keys.empty()) {
-      SliceDim d;
-      d.lo = intConst(0);
-      wait.dims.push_back(d);
-    }
+    Slice wait = eventSlice(ev, keys.empty(), c.range);
     for (uint32_t kc : keys) {
       SliceDim d;
       d.lo = coordRef(kc, c.coords[kc]);
@@ -217,15 +223,7 @@ class Inference {
                                    [](const TaskStmt& s) { return std::holds_alternative<CallStmt>(s); });
     c.body.insert(first_call, WaitStmt{wait, c.range});
     for (const Dep* d : group) {
-      Slice n;
-      n.target = ev;
-      n.has_subscript = true;
-      n.range = p.range;
-      if (keys.empty()) {
-        SliceDim sd;
-        sd.lo = intConst(0);
-        n.dims.push_back(sd);
-      }
+      Slice n = eventSlice(ev, keys.empty(), p.range);
       for (const tiling::DimRange& r : d->notify) {
         SliceDim sd;
         sd.lo = r.lo;
