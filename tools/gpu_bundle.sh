@@ -11,6 +11,8 @@ strip -o gpu-bundle/etc-run "$build/tools/etc-run"
 for s in samples/*.etir; do
   "$build/etcc" "$s" -o "gpu-bundle/$(basename "${s%.etir}").fatbin"
 done
+# A fatbin without code for Hopper: etc-run must refuse it on an H100/H200 and list what it has.
+"$build/etcc" samples/two_stage_sum.etir -arch sm_80 -o gpu-bundle/sm80_only.fatbin
 if [ ! -x "$build/gpu/device_ops_test" ]; then tests/gpu/build_device_test.sh "$build/gpu/device_ops_test"; fi
 cp "$build/gpu/device_ops_test" gpu-bundle/
 du -sh gpu-bundle

@@ -25,9 +25,10 @@ bool compileTargets(const std::string& cuda, const std::string& file_name, const
   bool ok = true;
   for (size_t i = 0; i < targets.size(); ++i) {
     if (!results[i].ok) {
-      diags.error({}, fmt::format("the CUDA compile for {} failed (a compiler bug: generated code should always "
-                                  "compile):\n{}",
-                                  targets[i].name(), results[i].log));
+      // Generated code is meant to always compile: what remains is a broken toolkit install (the
+      // log says which header or library) or a compiler bug worth reporting with the log.
+      diags.error({}, fmt::format("the CUDA compile for {} failed; NVRTC / nvJitLink said:\n{}", targets[i].name(),
+                                  results[i].log));
       ok = false;
       continue;
     }

@@ -56,6 +56,11 @@ run tasks-form 0 samples/mlp.etir --emit=tasks -o "$tmp/mlp_tasks.etir"
 LIMIT=300 run fatbin-from-ops 0 samples/mlp.etir -arch sm_80 -o "$tmp/ops.fatbin"
 LIMIT=300 run fatbin-from-tasks 0 "$tmp/mlp_tasks.etir" --arch=sm_80 -o "$tmp/tasks.fatbin"
 cmp -s "$tmp/ops.fatbin" "$tmp/tasks.fatbin" && pass || fail "tasks-roundtrip: the task-level form compiles to a different fatbin"
+# A compile that NVRTC rejects (here: no toolkit headers) is an error with NVRTC's log, and no output.
+CUDA_HOME=/nonexistent run nvrtc-fails 1 samples/two_stage_sum.etir -arch sm_80 -o "$tmp/n.fatbin" &&
+  stderr_has nvrtc-fails "the CUDA compile for sm_80 failed; NVRTC / nvJitLink said:" &&
+  stderr_has nvrtc-fails 'could not open source file "cuda_fp16.h"'
+[ -e "$tmp/n.fatbin" ] && fail "nvrtc-fails: output written on error" || pass
 run op-without-lowering 1 tests/golden/print/llama_layer.etir -o "$tmp/l.fatbin" && stderr_has op-without-lowering "op 'rope' has no task-level lowering yet"
 [ -e "$tmp/l.fatbin" ] && fail "op-without-lowering: output written on error" || pass
 run no-file 1

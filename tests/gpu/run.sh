@@ -38,6 +38,17 @@ check() {  # name fatbin sym
 for n in 1 1023 1024 1025 1000000 100000000; do check two_stage_sum "$B/two_stage_sum.fatbin" "N=$n"; done
 for b in 1 3 16 128; do check mlp "$B/mlp.fatbin" "B=$b"; done
 
+# -- a fatbin with no code for this GPU (only an sm_80 cubin: it does not run on sm_90) -------
+if [ -f "$B/sm80_only.fatbin" ]; then
+  "$B/etc-run" "$B/sm80_only.fatbin" --sym N=5 >"$out/nocode.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 1 ] && grep -q "has no code for" "$out/nocode.log"; then
+    row "fatbin without code for this GPU" PASS "$(head -1 "$out/nocode.log")"
+  else
+    row "fatbin without code for this GPU" FAIL "exit $rc: $(head -1 "$out/nocode.log")"
+  fi
+fi
+
 # -- sanitizers ------------------------------------------------------------------------------
 san() {  # tool name fatbin sym
   local log="$out/san_$1_$2.log"
