@@ -42,13 +42,7 @@ struct OneTask {
 
 #define EXPECT_RUNS(x) ASSERT_TRUE((x).result.ok) << (x).result.error
 
-void expectNear(const Doubles& got, const Doubles& want, double tol) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], tol) << "element " << k;
-}
-
 double f32(double x) { return static_cast<float>(x); }
-double bf16(double x) { return bf16ToDouble(doubleToBf16(x)); }
 const double kTie = std::ldexp(1, -8);  // half a bf16 ulp at 1
 
 // ---- copy, fill, cast ----------------------------------------------------------------------
