@@ -8,6 +8,7 @@
 
 #include "compiler/backend/cuda_expr.h"
 #include "compiler/backend/descriptor.h"
+#include "compiler/ir/op_check.h"
 #include "compiler/ir/ops.h"
 #include "compiler/passes/tiling.h"
 
@@ -18,18 +19,6 @@ namespace {
 using namespace ir;
 
 std::string coordVar(uint32_t id) { return fmt::format("c{}", id); }
-
-// The grid of a task as a range environment for its coordinates.
-RangeEnv taskEnv(const Module& m, const Task& t) {
-  RangeEnv env = m.symRanges();
-  RangeEnv syms = env;
-  std::vector<Expr> grid = t.grid;
-  env.coord = [grid, syms](uint32_t id) -> std::optional<Interval> {
-    if (id >= grid.size()) return std::nullopt;
-    return Interval{0, std::max<int64_t>(0, bounds(grid[id], syms).hi - 1)};
-  };
-  return env;
-}
 
 std::string floatLiteral(double v) {
   if (std::isinf(v)) return v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0xfff0000000000000LL)";
@@ -229,7 +218,7 @@ class Emitter {
       return fmt::format("etc::dev::fill(ctx, {}, {});", v[0], floatLiteral(value));
     }
     if (op == "reduce_sum" || op == "reduce_max") {
-      OperandType x = sliceTypeOf(c.call.args[0]);
+      OperandType x = sliceType(m_, c.call.args[0]);
       auto rank = static_cast<int64_t>(x.shape.size());
       int64_t axis = tiling::attrInt(c.call, "axis");
       if (axis < 0) axis += rank;
@@ -242,8 +231,8 @@ class Emitter {
     }
     if (op == "matmul") {
       bool tb = tiling::attrBool(c.call, "transpose_b");
-      RangeEnv env = taskEnv(m_, t);
-      OperandType a = sliceTypeOf(c.call.args[0]), b = sliceTypeOf(c.call.args[1]);
+      RangeEnv env = m_.gridRanges(t.grid);
+      OperandType a = sliceType(m_, c.call.args[0]), b = sliceType(m_, c.call.args[1]);
       int64_t mb = a.shape.size() == 2 ? bounds(a.shape[0], env).hi : 1;
       int64_t nb = bounds(tb ? b.shape[0] : b.shape[1], env).hi;
       int64_t tm = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, mb)), 16, 256);
@@ -271,8 +260,6 @@ class Emitter {
     }
     return fmt::format("etc::dev::{}(ctx{});", op, list());
   }
-
-  OperandType sliceTypeOf(const Slice& s) const;
 
   // ---- kernels ------------------------------------------------------------------------------
 
@@ -323,15 +310,6 @@ class Emitter {
   std::string out_;
 };
 
-}  // namespace
-
-}  // namespace etc::backend
-
-#include "compiler/ir/op_check.h"
-
-namespace etc::backend {
-namespace {
-OperandType Emitter::sliceTypeOf(const Slice& s) const { return ir::sliceType(m_, s); }
 }  // namespace
 
 bool emitCuda(const ir::Module& m, std::string_view descriptor, std::string& out, DiagnosticEngine& diags) {

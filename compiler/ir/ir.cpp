@@ -1,5 +1,7 @@
 #include "compiler/ir/ir.h"
 
+#include <algorithm>
+
 namespace etc::ir {
 
 namespace {
@@ -79,6 +81,18 @@ RangeEnv Module::symRanges() const {
   env.sym = [this](uint32_t id) -> std::optional<Interval> {
     if (id >= syms.size()) return std::nullopt;
     return Interval{syms[id].lo, syms[id].hi};
+  };
+  return env;
+}
+
+RangeEnv Module::gridRanges(std::vector<Expr> grid) const {
+  RangeEnv env = symRanges();
+  RangeEnv syms = env;
+  env.coord = [grid = std::move(grid), syms](uint32_t id) -> std::optional<Interval> {
+    if (id >= grid.size()) return std::nullopt;
+    Interval ext = bounds(grid[id], syms);
+    if (ext.upperUnbounded()) return Interval{0, Interval::all().hi};
+    return Interval{0, std::max<int64_t>(0, ext.hi - 1)};
   };
   return env;
 }

@@ -206,6 +206,9 @@ struct Module {
 
   // Ranges of the syms, for ir::bounds / ir::simplify.
   RangeEnv symRanges() const;
+  // The sym ranges plus, for coordinate k, [0, upper bound of grid[k] - 1]: the values the
+  // coordinates of a task over `grid` (or of an event's init over its shape) take.
+  RangeEnv gridRanges(std::vector<Expr> grid) const;
 
  private:
   template <class T, class Index>

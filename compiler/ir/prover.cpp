@@ -24,20 +24,7 @@ uint64_t splitmix(uint64_t& s) {
 
 }  // namespace
 
-RangeEnv Prover::rangeEnv() const {
-  RangeEnv env = m_.symRanges();
-  if (task_) {
-    const Task* t = task_;
-    RangeEnv syms = env;
-    env.coord = [t, syms](uint32_t id) -> std::optional<Interval> {
-      if (id >= t->grid.size()) return std::nullopt;
-      Interval ext = bounds(t->grid[id], syms);
-      if (ext.upperUnbounded()) return Interval{0, Interval::all().hi};
-      return Interval{0, std::max<int64_t>(0, ext.hi - 1)};
-    };
-  }
-  return env;
-}
+RangeEnv Prover::rangeEnv() const { return task_ ? m_.gridRanges(task_->grid) : m_.symRanges(); }
 
 Bindings Prover::bindingsAt(const SamplePoint& p) const {
   Bindings b;

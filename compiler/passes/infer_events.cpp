@@ -29,17 +29,6 @@ struct Dep {
   std::vector<tiling::DimRange> notify;   // per key: C coordinates a P task notifies (over P's coords)
 };
 
-RangeEnv gridEnv(const Module& m, const std::vector<Expr>& grid) {
-  RangeEnv env = m.symRanges();
-  RangeEnv syms = env;
-  env.coord = [grid, syms](uint32_t id) -> std::optional<Interval> {
-    if (id >= grid.size()) return std::nullopt;
-    Interval b = bounds(grid[id], syms);
-    return Interval{0, std::max<int64_t>(0, b.hi - 1)};
-  };
-  return env;
-}
-
 class Inference {
  public:
   Inference(Module& m) : m_(m), prover_(m) {}
@@ -142,8 +131,8 @@ class Inference {
     }
     std::vector<Expr> event_grid;
     for (uint32_t kc : dep.keys) event_grid.push_back(c.grid[kc]);
-    dep.count = simplify(count, gridEnv(m_, event_grid));
-    RangeEnv penv = gridEnv(m_, p.grid);
+    dep.count = simplify(count, m_.gridRanges(event_grid));
+    RangeEnv penv = m_.gridRanges(p.grid);
     for (uint32_t kc : dep.keys) {
       tiling::DimRange r;
       r.lo = intConst(0);

@@ -180,10 +180,7 @@ class ScheduleVerifier {
         if (!countSite(s, b, shape, got, tasks_seen)) return;
       for (int64_t k = 0; k < elements; ++k) {
         std::vector<int64_t> coord(shape.size());
-        for (size_t d = shape.size(), r = static_cast<size_t>(k); d-- > 0;) {
-          coord[d] = static_cast<int64_t>(r % static_cast<size_t>(shape[d]));
-          r /= static_cast<size_t>(shape[d]);
-        }
+        unravel(k, shape, coord);
         Bindings bi = b;
         bi.coord = [&](uint32_t id) -> std::optional<int64_t> { return id < coord.size() ? std::optional(coord[id]) : std::nullopt; };
         EvalResult want = evaluate(e.init, bi);
@@ -220,10 +217,7 @@ class ScheduleVerifier {
     if (tasks_seen > kSampleTaskBudget) return false;
     std::vector<int64_t> coord(grid.size(), 0);
     for (int64_t k = 0; k < n; ++k) {
-      for (size_t d = grid.size(), r = static_cast<size_t>(k); d-- > 0;) {
-        coord[d] = static_cast<int64_t>(r % static_cast<size_t>(grid[d]));
-        r /= static_cast<size_t>(grid[d]);
-      }
+      unravel(k, grid, coord);
       Bindings bt = b;
       bt.coord = [&](uint32_t id) -> std::optional<int64_t> { return id < coord.size() ? std::optional(coord[id]) : std::nullopt; };
       std::vector<std::pair<int64_t, int64_t>> ranges;
@@ -242,6 +236,14 @@ class ScheduleVerifier {
       addRange(ranges, shape, got);
     }
     return true;
+  }
+
+  // The row-major coordinates of linear index k in `shape` (every extent > 0 when k exists).
+  static void unravel(int64_t k, const std::vector<int64_t>& shape, std::vector<int64_t>& coord) {
+    for (size_t d = shape.size(); d-- > 0;) {
+      coord[d] = k % shape[d];
+      k /= shape[d];
+    }
   }
 
   static void addRange(const std::vector<std::pair<int64_t, int64_t>>& r, const std::vector<int64_t>& shape,
