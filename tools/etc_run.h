@@ -22,6 +22,9 @@ struct RunOptions {
   bool debug = false;
   int64_t watchdog_ms = 0;        // 0: the runtime's default
   int device = 0;
+  int stress = 0;                       // --stress N: N launches cycling through sym_values
+  std::string stress_sym;               // --sym-values NAME=V1,V2,...: the sym that changes
+  std::vector<int64_t> stress_values;
 };
 
 const char* modeName(etc_mode m);

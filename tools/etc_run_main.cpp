@@ -123,7 +123,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"mega", "unfused", "unfused-graph", "all"}));
   app.add_flag("--info", opt.info, "print the fatbin's descriptor (no GPU needed)");
   app.add_flag("--debug", opt.debug, "check notify counts on the GPU (ETC_FLAG_DEBUG)");
-  app.add_option("--watchdog-ms", opt.watchdog_ms, "spin budget of one wait in ms (default 10000)")->check(CLI::PositiveNumber);
+  app.add_option("--watchdog-ms", opt.watchdog_ms, "spin budget of one wait in ms (default 1000)")->check(CLI::PositiveNumber);
+  std::string sym_values;
+  app.add_option("--stress", opt.stress,
+                 "N back-to-back launches (first --mode) cycling through --sym-values; each value's result must stay "
+                 "bit-identical and match the interpreter")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--sym-values", sym_values, "with --stress: NAME=V1,V2,... (the sym that changes between launches)");
   app.add_option("--device", opt.device, "CUDA device ordinal (default 0)")->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
@@ -135,6 +141,18 @@ int main(int argc, char** argv) {
     opt.inputs.in = assignments(ins, "--in");
     opt.inputs.param = assignments(params, "--param");
     opt.inputs.out = assignments(outs, "--out");
+    if (opt.stress > 0 || !sym_values.empty()) {
+      if (opt.stress == 0 || sym_values.empty()) throw std::runtime_error("--stress and --sym-values go together");
+      auto [name, list] = splitAssignment(sym_values, "--sym-values");
+      size_t pos = 0;
+      while (pos <= list.size()) {
+        size_t comma = std::min(list.find(',', pos), list.size());
+        opt.stress_values.push_back(parseSymAssignment(name + "=" + list.substr(pos, comma - pos)).second);
+        pos = comma + 1;
+      }
+      opt.stress_sym = name;
+      opt.syms.push_back(name + "=" + std::to_string(opt.stress_values.front()));
+    }
     if (mode == "all") opt.modes = {ETC_MODE_MEGA, ETC_MODE_UNFUSED, ETC_MODE_UNFUSED_GRAPH};
     else if (mode == "unfused") opt.modes = {ETC_MODE_UNFUSED};
     else if (mode == "unfused-graph") opt.modes = {ETC_MODE_UNFUSED_GRAPH};

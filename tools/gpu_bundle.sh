@@ -8,8 +8,19 @@ build="${1:-build}"
 cmake --build "$build" -j2 --target etcc etc-run
 rm -rf gpu-bundle && mkdir -p gpu-bundle
 strip -o gpu-bundle/etc-run "$build/tools/etc-run"
+# Every sample as the compiler chooses, and forced to each schedule.
 for s in samples/*.etir; do
-  "$build/etcc" "$s" -o "gpu-bundle/$(basename "${s%.etir}").fatbin"
+  n=$(basename "${s%.etir}")
+  "$build/etcc" "$s" -o "gpu-bundle/$n.fatbin"
+  "$build/etcc" "$s" --schedule=static -o "gpu-bundle/${n}_static.fatbin"
+  "$build/etcc" "$s" --schedule=dynamic -o "gpu-bundle/${n}_dynamic.fatbin"
+done
+# Programs that wait forever, compiled without verify-schedule: the watchdog must stop them.
+for s in tests/gpu/hang/*.etir; do
+  n=$(basename "${s%.etir}")
+  for sched in static dynamic; do
+    "$build/etcc" "$s" --no-verify-schedule --schedule=$sched -o "gpu-bundle/hang_${n}_$sched.fatbin"
+  done
 done
 # A fatbin without code for Hopper: etc-run must refuse it on an H100/H200 and list what it has.
 "$build/etcc" samples/two_stage_sum.etir -arch sm_80 -o gpu-bundle/sm80_only.fatbin

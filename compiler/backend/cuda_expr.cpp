@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ir/expr_internal.h"
+
 namespace etc::backend {
 
 using namespace ir;
@@ -21,7 +23,44 @@ std::string joined(const Module& m, const Expr& e, const CudaNames& names, std::
   return out + ")";
 }
 
+// `e` with each Bounded node replaced by its bound, or null where a replaced value does not
+// only increase the result (a subtracted or divided-by term, a negative factor).
+Expr replaceBounded(const Expr& e, const RangeEnv& env) {
+  if (!hasLoad(e)) return e;
+  switch (e->kind) {
+    case ExprKind::Bounded: return hasLoad(e->ops[1]) ? nullptr : e->ops[1];
+    case ExprKind::Add:
+    case ExprKind::Min:
+    case ExprKind::Max:
+    case ExprKind::Mul:
+    case ExprKind::Div:
+    case ExprKind::CDiv: {
+      std::vector<Expr> ops;
+      for (size_t i = 0; i < e->ops.size(); ++i) {
+        const Expr& op = e->ops[i];
+        bool divisor = (e->kind == ExprKind::Div || e->kind == ExprKind::CDiv) && i == 1;
+        if (hasLoad(op) && divisor) return nullptr;
+        if (e->kind == ExprKind::Mul && hasLoad(op))
+          for (const Expr& other : e->ops)  // a product grows with one factor only if the others are >= 0
+            if (other != op && (hasLoad(other) || bounds(other, env).lo < 0)) return nullptr;
+        Expr r = replaceBounded(op, env);
+        if (!r) return nullptr;
+        ops.push_back(std::move(r));
+      }
+      return ir::expr_detail::rebuild(*e, std::move(ops));
+    }
+    default: return nullptr;
+  }
+}
+
 }  // namespace
+
+Expr dataBound(const Module& m, const Expr& e) {
+  if (!hasLoad(e)) return e;
+  RangeEnv env = m.symRanges();
+  if (Expr r = replaceBounded(e, env)) return r;
+  return intConst(bounds(e, env).hi);
+}
 
 std::string cudaExpr(const Module& m, const Expr& e, const CudaNames& names) {
   switch (e->kind) {

@@ -15,6 +15,12 @@ struct CudaNames {
 
 std::string cudaExpr(const ir::Module& m, const ir::Expr& e, const CudaNames& names);
 
+// A megakernel runs the tasks and counts the notifies of every data-dependent extent at its
+// bound, whatever the data (surplus tasks skip their ops but notify): `e` with every
+// `load(..) <= b` replaced by `b`. Where `e` does not grow with those values (so that the
+// replacement might not bound it), the constant upper bound over the sym ranges instead.
+ir::Expr dataBound(const ir::Module& m, const ir::Expr& e);
+
 // The C++ element type of a dtype ("float", "__nv_bfloat16", ...).
 std::string cudaType(ir::DType t);
 

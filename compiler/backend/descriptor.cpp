@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/backend/cuda_expr.h"
 #include "compiler/ir/printer.h"
 #include "etc/abi.h"
 
@@ -27,6 +28,35 @@ std::vector<EventLayout> eventLayout(const Module& m, int64_t* total_words) {
     out.push_back(std::move(l));
   }
   if (total_words) *total_words = offset;
+  return out;
+}
+
+int64_t maxTasks(const Module& m, const Kernel& k) {
+  RangeEnv env = m.symRanges();
+  int64_t total = 0;
+  for (uint32_t t : k.tasks) {
+    int64_t n = 1;
+    for (const Expr& g : m.tasks[t].grid) {
+      int64_t hi = std::max<int64_t>(0, bounds(dataBound(m, g), env).hi);
+      if (__builtin_mul_overflow(n, hi, &n)) return INT64_MAX;
+    }
+    if (__builtin_add_overflow(total, n, &total)) return INT64_MAX;
+  }
+  return total;
+}
+
+std::vector<SchedLayout> schedLayout(const Module& m, int64_t* total_words) {
+  int64_t words = 0;
+  eventLayout(m, &words);
+  std::vector<SchedLayout> out(m.kernels.size());
+  for (size_t k = 0; k < m.kernels.size(); ++k) {
+    const Kernel& kernel = m.kernels[k];
+    if (!kernel.mega || m.graphs[kernel.graph].schedule != Schedule::Dynamic) continue;
+    out[k].offset = words;
+    out[k].max_tasks = maxTasks(m, kernel);
+    words += out[k].words();
+  }
+  if (total_words) *total_words = words;
   return out;
 }
 
@@ -99,6 +129,7 @@ std::string buildDescriptor(const Module& m, const std::vector<Target>& targets,
                       {"offset", layout[k].offset},
                       {"max_elements", layout[k].max_elements}});
   d["events"] = events;
+  std::vector<SchedLayout> sched = schedLayout(m, &words);
   d["event_words"] = words;
   json tasks = json::array();
   for (const Task& t : m.tasks) tasks.push_back({{"name", t.name}, {"grid_text", shapeJson(t.grid, true)}, {"coords", t.coords}});
@@ -107,10 +138,15 @@ std::string buildDescriptor(const Module& m, const std::vector<Target>& targets,
   for (uint32_t g = 0; g < m.graphs.size(); ++g) {
     json gj = {{"name", m.graphs[g].name}, {"schedule", std::string(scheduleName(m.graphs[g].schedule))}};
     json unfused = json::array();
-    for (const Kernel& k : m.kernels) {
+    for (size_t ki = 0; ki < m.kernels.size(); ++ki) {
+      const Kernel& k = m.kernels[ki];
       if (k.graph != g) continue;
       if (k.mega) {
         gj["mega"] = {{"kernel", k.name}, {"threads", kThreadsPerCta}};
+        if (sched[ki].offset >= 0) {
+          gj["mega"]["max_ctas"] = kSchedMaxCtas;
+          gj["mega"]["max_tasks"] = sched[ki].max_tasks;
+        }
       } else {
         unfused.push_back({{"kernel", k.name}, {"task", k.tasks.front()}, {"threads", kThreadsPerCta}});
       }

@@ -22,6 +22,20 @@ struct EventLayout {
 };
 std::vector<EventLayout> eventLayout(const ir::Module& m, int64_t* total_words);
 
+// The dynamic schedule's state of a megakernel (etc/device/sched.cuh), after the event
+// counters in the same zeroed area: 4 words, then a pending count per task and a queue of
+// max_tasks + kSchedMaxCtas words (CTAs pop slots past the last task when they finish). The runtime launches at most kSchedMaxCtas CTAs of it.
+constexpr int64_t kSchedMaxCtas = 4096;
+struct SchedLayout {
+  int64_t offset = -1;  // in words from the start of the counter area; -1: not dynamic
+  int64_t max_tasks = 0;
+  int64_t words() const { return 4 + max_tasks + max_tasks + kSchedMaxCtas; }
+};
+// One entry per module kernel; *total_words is the whole counter area (events included).
+std::vector<SchedLayout> schedLayout(const ir::Module& m, int64_t* total_words);
+// The task count of a kernel at the sym upper bounds (data-dependent extents at their bounds).
+int64_t maxTasks(const ir::Module& m, const ir::Kernel& k);
+
 // Bytes of the kernel parameter block (abi.h): 8 per sym and per tensor (at least one each),
 // plus the fixed tail.
 int64_t paramsBytes(const ir::Module& m);

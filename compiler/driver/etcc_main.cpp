@@ -33,6 +33,8 @@ struct Options {
   bool summary = false;
   std::string color = "auto";
   bool verbose = false;
+  std::string schedule = "auto";
+  bool no_verify_schedule = false;
 };
 
 bool useColor(const std::string& mode) {
@@ -178,6 +180,8 @@ int run(const Options& opt) {
     po.print_after.insert(opt.print_after.begin(), opt.print_after.end());
     po.dump = &std::cerr;
     po.verbose = opt.verbose;
+    if (opt.schedule != "auto") po.schedule = etc::ir::parseSchedule(opt.schedule);
+    po.verify_schedule = !opt.no_verify_schedule;
     m = etc::runPipeline(std::move(m), po, diags);
   }
 
@@ -248,7 +252,14 @@ int main(int argc, char** argv) {
                "after compiling, print a summary of syms, tensors, events, tasks and graphs to standard error");
   app.add_option("--color", opt.color, "colour diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
-  app.add_flag("-v,--verbose", opt.verbose, "say what the compiler does and how long each step takes");
+  app.add_flag("-v,--verbose", opt.verbose, "say what the compiler does and how long each step takes, and which schedule each graph got and why");
+  app.add_option("--schedule", opt.schedule,
+                 "static, dynamic or auto (default): the schedule of every graph; static and dynamic override what the "
+                 "source says, auto keeps it and lets the compiler choose where the source does not")
+      ->check(CLI::IsMember({"auto", "static", "dynamic"}));
+  app.add_flag("--no-verify-schedule", opt.no_verify_schedule,
+               "skip the verify-schedule pass (cycles, unnotified waits, notify counts): for testing the run-time "
+               "watchdog; a wrong program then hangs until the watchdog stops it");
 
   // nvcc spells it -arch; CLI11 takes single-dash names as single letters, so translate.
   std::vector<std::string> args;

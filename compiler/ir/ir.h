@@ -153,6 +153,7 @@ struct Graph {
   std::string name;
   Schedule schedule = Schedule::Auto;
   bool schedule_written = false;
+  std::string schedule_reason;  // why select-schedule chose it (for etcc -v)
   std::vector<GraphStmt> body;
   SourceRange range;
   SourceRange name_range;  // for diagnostics; may be invalid

@@ -18,7 +18,9 @@ ModulePtr lowerOps(ModulePtr m, DiagnosticEngine& diags);
 ModulePtr inferEvents(ModulePtr m, DiagnosticEngine& diags);
 // Each graph becomes one persistent megakernel, plus one kernel per task grid (unfused form).
 ModulePtr fuse(ModulePtr m, DiagnosticEngine& diags);
-// Picks the schedule (static for now) and puts each graph's task grids in topological order.
+// Decides static or dynamic for every graph whose schedule is auto (docs/architecture.md).
+ModulePtr selectSchedule(ModulePtr m, DiagnosticEngine& diags);
+// Puts each graph's task grids (and its megakernel's) in topological order.
 ModulePtr scheduleStatic(ModulePtr m, DiagnosticEngine& diags);
 // Rejects cycles and waits on later tasks; checks notify totals against initial counts.
 ModulePtr verifySchedule(ModulePtr m, DiagnosticEngine& diags);

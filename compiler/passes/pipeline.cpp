@@ -16,7 +16,8 @@ const std::vector<Pass>& pipeline() {
       {"lower-ops", "op-level assignments become task grids", lowerOps},
       {"infer-events", "event tensors from the slices task grids write and read", inferEvents},
       {"fuse", "one megakernel per graph, and one kernel per task grid", fuse},
-      {"schedule", "the static schedule: task grids in topological order", scheduleStatic},
+      {"select-schedule", "static or dynamic for each graph whose schedule is auto, from a cost model", selectSchedule},
+      {"schedule", "task grids in topological order (the megakernel's task numbering)", scheduleStatic},
       {"verify-schedule", "no cycles, waits on earlier tasks only, notify totals = initial counts", verifySchedule},
   };
   return passes;
@@ -36,7 +37,14 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
                                         DiagnosticEngine& diags) {
   auto wants = [&](std::string_view name) { return opts.print_after_all || opts.print_after.count(name); };
   if (opts.dump && wants("parse")) dumpModule(*m, "parse", *opts.dump);
+  if (opts.schedule)
+    for (ir::Graph& g : m->graphs) {
+      g.schedule = *opts.schedule;
+      g.schedule_written = true;
+      g.schedule_reason = "--schedule";
+    }
   for (const Pass& p : pipeline()) {
+    if (!opts.verify_schedule && p.name == "verify-schedule") continue;
     auto start = std::chrono::steady_clock::now();
     m = p.run(std::move(m), diags);
     if (!m || diags.hasErrors()) return nullptr;
@@ -57,6 +65,10 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     if (opts.dump && wants(p.name)) dumpModule(*m, p.name, *opts.dump);
   }
+  if (opts.verbose && opts.dump)
+    for (const ir::Graph& g : m->graphs)
+      *opts.dump << fmt::format("etcc: graph @{}: schedule {} ({})\n", g.name, ir::scheduleName(g.schedule),
+                                g.schedule_reason);
   return m;
 }
 

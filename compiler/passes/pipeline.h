@@ -5,6 +5,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -32,7 +33,10 @@ struct PipelineOptions {
   bool print_after_all = false;
   std::set<std::string, std::less<>> print_after;
   std::ostream* dump = nullptr;  // where dumps go
-  bool verbose = false;          // timings of every step on `dump`
+  bool verbose = false;          // timings of every step, and the schedule choices, on `dump`
+  // --schedule=static|dynamic: every graph gets it, whatever its source says (auto: no override).
+  std::optional<ir::Schedule> schedule;
+  bool verify_schedule = true;  // false: skip the verify-schedule pass (etcc --no-verify-schedule)
 };
 
 // Dumps after "parse" if asked, then runs every pass with the verifier after each. Returns

@@ -1,7 +1,8 @@
-// schedule: a graph whose schedule is `auto` or `static` gets the static schedule: its task
-// grids in one topological order of their event dependencies (the written order wherever
-// that is valid), the same order in the graph and in its megakernel. Task t of that order
-// runs on CTA t mod nCTA; the kernel computes the numbering from the sym values.
+// schedule: every graph's task grids in one topological order of their event dependencies
+// (the written order wherever that is valid), the same order in the graph and in its
+// megakernel. That order numbers the tasks: with the static schedule task t runs on CTA
+// t mod nCTA (the kernel computes the numbering from the sym values); with the dynamic one
+// it names the task in queue words and pending counts.
 #include <fmt/format.h>
 
 #include "compiler/passes/passes.h"
@@ -12,14 +13,8 @@ namespace etc {
 ModulePtr scheduleStatic(ModulePtr m, DiagnosticEngine& diags) {
   for (uint32_t gi = 0; gi < m->graphs.size(); ++gi) {
     ir::Graph& g = m->graphs[gi];
-    if (g.schedule == ir::Schedule::Dynamic) {
-      diags.error(g.name_range.valid() ? g.name_range.begin : g.range.begin,
-                  fmt::format("graph '@{}' asks for a dynamic schedule, which etcc does not implement yet; use "
-                              "`schedule static` or `schedule auto`",
-                              g.name));
-      return nullptr;
-    }
-    g.schedule = ir::Schedule::Static;
+    (void)diags;
+    if (g.schedule == ir::Schedule::Auto) g.schedule = ir::Schedule::Static;  // select-schedule did not run
     g.schedule_written = true;
     TaskGraph tg = buildTaskGraph(*m, g);
     std::vector<uint32_t> order = topologicalOrder(tg);

@@ -81,6 +81,10 @@ KernelDesc kernelOf(const json& obj, const std::string& where, size_t ntasks, bo
       bad(where + ": task " + std::to_string(task) + " is not a task index (there are " + std::to_string(ntasks) + ")");
     k.task = static_cast<int>(task);
   }
+  if (obj.contains("max_ctas")) {
+    k.max_ctas = integer(obj, "max_ctas", where);
+    if (k.max_ctas < 1) bad(where + ": max_ctas " + std::to_string(k.max_ctas) + " is not positive");
+  }
   return k;
 }
 
@@ -243,6 +247,7 @@ Descriptor parseDescriptor(std::string_view json_text) {
     std::string where = "graph " + gd.name;
     checkUnique(names, gd.name, "graph");
     gd.schedule = g.contains("schedule") ? str(g, "schedule", where) : "static";
+    if (gd.schedule != "static" && gd.schedule != "dynamic") bad(where + ": unknown schedule \"" + gd.schedule + "\"");
     const json& mega = field(g, "mega", where);
     if (!mega.is_object()) bad(where + ": \"mega\" is not an object");
     gd.mega = kernelOf(mega, where + " mega", d.tasks.size(), false);

@@ -43,6 +43,7 @@ struct KernelDesc {
   std::string name;
   int threads = 0;
   int task = -1;  // unfused kernels: the task grid it runs; -1 for the megakernel
+  int64_t max_ctas = 0;  // dynamic-schedule megakernels: the queue holds END words for this many CTAs; 0: no limit
 };
 
 struct GraphDesc {

@@ -62,6 +62,8 @@ DeviceModule::DeviceModule(const Descriptor& d, std::span<const uint8_t> fatbin,
         fail(ETC_STATUS_CUDA, "kernel " + g.mega.name + ": not one CTA of " + std::to_string(gk.mega.threads) + " threads and " +
                                   std::to_string(gk.mega.smem) + " bytes of shared memory fits on an SM of " + device_name_);
       gk.ctas = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sms_);
+      // A dynamic schedule's queue has room for one END word per CTA, up to max_ctas.
+      if (g.mega.max_ctas > 0 && gk.ctas > g.mega.max_ctas) gk.ctas = static_cast<unsigned>(g.mega.max_ctas);
       graphs_.push_back(std::move(gk));
     }
   } catch (...) {

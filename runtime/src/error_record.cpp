@@ -60,6 +60,10 @@ std::string describeError(const EtcError& e, const Descriptor& d, const std::vec
     case ETC_ERR_BOUND:
       out = "a data-dependent extent exceeded its stated bound" + where;
       break;
+    case ETC_ERR_QUEUE_STARVED:
+      out = "the dynamic schedule's task queue stayed empty past the watchdog budget: " + std::to_string(e.count) + " of " +
+            std::to_string(e.target) + " tasks had become ready and no other did (a dependency cycle or a missing notify)";
+      break;
     case ETC_ERR_ABORTED:
       out = "the kernel was stopped by an error in another CTA" + where;
       break;

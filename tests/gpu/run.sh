@@ -35,8 +35,52 @@ check() {  # name fatbin sym
     row "check $1 $3 (mega, unfused, graph)" FAIL "$(tail -2 "$log" | tr '\n' ' ')"
   fi
 }
-for n in 1 1023 1024 1025 1000000 100000000; do check two_stage_sum "$B/two_stage_sum.fatbin" "N=$n"; done
-for b in 1 3 16 128; do check mlp "$B/mlp.fatbin" "B=$b"; done
+for sched in static dynamic; do
+  for n in 1 1023 1024 1025 1000000 100000000; do check "two_stage_sum_$sched" "$B/two_stage_sum_$sched.fatbin" "N=$n"; done
+  for b in 1 3 16 128; do check "mlp_$sched" "$B/mlp_$sched.fatbin" "B=$b"; done
+done
+# Debug mode checks every notify against its count and, in the dynamic schedule, that a task
+# popped from the queue really is ready.
+for sched in static dynamic; do
+  log="$out/debug_mlp_$sched.log"
+  if "$B/etc-run" "$B/mlp_$sched.fatbin" --sym B=7 --check --debug --seed 2 >"$log" 2>&1; then
+    row "check mlp_$sched B=7 --debug" PASS "$(grep -o 'L2 [0-9.e+-]*' "$log" | tr '\n' ' ')"
+  else
+    row "check mlp_$sched B=7 --debug" FAIL "$(tail -2 "$log" | tr '\n' ' ')"
+  fi
+done
+
+# -- programs that wait forever (compiled with --no-verify-schedule): the default watchdog --
+# -- (1 s) stops each; exit 1 with the waiting task and element, well within 2 s -------------
+for f in "$B"/hang_*.fatbin; do
+  [ -f "$f" ] || continue
+  n=$(basename "${f%.fatbin}")
+  t0=$(date +%s%N)
+  "$B/etc-run" "$f" --sym N=100 >"$out/$n.log" 2>&1
+  rc=$?
+  ms=$((($(date +%s%N) - t0) / 1000000))
+  if [ "$rc" -eq 1 ] && grep -qE "wait timed out|queue stayed empty" "$out/$n.log" && [ "$ms" -lt 2000 ]; then
+    row "watchdog $n" PASS "${ms} ms: $(grep -m1 -oE '(wait timed out|the dynamic).*' "$out/$n.log" | cut -c1-150)"
+  else
+    row "watchdog $n" FAIL "exit $rc after ${ms} ms: $(tail -1 "$out/$n.log" | cut -c1-150)"
+  fi
+done
+
+# -- no stale state: back-to-back launches alternating sym values, both schedules ----------
+for sched in static dynamic; do
+  log="$out/stress_mlp_$sched.log"
+  if "$B/etc-run" "$B/mlp_$sched.fatbin" --stress "${STRESS:-10000}" --sym-values B=1,5,16,33,128 --seed 4 >"$log" 2>&1; then
+    row "stress mlp_$sched" PASS "$(tail -1 "$log" | cut -c1-150)"
+  else
+    row "stress mlp_$sched" FAIL "$(tail -1 "$log" | cut -c1-150)"
+  fi
+  log="$out/stress_sum_$sched.log"
+  if "$B/etc-run" "$B/two_stage_sum_$sched.fatbin" --stress "${STRESS:-10000}" --sym-values N=1,1000,1025,77777,1000000 --seed 4 >"$log" 2>&1; then
+    row "stress two_stage_sum_$sched" PASS "$(tail -1 "$log" | cut -c1-150)"
+  else
+    row "stress two_stage_sum_$sched" FAIL "$(tail -1 "$log" | cut -c1-150)"
+  fi
+done
 
 # -- a fatbin with no code for this GPU (only an sm_80 cubin: it does not run on sm_90) -------
 if [ -f "$B/sm80_only.fatbin" ]; then
@@ -52,17 +96,20 @@ fi
 # -- sanitizers ------------------------------------------------------------------------------
 san() {  # tool name fatbin sym
   local log="$out/san_$1_$2.log"
-  if compute-sanitizer --tool "$1" --error-exitcode 9 "$B/etc-run" "$3" --sym "$4" --mode mega >"$log" 2>&1 &&
-     compute-sanitizer --tool "$1" --error-exitcode 9 "$B/etc-run" "$3" --sym "$4" --mode unfused >>"$log" 2>&1; then
+  # Sanitizers slow waits down by orders of magnitude: a generous watchdog.
+  if compute-sanitizer --tool "$1" --error-exitcode 9 "$B/etc-run" "$3" --sym "$4" --mode mega --watchdog-ms 120000 >"$log" 2>&1 &&
+     compute-sanitizer --tool "$1" --error-exitcode 9 "$B/etc-run" "$3" --sym "$4" --mode unfused --watchdog-ms 120000 >>"$log" 2>&1; then
     row "compute-sanitizer $1 $2 $4" PASS "$(grep -m1 'ERROR SUMMARY' "$log")"
   else
     row "compute-sanitizer $1 $2 $4" FAIL "$(grep -m1 -E 'ERROR SUMMARY|Error|error' "$log")"
   fi
 }
 if command -v compute-sanitizer >/dev/null 2>&1; then
-  for tool in memcheck racecheck; do
-    san $tool two_stage_sum "$B/two_stage_sum.fatbin" N=5000
-    san $tool mlp "$B/mlp.fatbin" B=3
+  for tool in memcheck racecheck synccheck; do
+    for sched in static dynamic; do
+      san $tool "two_stage_sum_$sched" "$B/two_stage_sum_$sched.fatbin" N=5000
+      san $tool "mlp_$sched" "$B/mlp_$sched.fatbin" B=3
+    done
   done
 fi
 
@@ -91,10 +138,20 @@ PY
 row "device-to-device copy bandwidth" INFO "${bw:-?} TB/s (read + write)"
 # mlp weights: w_gate_up [16384, 2048] + w_down [2048, 8192] + ln [2048], bf16.
 wbytes=$(( (16384 * 2048 + 2048 * 8192 + 2048) * 2 ))
-for b in 1 3 16 128; do
+for b in 1 3 16 64 128; do
   log="$out/bench_mlp_B$b.log"
-  "$B/etc-run" "$B/mlp.fatbin" --sym "B=$b" --bench 200 --mode all --seed 5 >"$log" 2>&1 || row "bench mlp B=$b" FAIL "$(tail -1 "$log")"
-  grep -E 'median' "$log" | sed "s/^/B=$b /" >>"$out/bench_table.txt"
+  "$B/etc-run" "$B/mlp_static.fatbin" --sym "B=$b" --bench 200 --mode all --seed 5 >"$log" 2>&1 || row "bench mlp B=$b" FAIL "$(tail -1 "$log")"
+  grep -E 'median' "$log" | sed "s/^/B=$b static /" >>"$out/bench_table.txt"
+  log="$out/bench_mlp_dyn_B$b.log"
+  "$B/etc-run" "$B/mlp_dynamic.fatbin" --sym "B=$b" --bench 200 --mode mega --seed 5 >"$log" 2>&1 || row "bench mlp dynamic B=$b" FAIL "$(tail -1 "$log")"
+  grep -E 'median' "$log" | sed "s/^/B=$b dynamic /" >>"$out/bench_table.txt"
+done
+for n in 1000 1000000 100000000; do
+  for sched in static dynamic; do
+    log="$out/bench_sum_${sched}_$n.log"
+    "$B/etc-run" "$B/two_stage_sum_$sched.fatbin" --sym "N=$n" --bench 200 --mode mega --seed 5 >"$log" 2>&1 || row "bench two_stage_sum $sched N=$n" FAIL "$(tail -1 "$log")"
+    grep -E 'median' "$log" | sed "s/^/two_stage_sum N=$n $sched /" >>"$out/bench_table.txt"
+  done
 done
 echo
 echo "== $gpu =="

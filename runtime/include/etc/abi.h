@@ -15,6 +15,8 @@
 #define ETC_ERR_OVER_NOTIFY 2u    /* debug mode: an element got more notifies than its count */
 #define ETC_ERR_BOUND 3u          /* a data-dependent extent exceeded its stated bound */
 #define ETC_ERR_ABORTED 4u        /* (runtime only) another CTA's error stopped the kernel */
+#define ETC_ERR_QUEUE_STARVED 5u  /* dynamic schedule: no task became ready within the watchdog
+                                     budget (count = tasks that became ready, target = tasks in all) */
 
 /* Launch flags (EtcParams.flags). */
 #define ETC_FLAG_DEBUG 1u         /* check notify counts against the initial counts */

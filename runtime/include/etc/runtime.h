@@ -89,7 +89,7 @@ typedef struct etc_launch_options {
   unsigned flags;                 /* ETC_FLAG_* of abi.h (ETC_FLAG_DEBUG = 1) */
 } etc_launch_options;
 
-#define ETC_DEFAULT_WATCHDOG_NS 10000000000LL /* 10 s */
+#define ETC_DEFAULT_WATCHDOG_NS 1000000000LL /* 1 s: a wait in a kernel that runs for microseconds */
 
 /* ---- errors ----------------------------------------------------------------------------- */
 const char* etc_last_error_message(void);  /* "" when the last call succeeded */

@@ -1,0 +1,98 @@
+// select-schedule: static or dynamic for every graph whose schedule is auto.
+//
+// The static schedule costs nothing to dispatch but fixes which CTA runs which task before
+// anything is known about the data: tasks that do not exist still take their slot, and a CTA
+// that drew expensive tasks finishes last while others idle. The dynamic schedule pays a queue
+// pop and a pending count per task (about a microsecond of latency each on an H100, measured
+// by tools/etc-bench-schedule) but keeps every CTA busy with tasks that are ready. The model
+// below estimates both makespans from the bytes each task moves at the sym upper bounds.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "compiler/backend/cuda_expr.h"
+#include "compiler/ir/op_check.h"
+#include "compiler/passes/passes.h"
+
+namespace etc {
+
+namespace {
+
+using namespace ir;
+
+// Calibration (H100, docs/benchmarks.md "Schedules"): CTAs the kernel runs with, bytes one CTA
+// moves per microsecond when all stream, and the dynamic schedule's cost per task.
+constexpr double kCtas = 132;
+constexpr double kBytesPerCtaUs = 22000;
+constexpr double kDynamicTaskUs = 1.0;
+constexpr double kStaticTaskUs = 0.3;
+
+struct GridCost {
+  uint32_t task;
+  double tasks;    // at the sym upper bounds
+  double task_us;  // one task's data movement
+};
+
+double sliceBytes(const Module& m, const Slice& s, const RangeEnv& env) {
+  OperandType t = sliceType(m, s);
+  double n = dtypeBytes(t.dtype);
+  for (const Expr& d : t.shape) n *= static_cast<double>(std::max<int64_t>(0, bounds(backend::dataBound(m, d), env).hi));
+  return n;
+}
+
+GridCost gridCost(const Module& m, uint32_t ti) {
+  const Task& t = m.tasks[ti];
+  GridCost c{ti, 1, 0};
+  RangeEnv syms = m.symRanges();
+  for (const Expr& g : t.grid) c.tasks *= static_cast<double>(std::max<int64_t>(0, bounds(backend::dataBound(m, g), syms).hi));
+  RangeEnv env = m.gridRanges(t.grid);
+  double bytes = 0;
+  for (const TaskStmt& st : t.body)
+    if (const auto* call = std::get_if<CallStmt>(&st)) {
+      for (const Slice& s : call->call.args) bytes += sliceBytes(m, s, env);
+      for (const Slice& s : call->dests) bytes += sliceBytes(m, s, env);
+    }
+  c.task_us = bytes / kBytesPerCtaUs;
+  return c;
+}
+
+std::string choose(const Module& m, const Graph& g, Schedule& out) {
+  std::vector<GridCost> grids;
+  for (const GraphStmt& st : g.body)
+    if (const auto* r = std::get_if<RunStmt>(&st)) grids.push_back(gridCost(m, r->task));
+  for (const GridCost& c : grids)
+    for (const Expr& e : m.tasks[c.task].grid)
+      if (hasLoad(e)) {
+        out = Schedule::Dynamic;
+        return fmt::format("the grid of @{} reads data, so how many of its tasks exist is known only at run time",
+                           m.tasks[c.task].name);
+      }
+  // Static: grids follow each other in CTA order, each taking ceil(tasks / CTAs) rounds of its
+  // own task time (uneven grids leave CTAs idle). Dynamic: the total work spread evenly.
+  double static_us = 0, dynamic_us = 0, tasks = 0;
+  for (const GridCost& c : grids) {
+    static_us += std::ceil(c.tasks / kCtas) * (c.task_us + kStaticTaskUs);
+    dynamic_us += c.tasks * (c.task_us + kDynamicTaskUs) / kCtas;
+    tasks += c.tasks;
+  }
+  out = dynamic_us < 0.8 * static_us ? Schedule::Dynamic : Schedule::Static;
+  return fmt::format("cost model at the sym upper bounds: {:.0f} tasks, static ~{:.1f} us, dynamic ~{:.1f} us", tasks,
+                     static_us, dynamic_us);
+}
+
+}  // namespace
+
+ModulePtr selectSchedule(ModulePtr m, DiagnosticEngine& diags) {
+  (void)diags;
+  for (Graph& g : m->graphs) {
+    if (g.schedule != Schedule::Auto) {
+      if (g.schedule_reason.empty()) g.schedule_reason = "written in the source";
+      continue;
+    }
+    g.schedule_reason = choose(*m, g, g.schedule);
+  }
+  return m;
+}
+
+}  // namespace etc

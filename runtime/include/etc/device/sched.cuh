@@ -1,0 +1,123 @@
+// The dynamic schedule's task queue (docs/backend.md, "The dynamic schedule"). A megakernel with
+// a dynamic schedule keeps, in the zeroed event-counter area of its launch:
+//
+//   head, tail, 2 spare | pending[max_tasks] | queue[max_tasks + max_ctas]
+//
+// A task word is the task's number in the kernel's static numbering plus 1 (0 = slot not yet
+// written). Every task is pushed exactly once, when the last event element it waits on
+// completes (or at the start when it waits on nothing), so no CTA ever spins on a producer
+// that is not running: a CTA with nothing to do spins only on its next queue slot. As every
+// task takes exactly one slot, slots [0, total) hold all of them and a CTA that pops a slot
+// >= total leaves: no end marker, no count of finished tasks.
+//
+// Memory ordering: a notifier writes its data, passes a CTA barrier, fences (gpu scope) and
+// adds to the counter. The thread that completes an element (its add returns count - 1) fences
+// after the add, so every notifier's writes happen before what follows; that thread's CTA then
+// fences and adds to the consumer's pending count, the last adder fences again before it
+// publishes the task word with an atomic exchange, and the popping CTA fences after it reads
+// the word. Each step is a fence on both sides of a relaxed atomic on one location, the
+// pattern that the PTX memory model makes a synchronization, and causality order is
+// transitive, so the consumer task sees every producer's data.
+#pragma once
+
+#include "etc/device/events.cuh"
+
+namespace etc {
+namespace dev {
+
+constexpr unsigned kQueueEnd = 0xffffffffu;  // what sched_pop returns once every task is taken
+
+struct Sched {
+  unsigned int* head;     // next queue slot to pop
+  unsigned int* tail;     // next queue slot to push
+  unsigned int* pending;  // per task: wait elements completed so far
+  unsigned int* queue;    // task words
+};
+
+__device__ __forceinline__ Sched sched_at(unsigned int* base, long long max_tasks) {
+  return Sched{base, base + 1, base + 4, base + 4 + max_tasks};
+}
+
+// Called by one thread; the caller has fenced after the writes the task must see.
+__device__ __forceinline__ void sched_push(const Sched& s, unsigned word) {
+  unsigned slot = atomicAdd(s.tail, 1u);
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(s.queue + slot), "r"(word) : "memory");
+}
+
+// One of the task's `waits` elements completed (called by one thread): the last one makes it
+// ready. `waits` is the number of (wait statement, element) pairs with a non-zero count.
+__device__ __forceinline__ void sched_pend(const Sched& s, long long task, unsigned waits) {
+  __threadfence();
+  if (atomicAdd(s.pending + task, 1u) + 1u == waits) {
+    __threadfence();
+    sched_push(s, static_cast<unsigned>(task) + 1u);
+  }
+}
+
+// The next task word for this CTA (same value in every thread): kQueueEnd once all `total`
+// tasks are taken, 0 if the queue stayed empty past the watchdog budget or another CTA
+// recorded an error (the caller leaves the kernel). Starving means no task became ready: a
+// dependency cycle or a missing notify that verification would have rejected; the record
+// says how many tasks had become ready.
+template <class P>
+__device__ __forceinline__ unsigned sched_pop(const P& p, const Sched& s, unsigned total) {
+  __shared__ unsigned word;
+  if (threadIdx.x == 0) {
+    unsigned slot = atomicAdd(s.head, 1u);
+    unsigned w = kQueueEnd;
+    if (slot < total) {
+      const unsigned* q = s.queue + slot;
+      w = detail::ld_acquire_gpu(q);
+      if (w == 0u) {
+        const long long budget = p.watchdog_ns;
+        const unsigned long long start = detail::globaltimer_ns();
+        unsigned sleep = 32;
+        for (;;) {
+          if (detail::error_code(p.error) != 0u) break;
+          __nanosleep(sleep);
+          sleep = sleep < 256u ? sleep * 2u : 256u;
+          w = detail::ld_acquire_gpu(q);
+          if (w != 0u) break;
+          if (budget > 0 && detail::globaltimer_ns() - start > (unsigned long long)budget) {
+            WaitSite site{-1, -1, 0, {0, 0, 0, 0}, -1};
+            detail::record_error(p.error, ETC_ERR_QUEUE_STARVED, site, -1, *(volatile unsigned*)s.tail, total);
+            break;
+          }
+        }
+      }
+    }
+    word = w;
+  }
+  __syncthreads();
+  unsigned w = word;
+  __syncthreads();  // `word` is reused by the next pop
+  return w;
+}
+
+// Notify of one event element in a dynamic schedule (all threads): true in every thread when
+// this notify completed the element (its counter reached `initial`); the caller then makes
+// the element's waiters pending. In debug mode an add past `initial` is recorded as an error.
+template <class P>
+__device__ __forceinline__ bool notify_element(const P& p, unsigned int* counter, unsigned int initial,
+                                               const WaitSite& site, bool* failed) {
+  __syncthreads();
+  int complete = 0, bad = 0;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    unsigned old = atomicAdd(counter, 1u);
+    complete = old + 1u == initial;
+    if (old >= initial) {
+      if (p.flags & ETC_FLAG_DEBUG)
+        detail::record_error(p.error, ETC_ERR_OVER_NOTIFY, site, site.element, old + 1u, initial);
+      bad = 1;
+    }
+    if (complete) __threadfence();
+  }
+  // One barrier carries both flags: bit 0 complete, bit 1 over-notified.
+  int flags = __syncthreads_or(complete | (bad << 1));
+  *failed = (flags & 2) && (p.flags & ETC_FLAG_DEBUG);
+  return flags & 1;
+}
+
+}  // namespace dev
+}  // namespace etc
