@@ -19,7 +19,8 @@
 //     of it). Along a path a wait must come before the notify that continues it, the first
 //     notify may not come before W's notifier's notify and the last wait not after W, so the
 //     writes W published and the statements W guarded stay ordered.
-//  4. Clean-up. An event that no task waits on any more loses its notifies and its declaration.
+//  4. Clean-up. An event that no task waits on any more (after rules 2 and 3 took its waits)
+//     loses its notifies and its declaration.
 //
 // Safety rests on what a wait means: with every element receiving exactly its initial count of
 // notifies (verify-schedule checks the totals), `wait E[e]` returns after every notifier of e.
@@ -81,12 +82,14 @@ class Eliminator {
       if (runs[t] != 1) task_graph_[t] = -1;
     event_graph_.assign(m_.events.size(), -2);  // -2: not mentioned yet
     eligible_.assign(m_.events.size(), true);
+    had_waits_.assign(m_.events.size(), false);
     for (uint32_t t = 0; t < m_.tasks.size(); ++t)
       for (const TaskStmt& st : m_.tasks[t].body) {
         std::optional<uint32_t> ev;
         if (const auto* w = std::get_if<WaitStmt>(&st)) ev = w->event.target;
         if (const auto* n = std::get_if<NotifyStmt>(&st)) ev = n->event.target;
         if (!ev) continue;
+        if (std::holds_alternative<WaitStmt>(st)) had_waits_[*ev] = true;
         int& g = event_graph_[*ev];
         if (task_graph_[t] < 0 || (g != -2 && g != task_graph_[t])) eligible_[*ev] = false;
         g = task_graph_[t];
@@ -505,7 +508,9 @@ class Eliminator {
     for (uint32_t e = 0; e < m_.events.size(); ++e) {
       if (!eligible_[e]) continue;
       std::vector<Site> notifies = sites(e, false);
-      if (merged_into_.count(e) || (sites(e, true).empty() && !notifies.empty())) {
+      // An event nobody waited on to begin with is left alone: verify-schedule still checks
+      // its notify totals, which may be the point of a hand-written one.
+      if (merged_into_.count(e) || (had_waits_[e] && sites(e, true).empty() && !notifies.empty())) {
         drop[e] = true;
         for (const Site& s : notifies) deleted_.insert(s);
       }
@@ -557,6 +562,7 @@ class Eliminator {
   std::vector<int> task_graph_;   // the one graph that runs the task, or -1
   std::vector<int> event_graph_;  // the graph of the tasks that mention the event
   std::vector<bool> eligible_;    // every task that mentions the event runs in that one graph
+  std::vector<bool> had_waits_;   // some task waited on the event before this pass
   std::set<Site> deleted_;        // statements to drop at the end (indices stay valid until then)
   std::map<uint32_t, uint32_t> merged_into_;
 };
