@@ -16,6 +16,9 @@ using ModulePtr = std::unique_ptr<ir::Module>;
 ModulePtr lowerOps(ModulePtr m, DiagnosticEngine& diags);
 // Event tensors, waits and notifies from the slices each task grid writes and later ones read.
 ModulePtr inferEvents(ModulePtr m, DiagnosticEngine& diags);
+// Removes waits other paths imply, merges duplicate events, coarsens many-to-all events to
+// one counter, and drops events nobody waits on; every ordering between tiles is kept.
+ModulePtr eliminateEvents(ModulePtr m, DiagnosticEngine& diags);
 // Each graph becomes one persistent megakernel, plus one kernel per task grid (unfused form).
 ModulePtr fuse(ModulePtr m, DiagnosticEngine& diags);
 // Decides static or dynamic for every graph whose schedule is auto (docs/architecture.md).

@@ -15,6 +15,7 @@ const std::vector<Pass>& pipeline() {
   static const std::vector<Pass> passes = {
       {"lower-ops", "op-level assignments become task grids", lowerOps},
       {"infer-events", "event tensors from the slices task grids write and read", inferEvents},
+      {"eliminate-events", "drop implied waits, merge duplicate events, coarsen many-to-all ones", eliminateEvents},
       {"fuse", "one megakernel per graph, and one kernel per task grid", fuse},
       {"select-schedule", "static or dynamic for each graph whose schedule is auto, from a cost model", selectSchedule},
       {"schedule", "task grids in topological order (the megakernel's task numbering)", scheduleStatic},

@@ -1,0 +1,577 @@
+// eliminate-events: simplifies the task-level event structure without losing any ordering.
+// Runs after infer-events, and on hand-written events alike; four rules, in this order:
+//
+//  1. Coarsening. An event whose every notify covers the whole event (every waiter then waits
+//     for every notifier), or whose every wait covers the whole event while every notify is
+//     one element, becomes one counter: `[1] init <total notifies>`, every notify and wait `[0]`.
+//     A producer tile then does one atomic instead of one per element.
+//  2. Duplicates. Two events with the same shape, the same initial counts and the same notify
+//     statements (same task, same subscript, same place in the body modulo other notifies)
+//     reach zero at the same moments, element for element: the waits of the later one move to
+//     the earlier one, and the later one goes.
+//  3. Transitive reduction. A wait W of task grid C on event E is removed when every tile that
+//     notifies an element some C tile waits on through W is already ordered before that C tile
+//     through the remaining waits and notifies. The proof is symbolic, over every sym value: the
+//     tiles a (notify, wait) pair links are described per notifier coordinate as "any" or
+//     "equal to waiter coordinate m" (exact for the patterns infer-events makes: single
+//     counters, whole-event notifies, one-to-one and many-to-one points); paths compose these
+//     relations, and W goes only when a path's relation contains W's own (an over-approximation
+//     of it). Along a path a wait must come before the notify that continues it, the first
+//     notify may not come before W's notifier's notify and the last wait not after W, so the
+//     writes W published and the statements W guarded stay ordered.
+//  4. Clean-up. An event that no task waits on any more (after rules 2 and 3 took its waits)
+//     loses its notifies and its declaration.
+//
+// Safety rests on what a wait means: with every element receiving exactly its initial count of
+// notifies (verify-schedule checks the totals), `wait E[e]` returns after every notifier of e.
+// Only events and waits of tasks that run in exactly one graph are touched: a task shared by
+// graphs (or run by none) keeps its statements and the events it mentions.
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "compiler/ir/prover.h"
+#include "compiler/passes/passes.h"
+
+namespace etc {
+
+namespace {
+
+using namespace ir;
+
+// One statement of a task body.
+struct Site {
+  uint32_t task;
+  uint32_t index;
+  bool operator<(const Site& o) const { return std::tie(task, index) < std::tie(o.task, o.index); }
+  bool operator==(const Site& o) const { return task == o.task && index == o.index; }
+};
+
+// How the tiles of a notifying grid P relate to the tiles of a waiting grid C through one
+// (notify, wait) pair: per P coordinate, kAny (no constraint) or the C coordinate it equals.
+constexpr int kAny = -1;
+using Relation = std::vector<int>;
+
+class Eliminator {
+ public:
+  explicit Eliminator(Module& m) : m_(m), prover_(m) {}
+
+  ModulePtr run(ModulePtr self) {
+    assignGraphs();
+    for (uint32_t e = 0; e < m_.events.size(); ++e)
+      if (eligible_[e]) coarsen(e);
+    mergeDuplicates();
+    for (uint32_t g = 0; g < m_.graphs.size(); ++g) reduce(g);
+    return cleanUp(std::move(self));
+  }
+
+ private:
+  // ---- which graph each task and event belongs to ----------------------------------------
+
+  void assignGraphs() {
+    task_graph_.assign(m_.tasks.size(), -1);
+    std::vector<int> runs(m_.tasks.size(), 0);
+    for (uint32_t g = 0; g < m_.graphs.size(); ++g)
+      for (const GraphStmt& st : m_.graphs[g].body)
+        if (const auto* r = std::get_if<RunStmt>(&st)) {
+          ++runs[r->task];
+          task_graph_[r->task] = static_cast<int>(g);
+        }
+    for (uint32_t t = 0; t < m_.tasks.size(); ++t)
+      if (runs[t] != 1) task_graph_[t] = -1;
+    event_graph_.assign(m_.events.size(), -2);  // -2: not mentioned yet
+    eligible_.assign(m_.events.size(), true);
+    had_waits_.assign(m_.events.size(), false);
+    for (uint32_t t = 0; t < m_.tasks.size(); ++t)
+      for (const TaskStmt& st : m_.tasks[t].body) {
+        std::optional<uint32_t> ev;
+        if (const auto* w = std::get_if<WaitStmt>(&st)) ev = w->event.target;
+        if (const auto* n = std::get_if<NotifyStmt>(&st)) ev = n->event.target;
+        if (!ev) continue;
+        if (std::holds_alternative<WaitStmt>(st)) had_waits_[*ev] = true;
+        int& g = event_graph_[*ev];
+        if (task_graph_[t] < 0 || (g != -2 && g != task_graph_[t])) eligible_[*ev] = false;
+        g = task_graph_[t];
+      }
+    for (uint32_t e = 0; e < m_.events.size(); ++e)
+      if (event_graph_[e] < 0) eligible_[e] = false;
+  }
+
+  // ---- statements ---------------------------------------------------------------------------
+
+  bool deleted(const Site& s) const { return deleted_.count(s) > 0; }
+  const TaskStmt& stmt(const Site& s) const { return m_.tasks[s.task].body[s.index]; }
+  Slice& eventSlice(const Site& s) {
+    TaskStmt& st = m_.tasks[s.task].body[s.index];
+    if (auto* w = std::get_if<WaitStmt>(&st)) return w->event;
+    return std::get<NotifyStmt>(st).event;
+  }
+
+  // The live notifies and waits of event e.
+  std::vector<Site> sites(uint32_t e, bool waits) const {
+    std::vector<Site> out;
+    for (uint32_t t = 0; t < m_.tasks.size(); ++t)
+      for (uint32_t i = 0; i < m_.tasks[t].body.size(); ++i) {
+        const TaskStmt& st = m_.tasks[t].body[i];
+        const Slice* s = nullptr;
+        if (const auto* w = std::get_if<WaitStmt>(&st); w && waits) s = &w->event;
+        if (const auto* n = std::get_if<NotifyStmt>(&st); n && !waits) s = &n->event;
+        if (s && s->target == e && !deleted({t, i})) out.push_back({t, i});
+      }
+    return out;
+  }
+
+  // Statements of the same kind in a row are interchangeable: what precedes a notify (apart
+  // from other notifies) is what it publishes, what follows a wait (apart from other waits) is
+  // what it guards. Deleted statements are still counted: deleting only moves others closer.
+  template <class Kind>
+  uint32_t segment(const Site& s) const {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s.index; ++i) n += !std::holds_alternative<Kind>(m_.tasks[s.task].body[i]);
+    return n;
+  }
+  // A notify at `a` publishes at least what one at `b` of the same task publishes.
+  bool publishesAtLeast(const Site& a, const Site& b) const {
+    return a.task == b.task && segment<NotifyStmt>(a) >= segment<NotifyStmt>(b);
+  }
+  // A wait at `a` guards at least what one at `b` of the same task guards.
+  bool guardsAtLeast(const Site& a, const Site& b) const {
+    return a.task == b.task && segment<WaitStmt>(a) <= segment<WaitStmt>(b);
+  }
+
+  // ---- subscripts -----------------------------------------------------------------------
+
+  bool provedEqual(const Task* t, const Expr& a, const Expr& b) {
+    if (equal(a, b)) return true;
+    if (hasLoad(a) || hasLoad(b)) return false;
+    prover_.setTask(t);
+    return prover_.equalValues(a, b).proved();
+  }
+  bool provedLessEqual(const Expr& a, const Expr& b) {
+    if (equal(a, b)) return true;
+    if (hasLoad(a) || hasLoad(b)) return false;
+    prover_.setTask(nullptr);
+    return prover_.lessEqual(a, b).proved();
+  }
+  bool provedPositive(const Expr& a) {
+    if (hasLoad(a)) return false;
+    prover_.setTask(nullptr);
+    return prover_.positive(a).proved();
+  }
+
+  // Every subscript entry covers the whole event.
+  bool coversWhole(const Task& t, const Slice& s, const Event& e) {
+    if (!s.has_subscript) return true;
+    for (size_t d = 0; d < s.dims.size(); ++d) {
+      const SliceDim& sd = s.dims[d];
+      if (sd.is_range) {
+        if (!provedEqual(&t, sd.lo, intConst(0)) || !provedEqual(&t, sd.hi, e.shape[d])) return false;
+      } else if (!provedEqual(&t, sd.lo, intConst(0)) || !provedEqual(nullptr, e.shape[d], intConst(1))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // One subscript entry of a notify or wait, classified.
+  struct DimKind {
+    enum { Whole, Coord, Point, Other } kind = Other;
+    uint32_t coord = 0;  // Coord: the task coordinate it is
+    Expr point;          // Point: a value free of coordinates and data
+  };
+
+  // `c` itself, or `min(c, G)` with G the extent of c's grid dimension (so c < G).
+  static bool isCoord(const Task& t, const Expr& e, uint32_t& k) {
+    if (e->kind == ExprKind::Coord) {
+      k = e->id;
+      return true;
+    }
+    if (e->kind != ExprKind::Min || e->ops.size() != 2) return false;
+    for (int a = 0; a < 2; ++a) {
+      const Expr &c = e->ops[a], &g = e->ops[1 - a];
+      if (c->kind == ExprKind::Coord && c->id < t.grid.size() && equal(g, t.grid[c->id])) {
+        k = c->id;
+        return true;
+      }
+    }
+    return false;
+  }
+  // `c + 1`, or `min(c + 1, G)` as above.
+  static bool isCoordPlusOne(const Task& t, const Expr& e, uint32_t k) {
+    Expr c1 = add(coordRef(k, t.coords[k]), intConst(1));
+    if (equal(e, c1)) return true;
+    if (e->kind != ExprKind::Min || e->ops.size() != 2) return false;
+    for (int a = 0; a < 2; ++a)
+      if (equal(e->ops[a], c1) && equal(e->ops[1 - a], t.grid[k])) return true;
+    return false;
+  }
+
+  DimKind classifyDim(const Task& t, const Slice& s, const Event& e, size_t d) {
+    DimKind out;
+    if (!s.has_subscript || d >= s.dims.size()) {
+      out.kind = DimKind::Whole;
+      return out;
+    }
+    const SliceDim& sd = s.dims[d];
+    if (hasLoad(sd.lo) || (sd.is_range && hasLoad(sd.hi))) return out;
+    uint32_t k = 0;
+    if (sd.is_range) {
+      if (provedEqual(&t, sd.lo, intConst(0)) && provedEqual(&t, sd.hi, e.shape[d])) {
+        out.kind = DimKind::Whole;
+      } else if (isCoord(t, sd.lo, k) && isCoordPlusOne(t, sd.hi, k)) {  // one element: [c, c + 1)
+        out.kind = DimKind::Coord;
+        out.coord = k;
+      }
+      return out;
+    }
+    if (!hasCoord(sd.lo)) {
+      // A point in a dimension of extent 1 is the whole dimension (the verifier keeps it in).
+      out.kind = provedEqual(nullptr, e.shape[d], intConst(1)) ? DimKind::Whole : DimKind::Point;
+      out.point = sd.lo;
+    } else if (isCoord(t, sd.lo, k)) {
+      out.kind = DimKind::Coord;
+      out.coord = k;
+    }
+    return out;
+  }
+
+  // The tiles of P (the notify's task) linked to a tile c of C (the wait's task): p's notify
+  // covers an element c's wait covers. `exact`: the result is exactly that set (nullopt when
+  // it cannot be described); otherwise a superset. An empty optional with `*empty` set: no
+  // tile is linked at all.
+  std::optional<Relation> relate(const Site& n, const Site& w, bool exact, bool* empty = nullptr) {
+    const Task& p = m_.tasks[n.task];
+    const Task& c = m_.tasks[w.task];
+    const Slice& ns = std::get<NotifyStmt>(stmt(n)).event;
+    const Slice& ws = std::get<WaitStmt>(stmt(w)).event;
+    const Event& e = m_.events[ns.target];
+    Relation rel(p.grid.size(), kAny);
+    for (size_t d = 0; d < e.shape.size(); ++d) {
+      DimKind a = classifyDim(p, ns, e, d), b = classifyDim(c, ws, e, d);
+      if (a.kind == DimKind::Whole && b.kind == DimKind::Whole) {
+        // Both cover the dimension: linked as long as it has an element.
+        if (exact && !provedPositive(e.shape[d])) return std::nullopt;
+      } else if (a.kind == DimKind::Whole && (b.kind == DimKind::Coord || b.kind == DimKind::Point)) {
+        // A point is inside the event (the verifier checks subscripts).
+      } else if ((a.kind == DimKind::Coord || a.kind == DimKind::Point) && b.kind == DimKind::Whole) {
+      } else if (a.kind == DimKind::Coord && b.kind == DimKind::Coord) {
+        if (rel[a.coord] != kAny && rel[a.coord] != static_cast<int>(b.coord)) {
+          if (exact) return std::nullopt;
+          continue;  // dropping a constraint only enlarges the set
+        }
+        rel[a.coord] = static_cast<int>(b.coord);
+      } else if (a.kind == DimKind::Point && b.kind == DimKind::Point) {
+        if (provedEqual(nullptr, a.point, b.point)) continue;
+        if (!exact && empty && !hasLoad(a.point) && !hasLoad(b.point)) {
+          prover_.setTask(nullptr);
+          if (prover_.lessThan(a.point, b.point).proved() || prover_.lessThan(b.point, a.point).proved()) {
+            *empty = true;
+            return std::nullopt;
+          }
+        }
+        if (exact) return std::nullopt;
+      } else if (exact) {
+        return std::nullopt;
+      }
+    }
+    return rel;
+  }
+
+  // ---- rule 1: coarsening ----------------------------------------------------------------
+
+  Expr gridSize(const Task& t) const {
+    Expr n = intConst(1);
+    for (const Expr& x : t.grid) n = mul(n, x);
+    return n;
+  }
+
+  void coarsen(uint32_t ev) {
+    Event& e = m_.events[ev];
+    bool single = true;
+    for (const Expr& d : e.shape) single &= asInt(d) == 1;
+    if (single) return;  // already one counter (or a `[]` event, which is one)
+    if (hasCoord(e.init) || hasLoad(e.init)) return;
+    Expr elements = intConst(1);
+    for (const Expr& d : e.shape) {
+      if (!provedPositive(d)) return;  // an empty event would change the count
+      elements = mul(elements, d);
+    }
+    std::vector<Site> notifies = sites(ev, false), waits = sites(ev, true);
+    if (notifies.empty() || waits.empty()) return;
+    Expr total = intConst(0);
+    for (const Site& s : notifies) total = add(total, gridSize(m_.tasks[s.task]));
+    if (hasLoad(total)) return;
+    bool notifies_whole = true, waits_whole = true, notifies_points = true;
+    for (const Site& s : notifies) {
+      const Slice& sl = std::get<NotifyStmt>(stmt(s)).event;
+      notifies_whole = notifies_whole && coversWhole(m_.tasks[s.task], sl, e);
+      bool points = sl.has_subscript && sl.dims.size() == e.shape.size();
+      for (const SliceDim& d : sl.dims) points &= !d.is_range;
+      notifies_points &= points;
+    }
+    for (const Site& s : waits)
+      waits_whole = waits_whole && coversWhole(m_.tasks[s.task], std::get<WaitStmt>(stmt(s)).event, e);
+    Expr init;
+    if (notifies_whole && provedEqual(nullptr, e.init, total)) {
+      // Every notify reaches every element: each element counts all of them, as will the one.
+      init = e.init;
+    } else if (waits_whole && notifies_points && provedEqual(nullptr, mul(e.init, elements), total)) {
+      // Every wait needs every element, each notify reaches one: the one counts them all.
+      init = simplify(total, m_.symRanges());
+    } else {
+      return;
+    }
+    e.shape = {intConst(1)};
+    e.shape_ranges.clear();
+    e.init_coords.clear();
+    e.init = init;
+    for (const Site& s : notifies) eventSlice(s) = firstElement(ev, eventSlice(s).range);
+    for (const Site& s : waits) eventSlice(s) = firstElement(ev, eventSlice(s).range);
+  }
+
+  static Slice firstElement(uint32_t ev, SourceRange range) {
+    Slice s;
+    s.target = ev;
+    s.has_subscript = true;
+    s.range = range;
+    SliceDim d;
+    d.lo = intConst(0);
+    d.range = range;
+    s.dims.push_back(d);
+    return s;
+  }
+
+  // ---- rule 2: duplicates ----------------------------------------------------------------
+
+  static bool sameSlice(const Slice& a, const Slice& b) {
+    if (a.has_subscript != b.has_subscript || a.dims.size() != b.dims.size()) return false;
+    for (size_t d = 0; d < a.dims.size(); ++d) {
+      const SliceDim &x = a.dims[d], &y = b.dims[d];
+      if (x.is_range != y.is_range || !equal(x.lo, y.lo)) return false;
+      if (x.is_range && !equal(x.hi, y.hi)) return false;
+    }
+    return true;
+  }
+
+  bool sameNotifies(uint32_t a, uint32_t b) {
+    std::vector<Site> na = sites(a, false), nb = sites(b, false);
+    if (na.empty() || na.size() != nb.size()) return false;
+    std::vector<bool> used(na.size(), false);
+    for (const Site& y : nb) {
+      bool found = false;
+      for (size_t i = 0; i < na.size() && !found; ++i) {
+        const Site& x = na[i];
+        if (used[i] || x.task != y.task || segment<NotifyStmt>(x) != segment<NotifyStmt>(y)) continue;
+        if (!sameSlice(std::get<NotifyStmt>(stmt(x)).event, std::get<NotifyStmt>(stmt(y)).event)) continue;
+        used[i] = found = true;
+      }
+      if (!found) return false;
+    }
+    return true;
+  }
+
+  void mergeDuplicates() {
+    for (uint32_t b = 0; b < m_.events.size(); ++b) {
+      if (!eligible_[b]) continue;
+      for (uint32_t a = 0; a < b; ++a) {
+        if (!eligible_[a] || merged_into_.count(a) || event_graph_[a] != event_graph_[b]) continue;
+        const Event &ea = m_.events[a], &eb = m_.events[b];
+        if (ea.shape.size() != eb.shape.size() || !equal(ea.init, eb.init)) continue;
+        bool same_shape = true;
+        for (size_t d = 0; d < ea.shape.size(); ++d) same_shape &= equal(ea.shape[d], eb.shape[d]);
+        if (!same_shape || !sameNotifies(a, b)) continue;
+        for (const Site& s : sites(b, true)) eventSlice(s).target = a;
+        for (const Site& s : sites(b, false)) deleted_.insert(s);
+        merged_into_[b] = a;
+        break;
+      }
+    }
+  }
+
+  // ---- rule 3: transitive reduction ------------------------------------------------------
+
+  // R: P -> X composed with S: X -> Y, as a relation P -> Y contained in the composition (every
+  // p, y it links have an x between them), or nullopt when that cannot be shown.
+  std::optional<Relation> compose(const Relation& r, const Task& p, const Relation& s, const Task& x,
+                                  const Task& y) {
+    Relation out(r.size(), kAny);
+    std::vector<int> from_p(x.grid.size(), kAny);  // X coordinate j -> the P coordinate fixing it
+    for (size_t k = 0; k < r.size(); ++k)
+      if (r[k] != kAny) {
+        if (from_p[r[k]] != kAny) return std::nullopt;  // two P coordinates tied together
+        from_p[r[k]] = static_cast<int>(k);
+      }
+    for (size_t j = 0; j < x.grid.size(); ++j) {
+      int k = from_p[j], m = s[j];
+      if (k != kAny && m != kAny) {
+        out[k] = m;  // x_j = p_k and x_j = y_m
+      } else if (k != kAny) {
+        if (!provedLessEqual(p.grid[k], x.grid[j])) return std::nullopt;  // x_j = p_k must exist
+      } else if (m != kAny) {
+        if (!provedLessEqual(y.grid[m], x.grid[j])) return std::nullopt;  // x_j = y_m must exist
+      } else if (!provedPositive(x.grid[j])) {
+        return std::nullopt;  // some x_j must exist
+      }
+    }
+    return out;
+  }
+
+  // `got` links at least the tiles `need` links: each of its constraints is one of need's.
+  static bool contains(const Relation& got, const Relation& need) {
+    for (size_t k = 0; k < got.size(); ++k)
+      if (got[k] != kAny && got[k] != need[k]) return false;
+    return true;
+  }
+
+  // Is every tile p of n's task that `need` links to a tile c of w's task ordered before c by
+  // a chain of live waits other than w, starting at a notify that publishes at least what n
+  // does and ending at a wait that guards at least what w does?
+  bool orderedElsewhere(const Site& n, const Site& w, const Relation& need, const std::set<uint32_t>& in_graph) {
+    struct State {
+      Site wait;
+      Relation rel;
+      bool operator<(const State& o) const { return std::tie(wait, rel) < std::tie(o.wait, o.rel); }
+    };
+    std::set<State> seen;
+    std::vector<State> stack;
+    const Task& p = m_.tasks[n.task];
+    // Hops from the notifies at `from` (a task) that `ok` accepts.
+    auto hops = [&](uint32_t from, auto ok, auto each) {
+      const Task& t = m_.tasks[from];
+      for (uint32_t i = 0; i < t.body.size(); ++i) {
+        const auto* ns = std::get_if<NotifyStmt>(&t.body[i]);
+        Site nsite{from, i};
+        if (!ns || deleted(nsite) || !ok(nsite)) continue;
+        for (const Site& ws : sites(ns->event.target, true)) {
+          if (ws == w || ws.task == from || !in_graph.count(ws.task)) continue;
+          if (auto rel = relate(nsite, ws, true)) each(ws, *rel);
+        }
+      }
+    };
+    hops(n.task, [&](const Site& s) { return publishesAtLeast(s, n); },
+         [&](const Site& ws, const Relation& rel) {
+           if (seen.insert({ws, rel}).second) stack.push_back({ws, rel});
+         });
+    while (!stack.empty()) {
+      State st = stack.back();
+      stack.pop_back();
+      if (st.wait.task == w.task && guardsAtLeast(st.wait, w) && contains(st.rel, need)) return true;
+      const Task& x = m_.tasks[st.wait.task];
+      hops(st.wait.task, [&](const Site& s) { return s.index > st.wait.index; },
+           [&](const Site& ws, const Relation& rel) {
+             auto composed = compose(st.rel, p, rel, x, m_.tasks[ws.task]);
+             if (composed && seen.insert({ws, *composed}).second) stack.push_back({ws, *composed});
+           });
+    }
+    return false;
+  }
+
+  bool redundant(const Site& w, const std::set<uint32_t>& in_graph) {
+    uint32_t ev = std::get<WaitStmt>(stmt(w)).event.target;
+    std::vector<Site> notifies;
+    for (const Site& n : sites(ev, false))
+      if (in_graph.count(n.task)) notifies.push_back(n);
+    if (notifies.empty()) return false;  // nothing to be redundant with; verify-schedule's business
+    for (const Site& n : notifies) {
+      if (n.task == w.task) return false;
+      bool empty = false;
+      std::optional<Relation> need = relate(n, w, false, &empty);
+      if (empty) continue;
+      if (!need || !orderedElsewhere(n, w, *need, in_graph)) return false;
+    }
+    return true;
+  }
+
+  void reduce(uint32_t g) {
+    std::set<uint32_t> in_graph;
+    std::vector<uint32_t> order;
+    for (const GraphStmt& st : m_.graphs[g].body)
+      if (const auto* r = std::get_if<RunStmt>(&st)) {
+        in_graph.insert(r->task);
+        order.push_back(r->task);
+      }
+    for (uint32_t t : order) {
+      if (task_graph_[t] != static_cast<int>(g)) continue;
+      for (uint32_t i = 0; i < m_.tasks[t].body.size(); ++i) {
+        const auto* w = std::get_if<WaitStmt>(&m_.tasks[t].body[i]);
+        if (!w || !eligible_[w->event.target] || deleted({t, i})) continue;
+        if (redundant({t, i}, in_graph)) deleted_.insert({t, i});
+      }
+    }
+  }
+
+  // ---- rule 4: clean-up ------------------------------------------------------------------
+
+  ModulePtr cleanUp(ModulePtr self) {
+    std::vector<bool> drop(m_.events.size(), false);
+    for (uint32_t e = 0; e < m_.events.size(); ++e) {
+      if (!eligible_[e]) continue;
+      std::vector<Site> notifies = sites(e, false);
+      // An event nobody waited on to begin with is left alone: verify-schedule still checks
+      // its notify totals, which may be the point of a hand-written one.
+      if (merged_into_.count(e) || (had_waits_[e] && sites(e, true).empty() && !notifies.empty())) {
+        drop[e] = true;
+        for (const Site& s : notifies) deleted_.insert(s);
+      }
+    }
+    for (uint32_t t = 0; t < m_.tasks.size(); ++t) {
+      std::vector<TaskStmt> body;
+      for (uint32_t i = 0; i < m_.tasks[t].body.size(); ++i)
+        if (!deleted({t, i})) body.push_back(std::move(m_.tasks[t].body[i]));
+      m_.tasks[t].body = std::move(body);
+    }
+    if (std::find(drop.begin(), drop.end(), true) == drop.end()) return self;
+    return withoutEvents(drop);
+  }
+
+  // The module again without the dropped events (the name index lives inside Module, so it is
+  // rebuilt through the add* functions; the declaration order is then carried over).
+  ModulePtr withoutEvents(const std::vector<bool>& drop) {
+    std::vector<uint32_t> remap(m_.events.size(), 0);
+    auto out = std::make_unique<Module>();
+    out->name = m_.name;
+    out->range = m_.range;
+    for (Sym& s : m_.syms) out->addSym(std::move(s));
+    for (Const& c : m_.consts) out->addConst(std::move(c));
+    for (Tensor& t : m_.tensors) out->addTensor(std::move(t));
+    for (uint32_t e = 0; e < m_.events.size(); ++e)
+      if (!drop[e]) remap[e] = out->addEvent(std::move(m_.events[e]));
+    for (Task& t : m_.tasks) {
+      for (TaskStmt& st : t.body) {
+        if (auto* w = std::get_if<WaitStmt>(&st)) w->event.target = remap[w->event.target];
+        if (auto* n = std::get_if<NotifyStmt>(&st)) n->event.target = remap[n->event.target];
+      }
+      out->addTask(std::move(t));
+    }
+    for (Graph& g : m_.graphs) out->addGraph(std::move(g));
+    out->kernels = std::move(m_.kernels);
+    out->order.clear();
+    for (Module::DeclRef ref : m_.order) {
+      if (ref.kind == Module::DeclKind::Event) {
+        if (drop[ref.index]) continue;
+        ref.index = remap[ref.index];
+      }
+      out->order.push_back(ref);
+    }
+    return out;
+  }
+
+  Module& m_;
+  Prover prover_;
+  std::vector<int> task_graph_;   // the one graph that runs the task, or -1
+  std::vector<int> event_graph_;  // the graph of the tasks that mention the event
+  std::vector<bool> eligible_;    // every task that mentions the event runs in that one graph
+  std::vector<bool> had_waits_;   // some task waited on the event before this pass
+  std::set<Site> deleted_;        // statements to drop at the end (indices stay valid until then)
+  std::map<uint32_t, uint32_t> merged_into_;
+};
+
+}  // namespace
+
+ModulePtr eliminateEvents(ModulePtr m, DiagnosticEngine& diags) {
+  Module& ref = *m;
+  return Eliminator(ref).run(std::move(m));
+}
+
+}  // namespace etc
