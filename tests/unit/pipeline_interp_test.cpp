@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -189,9 +190,6 @@ graph @main {
   }
 }
 
-}  // namespace
-}  // namespace etc
-
 // ---- mixture of experts ------------------------------------------------------------------------
 
 // Sizes of an MoE block: hidden h, e experts, top k, expert MLP size i.
@@ -353,9 +351,10 @@ void checkMoe(const ir::Module& m, const MoeShape& s, int64_t t, int64_t block) 
   interp::RunResult r = interp::run(m, "main", {{"T", t}}, tm);
   ASSERT_TRUE(r.ok) << r.error;
   MoeReference ref = moeReference(t, s, x, w, block);
-  // The routing is as uneven as intended: few experts used, and one of them with every token.
+  // The routing is as uneven as intended: few experts used, the busiest with half the tokens
+  // or more (several blocks of it at T = 33).
   EXPECT_LE(ref.experts_used, s.k + 2);
-  EXPECT_EQ(ref.most_rows, t);
+  EXPECT_GE(2 * ref.most_rows, t);
   std::vector<int64_t> ids = interp::toInts(tm.at("topi"));
   EXPECT_EQ(ids, ref.ids);
   EXPECT_EQ(interp::toInts(tm.at("nblk")), std::vector<int64_t>{ref.blocks});
@@ -423,3 +422,6 @@ graph @main {
   MoeShape s{40, 6, 2, 20, false, true};
   for (int64_t t : {1, 2, 8, 33}) checkMoe(*c->module, s, t, 4);
 }
+
+}  // namespace
+}  // namespace etc
