@@ -27,8 +27,10 @@ std::string floatLiteral(double v) {
   return fmt::format("{:.17g}", v);
 }
 
-const std::set<std::string_view> kDeviceOps = {"copy", "fill", "cast", "add", "mul", "silu_mul",
-                                               "reduce_sum", "reduce_max", "rmsnorm", "matmul"};
+const std::set<std::string_view> kDeviceOps = {"copy",       "fill",         "cast",      "add",
+                                               "mul",        "silu_mul",     "reduce_sum", "reduce_max",
+                                               "rmsnorm",    "matmul",       "topk_softmax", "moe_align",
+                                               "grouped_matmul", "moe_combine"};
 
 class Emitter {
  public:
@@ -441,6 +443,41 @@ class Emitter {
         code += call;
       }
       return code;
+    }
+    if (op == "topk_softmax") {
+      // Logits per lane kept in registers: the row's upper bound over 32 lanes (at most 8).
+      OperandType x = sliceType(m_, c.call.args[0]);
+      int64_t e = x.shape.empty() ? 1 : bounds(x.shape.back(), m_.gridRanges(t.grid)).hi;
+      int64_t epl = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, (e + 31) / 32)), 1, 8);
+      return fmt::format("etc::dev::topk_softmax<{}>(ctx{}, {});", epl, list(),
+                         tiling::attrBool(c.call, "renormalize") ? "true" : "false");
+    }
+    if (op == "moe_align") {
+      int64_t experts = tiling::attrInt(c.call, "num_experts");
+      smem.push_back(fmt::format("etc::dev::moe_align_smem_bytes({})", experts));
+      return fmt::format("etc::dev::moe_align(ctx{}, {}, {});", list(), experts, tiling::attrInt(c.call, "block"));
+    }
+    if (op == "grouped_matmul") {
+      RangeEnv env = m_.gridRanges(t.grid);
+      OperandType x = sliceType(m_, c.call.args[0]);
+      OperandType y = sliceType(m_, c.dests[0]);
+      const bool split = c.call.args.size() == 6;
+      const Attr* act = c.call.findAttr("act");
+      const bool silu = act && act->value.text == "silu_mul";
+      int64_t block = tiling::attrInt(c.call, "block"), top_k = std::max<int64_t>(1, tiling::attrInt(c.call, "top_k"));
+      int64_t kd = std::max<int64_t>(8, bounds(x.shape[1], env).hi);
+      int64_t ncols = std::max<int64_t>(1, bounds(y.shape[1], env).hi);
+      // The k chunk staged in shared memory (a multiple of 8), and up to 8 rows of x per pass
+      // over the weights within 64 KiB of staging.
+      int64_t kc = std::min<int64_t>((kd + 7) / 8 * 8, 2048);
+      int64_t elem = static_cast<int64_t>(dtypeBytes(x.dtype));
+      int64_t rg = 8;
+      while (rg > 1 && rg * (kc + 16 / elem) * elem > 65536) rg /= 2;
+      int64_t nc = tiling::pow2Ceil(silu ? ncols : (ncols + 1) / 2);
+      std::string tmpl = fmt::format("{}, {}, {}, {}", block, rg, kc, nc);
+      smem.push_back(fmt::format("etc::dev::grouped_matmul_smem_bytes<{}, {}>()", cudaType(x.dtype), tmpl));
+      if (split) return fmt::format("etc::dev::grouped_matmul<{}>(ctx{}, {});", tmpl, list(), top_k);
+      return fmt::format("etc::dev::grouped_matmul<{}>(ctx{}, {}, {});", tmpl, list(), top_k, silu ? "true" : "false");
     }
     return fmt::format("etc::dev::{}(ctx{});", op, list());
   }

@@ -42,15 +42,19 @@ std::string opMoeAlign(OpArgs& a) {
 // At the op level the operands hold every block (block_expert [NB], num_blocks [1]); at the
 // task level a tile holds one block (block_expert and num_blocks scalars). Either way a block
 // runs when it is among the first num_blocks of its operand and its expert is not -1, and an
-// id >= R * top_k is padding.
+// id >= R * top_k is padding. With a sixth operand (w_up), w holds the gate rows and w_up the
+// up rows; otherwise silu_mul takes the gate from w's first half and the up from its second.
 std::string opGroupedMatmul(OpArgs& a) {
   const View &x = a.in[0], &w = a.in[1], &out = a.out[0];
   const int64_t top_k = a.attrInt("top_k"), block = a.attrInt("block");
   const bool silu_mul = a.attrString("act") == "silu_mul";
+  const bool split = a.in.size() == 6;
   if (x.rank() != 2 || w.rank() != 3 || out.rank() != 2) return "x, w and y must have ranks 2, 3 and 2";
-  const int64_t rows = x.shape[0], kd = x.shape[1], experts = w.shape[0], n = w.shape[1];
-  const int64_t n_out = silu_mul ? n / 2 : n;
-  if (w.shape[2] != kd || out.shape[1] != n_out || out.shape[0] != rows * top_k || block <= 0)
+  const int64_t rows = x.shape[0], kd = x.shape[1], experts = w.shape[0], n_w = w.shape[1];
+  const int64_t n_out = silu_mul && !split ? n_w / 2 : n_w;
+  const int64_t n = silu_mul ? 2 * n_out : n_out;  // rows of h: gate then up
+  if (w.shape[2] != kd || out.shape[1] != n_out || out.shape[0] != rows * top_k || block <= 0 ||
+      (split && (!silu_mul || a.in[5].shape != w.shape)))
     return "operand shapes disagree";
   std::vector<int64_t> sorted = readInts(a.in[2]), bexp = readInts(a.in[3]), nblk = readInts(a.in[4]);
   const int64_t blocks = std::min<int64_t>(static_cast<int64_t>(sorted.size()) / block, nblk.at(0));
@@ -60,6 +64,10 @@ std::string opGroupedMatmul(OpArgs& a) {
     if (e == -1) continue;
     if (e < 0 || e >= experts) return fmt::format("block {} names expert {}, outside [0, {})", b, e, experts);
     std::vector<double> we = readFloats(w.at(0, e));  // [N, Kd]: transposed like a linear weight
+    if (split) {
+      std::vector<double> up = readFloats(a.in[5].at(0, e));
+      we.insert(we.end(), up.begin(), up.end());
+    }
     for (int64_t j = 0; j < block; ++j) {
       const int64_t s = sorted[b * block + j];
       if (s < 0 || s >= rows * top_k) continue;

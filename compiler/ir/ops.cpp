@@ -658,7 +658,10 @@ bool inferMoeAlign(OpContext& ctx, std::vector<OperandType>& out) {
 }
 
 bool inferGroupedMatmul(OpContext& ctx, std::vector<OperandType>& out) {
-  Rule r(ctx, {"x", "w", "sorted_ids", "block_expert", "num_blocks"});
+  Rule r(ctx, {"x", "w", "sorted_ids", "block_expert", "num_blocks", "w_up"});
+  // With a sixth operand, w holds the gate rows and w_up the up rows (the task-level form,
+  // where one task takes matching column tiles of both halves of a fused weight).
+  const bool split = ctx.inputs().size() == 6;
   bool x_float = r.isFloatOperand(0);
   bool w_float = r.isFloatOperand(1);
   if (x_float && w_float) r.sameDType(1, 0);
@@ -676,7 +679,12 @@ bool inferGroupedMatmul(OpContext& ctx, std::vector<OperandType>& out) {
   if (r.oneOf("act", {"none", "silu_mul"})) silu = ctx.attrString("act") == "silu_mul";
   if (r.powerOfTwoInt("block") && s_rank)
     r.multipleOf(2, 0, ctx.attrInt("block"), "block");
-  if (silu && w_rank) {
+  if (split) {
+    if (!silu)
+      r.fail(5, "operand 5 (w_up) is only allowed with act = \"silu_mul\" (it holds the up rows)");
+    else if (w_rank && r.sameDType(5, 1))
+      r.sameShape(5, 1);
+  } else if (silu && w_rank) {
     auto n = constValue(r.dim(1, 1));
     if (n && *n % 2 != 0)
       r.fail(1, fmt::format("operand 1 (w) has extent {} in dimension 1, which is odd; "
@@ -684,7 +692,7 @@ bool inferGroupedMatmul(OpContext& ctx, std::vector<OperandType>& out) {
                             *n));
   }
   if (!r.ok) return false;
-  Expr n = silu ? floorDiv(r.dim(1, 1), intConst(2)) : r.dim(1, 1);
+  Expr n = silu && !split ? floorDiv(r.dim(1, 1), intConst(2)) : r.dim(1, 1);
   setOutputs(ctx, out, {{r.dtype(0), {mul(r.dim(0, 0), ctx.attrIntExpr("top_k")), n}}});
   return true;
 }
@@ -822,13 +830,13 @@ std::vector<OpInfo> buildOps() {
                    "block_expert i32[NB], num_blocks i32[1]) with NB = cdiv(T * K, block) + "
                    "num_experts: groups routed rows by expert in blocks",
                    inferMoeAlign));
-  ops.push_back(op("grouped_matmul", 5, 5, 1, 1,
+  ops.push_back(op("grouped_matmul", 5, 6, 1, 1,
                    {optional("top_k", intV(1), "routed copies per row of x"),
                     optional("act", stringV("none"), "\"none\" or \"silu_mul\""),
                     required("block", T::Int, "rows per block, as in moe_align")},
                    "grouped_matmul(x [R, K], w [E, N, K], sorted_ids i32[P], block_expert "
-                   "i32[NB], num_blocks i32[1]) {top_k, act, block} -> y [R * top_k, N or N/2]: "
-                   "per-expert x @ w[e]^T over moe_align blocks",
+                   "i32[NB], num_blocks i32[1] [, w_up [E, N, K]]) {top_k, act, block} -> "
+                   "y [R * top_k, N or N/2]: per-expert x @ w[e]^T over moe_align blocks",
                    inferGroupedMatmul));
   ops.push_back(op("moe_combine", 2, 2, 1, 1, {},
                    "moe_combine(y [T*K, H], weights f32[T, K]) -> [T, H]: "

@@ -27,6 +27,11 @@ constexpr int64_t kRowPiece = 1024;
 // decode-sized product (few rows, a large weight) still spreads over every SM.
 constexpr int64_t kMatmulTaskTarget = 256;
 constexpr int64_t kMinSplitKChunk = 256;
+// topk_softmax: rows per task (the device kernel gives each of its 8 warps a row).
+constexpr int64_t kTopkRows = 8;
+// grouped_matmul: the widest column tile, and the narrowest it is cut to for parallelism.
+constexpr int64_t kGroupedTileN = 64;
+constexpr int64_t kGroupedMinTileN = 16;
 
 const char* kCoordNames[] = {"i", "j", "k", "l"};
 
@@ -214,6 +219,10 @@ class Lowerer {
     if (op == "reduce_sum" || op == "reduce_max") return lowerReduce(a, tasks);
     if (op == "rmsnorm" || op == "add_rmsnorm") return lowerRowwise(a, tasks);
     if (op == "matmul") return lowerMatmul(a, tasks);
+    if (op == "topk_softmax") return lowerTopkSoftmax(a, tasks);
+    if (op == "moe_align") return lowerWhole(a, tasks);
+    if (op == "grouped_matmul") return lowerGroupedMatmul(a, tasks);
+    if (op == "moe_combine") return lowerMoeCombine(a, tasks);
     diags_.error(a.range.begin, fmt::format("op '{}' has no task-level lowering yet; write it at the task level "
                                             "(a task grid with explicit slices) instead",
                                             op));
@@ -364,6 +373,140 @@ class Lowerer {
     tasks.push_back(
         addTask("reduce_" + m_.tensors[ym.tensor].name, rp, std::move(red), {tileSlice(m_, ym, rp.ranges)}, a.range));
     return true;
+  }
+
+  // ---- mixture of experts ------------------------------------------------------------------
+
+  // A few whole rows per task (one per warp of the device kernel); the expert axis stays whole.
+  bool lowerTopkSoftmax(const AssignStmt& a, std::vector<uint32_t>& tasks) {
+    std::vector<OperandMap> results = resultMaps(a);
+    const std::vector<Expr>& space = results.front().extent;  // leading dims, then k
+    std::vector<int64_t> tile(space.size(), 1);
+    tile.back() = 0;
+    if (space.size() >= 2) tile[space.size() - 2] = kTopkRows;
+    TilePlan p = planGrid(m_, space, tile);
+    OpCall call = a.call;
+    call.args[0] = tileSlice(m_, mapOperand(m_, call.args[0]), p.ranges);  // k's entry is whole: E stays whole
+    std::vector<Slice> dests;
+    for (const OperandMap& r : results) dests.push_back(tileSlice(m_, r, p.ranges));
+    tasks.push_back(addTask(baseName(a), p, std::move(call), std::move(dests), a.range));
+    return true;
+  }
+
+  // One task that takes every operand and result whole (moe_align: a global sort).
+  bool lowerWhole(const AssignStmt& a, std::vector<uint32_t>& tasks) {
+    TilePlan p = planGrid(m_, {}, {});
+    OpCall call = a.call;
+    std::vector<Slice> dests;
+    for (const OperandMap& r : resultMaps(a)) dests.push_back(tileSlice(m_, r, {}));
+    tasks.push_back(addTask(baseName(a), p, std::move(call), std::move(dests), a.range));
+    return true;
+  }
+
+  // out[T, H] rows and columns tiled like an element-wise op; each task reads the K routed
+  // rows of y that belong to its rows of out, and those rows of weights.
+  bool lowerMoeCombine(const AssignStmt& a, std::vector<uint32_t>& tasks) {
+    OperandMap ym = mapOperand(m_, a.call.args[0]), wm = mapOperand(m_, a.call.args[1]);
+    OperandMap om = resultMaps(a).front();
+    std::vector<int64_t> tile = elementwiseTiles(m_, om.extent);
+    TilePlan p = planGrid(m_, om.extent, tile);
+    const Expr& k = wm.extent[1];
+    LogicalTile yt{std::nullopt, p.ranges[1]}, wt{p.ranges[0], std::nullopt};
+    if (p.ranges[0]) {
+      Expr lo = mul(p.ranges[0]->first, k);
+      yt[0] = std::make_pair(lo, min(ym.extent[0], add(lo, mul(intConst(p.tile[0]), k))));
+    }
+    OpCall call = a.call;
+    call.args[0] = tileSlice(m_, ym, yt);
+    call.args[1] = tileSlice(m_, wm, wt);
+    tasks.push_back(addTask(baseName(a), p, std::move(call), {tileSlice(m_, om, p.ranges)}, a.range));
+    return true;
+  }
+
+  // The grid is [load(num_blocks[0]) <= bound, column tiles]: task (b, j) takes block b of the
+  // sorted ids and column tile j of the result. Which rows of y a block writes depends on the
+  // data, so every task's destination is the column tile over all rows; two tasks never write
+  // the same element (each routed row is in exactly one block). With act = "silu_mul", a fused
+  // weight [E, 2 N', Kd] is passed as its gate and up tiles (the six-operand form), so that
+  // each task reads exactly the weight rows it needs.
+  bool lowerGroupedMatmul(const AssignStmt& a, std::vector<uint32_t>& tasks) {
+    const OpCall& c = a.call;
+    OperandMap xm = mapOperand(m_, c.args[0]), wm = mapOperand(m_, c.args[1]);
+    OperandMap sm = mapOperand(m_, c.args[2]), bm = mapOperand(m_, c.args[3]), nm = mapOperand(m_, c.args[4]);
+    OperandMap ym = resultMaps(a).front();
+    if (sm.extent.size() != 1 || bm.extent.size() != 1) {
+      diags_.error(a.range.begin, "grouped_matmul at the op level needs sorted_ids and block_expert of rank 1 "
+                                  "(one block per task is chosen by the lowering)");
+      return false;
+    }
+    const Attr* act = c.findAttr("act");
+    const bool silu = act && act->value.text == "silu_mul";  // the default is "none"
+    const bool split = c.args.size() == 6;
+    const int64_t block = tiling::attrInt(c, "block"), top_k = std::max<int64_t>(1, tiling::attrInt(c, "top_k"));
+    const Expr& n_out = ym.extent[1];
+    const Expr& experts = wm.extent[0];
+    // The attributes as written (named consts stay named in the printed bound).
+    auto attrExpr = [&](std::string_view name, int64_t v) {
+      const Attr* at = c.findAttr(name);
+      return at && at->value.type == AttrType::Int && at->value.i ? at->value.i : intConst(v);
+    };
+    Expr routed = mul(xm.extent[0], attrExpr("top_k", top_k));
+
+    // At most cdiv(R * top_k, block) blocks of whole rows plus one partial block per expert
+    // that receives any row (at most min(E, R * top_k) of them), and no more than
+    // block_expert holds. At decode sizes this is far below block_expert's extent (T = 1,
+    // top-8 of 128: 9 instead of 129), and every task up to the bound is scheduled.
+    Expr bound = add(cdiv(routed, attrExpr("block", block)), min(experts, routed));
+    bound = simplify(min(bm.extent[0], bound), m_.symRanges());
+    std::vector<Expr> nidx;
+    for (const DimRange& r : nm.dims) nidx.push_back(r.lo);
+    Expr blocks = bounded(load(nm.tensor, m_.tensors[nm.tensor].name, nidx), bound);
+
+    // Column tiles: 64 wide, narrower while the smallest problem would leave SMs idle
+    // (decode: top_k blocks of one row each).
+    int64_t est_blocks = std::max<int64_t>(1, std::min(tiling::lowerBound(m_, experts), tiling::lowerBound(m_, routed)));
+    int64_t n_hi = std::max<int64_t>(1, tiling::upperBound(m_, n_out));
+    int64_t tn = kGroupedTileN;
+    while (tn > kGroupedMinTileN && est_blocks * ((n_hi + tn - 1) / tn) < kMatmulTaskTarget) tn /= 2;
+
+    TilePlan p;
+    p.grid.push_back(blocks);
+    p.coords.push_back("b");
+    Expr b = coordRef(0, "b");
+    std::optional<std::pair<Expr, Expr>> nr;
+    if (n_hi > tn) {
+      Expr j = coordRef(1, "j");
+      p.grid.push_back(cdiv(n_out, intConst(tn)));
+      p.coords.push_back("j");
+      nr = std::make_pair(tiling::tileLo(j, tn), tiling::tileHi(j, tn, n_out));
+    }
+    OpCall call = c;
+    call.args[0] = tileSlice(m_, xm, {});
+    if (silu && !split) {
+      // Gate rows [lo, hi) and up rows [N' + lo, N' + hi) of the fused weight.
+      std::pair<Expr, Expr> g = nr ? *nr : std::make_pair(intConst(0), n_out);
+      call.args[1] = tileSlice(m_, wm, {std::nullopt, g, std::nullopt});
+      call.args.push_back(
+          tileSlice(m_, wm, {std::nullopt, std::make_pair(add(n_out, g.first), add(n_out, g.second)), std::nullopt}));
+    } else {
+      call.args[1] = tileSlice(m_, wm, {std::nullopt, nr, std::nullopt});
+      if (split) call.args[5] = tileSlice(m_, mapOperand(m_, c.args[5]), {std::nullopt, nr, std::nullopt});
+    }
+    call.args[2] = tileSlice(m_, sm, {std::make_pair(tiling::tileLo(b, block), add(tiling::tileLo(b, block), intConst(block)))});
+    call.args[3] = pointSlice(bm, {b});
+    call.args[4] = pointSlice(nm, std::vector<Expr>(nm.extent.size(), intConst(0)));
+    tasks.push_back(addTask(baseName(a), p, std::move(call), {tileSlice(m_, ym, {std::nullopt, nr})}, a.range));
+    return true;
+  }
+
+  // The operand at logical index `idx` (one entry per logical dim): a point in every dim.
+  Slice pointSlice(OperandMap op, const std::vector<Expr>& idx) const {
+    for (size_t l = 0; l < op.logical_to_tensor.size() && l < idx.size(); ++l) {
+      DimRange& r = op.dims[op.logical_to_tensor[l]];
+      r.point = true;
+      r.lo = add(r.lo, idx[l]);
+    }
+    return tiling::makeSlice(m_, op.tensor, op.dims);
   }
 
   Module& m_;

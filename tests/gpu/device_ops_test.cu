@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -215,6 +216,63 @@ __global__ void __launch_bounds__(MAXT, 1) k_mm(View<const T> a, View<const T> b
   matmul<TM, TN, TK>(c, a, b, tb, y);
   // A second call right after the first: the ring and the partial-sum buffer are reused.
   if (y2.ptr) matmul<TM, TN, TK>(c, a, b, tb, y2);
+}
+
+
+// ---- mixture of experts ------------------------------------------------------------------------
+
+template <int EPL, class TX>
+__global__ void k_topk(View<const TX> x, View<float> w, View<int> ids, bool renorm) {
+  SMEM_DECL; Ctx c{smem_, kSmemSmall}; topk_softmax<EPL>(c, x, w, ids, renorm);
+}
+__global__ void k_align(View<const int> ids, View<int> s, View<int> b, View<int> n, int experts, int block) {
+  SMEM_DECL; Ctx c{smem_, moe_align_smem_bytes(experts)}; moe_align(c, ids, s, b, n, experts, block);
+}
+template <class TY, class TO>
+__global__ void k_combine(View<const TY> y, View<const float> w, View<TO> out) {
+  SMEM_DECL; Ctx c{smem_, kSmemSmall}; moe_combine(c, y, w, out);
+}
+// The task-level form: CTA (b, j) takes block b and column tile j of width tn, and is not run
+// (as the megakernel skips it) when b >= num_blocks[0]. mode 0: act none, w's rows tiled;
+// mode 2: silu_mul with the gate tile of w [.., j*tn..] and the up tile at row offset `half`.
+template <int BLOCK, int RG, int KC, int NC, class T, class TY>
+__global__ void __launch_bounds__(256, 1) k_gm_tasks(View<const T> x, View<const T> w, View<const int> sorted,
+                                                     View<const int> bexp, View<const int> nblk, View<TY> y,
+                                                     int top_k, int mode, long long tn, long long half) {
+  SMEM_DECL;
+  Ctx c{smem_, grouped_matmul_smem_bytes<T, BLOCK, RG, KC, NC>()};
+  const long long b = blockIdx.x, j = blockIdx.y;
+  if (b >= (long long)*nblk.ptr) return;
+  const long long ncols = mode == 0 ? w.ext[1] : half;
+  const long long lo = j * tn, hi = lo + tn < ncols ? lo + tn : ncols;
+  View<const int> st = sorted, be = bexp, nb = nblk;
+  st.ptr += b * BLOCK * sorted.stride[0];
+  st.ext[0] = BLOCK;
+  be.ptr += b * bexp.stride[0];
+  be.rank = 0;
+  nb.rank = 0;
+  View<const T> wt = w;
+  wt.ptr += lo * w.stride[1];
+  wt.ext[1] = hi - lo;
+  View<TY> yt = y;
+  yt.ptr += lo * y.stride[1];
+  yt.ext[1] = hi - lo;
+  if (mode == 0) {
+    grouped_matmul<BLOCK, RG, KC, NC>(c, x, wt, st, be, nb, yt, top_k, false);
+  } else {
+    View<const T> ut = wt;
+    ut.ptr += half * w.stride[1];
+    grouped_matmul<BLOCK, RG, KC, NC>(c, x, wt, st, be, nb, ut, yt, top_k);
+  }
+}
+// The whole-operand form in one CTA: every block of sorted / bexp up to num_blocks[0].
+template <int BLOCK, int RG, int KC, int NC, class T, class TY>
+__global__ void __launch_bounds__(256, 1) k_gm_whole(View<const T> x, View<const T> w, View<const int> sorted,
+                                                     View<const int> bexp, View<const int> nblk, View<TY> y,
+                                                     int top_k, bool silu) {
+  SMEM_DECL;
+  Ctx c{smem_, grouped_matmul_smem_bytes<T, BLOCK, RG, KC, NC>()};
+  grouped_matmul<BLOCK, RG, KC, NC>(c, x, w, sorted, bexp, nblk, y, top_k, silu);
 }
 
 // ---- elementwise cases ------------------------------------------------------------------------
@@ -510,6 +568,236 @@ static void t_mm(long long M, long long N, long long K, bool tb, long long lda, 
   report(ok, name, err);
 }
 
+
+// ---- mixture of experts cases ------------------------------------------------------------------
+
+// The selection order of docs/ops.md on the host: larger logits first (the softmax is monotone),
+// ties lower index first, NaN never chosen before a number.
+template <class TX>
+static void t_topk(const char* what, long long rows, long long E, long long pitch, long long k, bool renorm,
+                   bool ties, bool with_nan) {
+  Buf<TX> x(rows * pitch + 8);
+  x.random(-4, 4);
+  if (ties)  // few distinct values: many exact ties
+    for (auto& v : x.h) v = fromd<TX>(std::round(tod(v)));
+  if (with_nan) x.h[1] = fromd<TX>(std::nan(""));
+  Buf<float> w(rows * k + 4);
+  Buf<int> ids(rows * k + 4);
+  w.poison();
+  ids.poison();
+  x.up();
+  w.up();
+  ids.up();
+  HV xv = hv(1, {rows, E}, {pitch, 1}), wv = hv(0, {rows, k}, {k, 1});
+  k_topk<4, TX><<<1, 256, kSmemSmall>>>(dv<const TX>(x, xv), dv<float>(w, wv), dv<int>(ids, wv), renorm);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  w.down();
+  ids.down();
+  std::vector<double> ref(rows * k);
+  long long bad = 0;
+  for (long long r = 0; r < rows; ++r) {
+    std::vector<double> l(E);
+    double m = -INFINITY, sum = 0;
+    for (long long e = 0; e < E; ++e) {
+      l[e] = tod(x.h[xv.at(r * E + e)]);
+      if (!std::isnan(l[e])) m = std::max(m, l[e]);
+    }
+    for (long long e = 0; e < E; ++e)
+      if (!std::isnan(l[e])) sum += std::exp(l[e] - m);
+    std::vector<long long> order;
+    for (long long e = 0; e < E; ++e)
+      if (!std::isnan(l[e])) order.push_back(e);
+    std::stable_sort(order.begin(), order.end(), [&](long long a, long long b) { return l[a] > l[b]; });
+    double chosen = 0;
+    for (long long j = 0; j < k; ++j) chosen += std::exp(l[order[j]] - m);
+    for (long long j = 0; j < k; ++j) {
+      if (ids.h[r * k + j] != (int)order[j]) ++bad;
+      ref[r * k + j] = std::exp(l[order[j]] - m) / (renorm ? chosen : sum);
+    }
+  }
+  double err = rel_l2(w, wv, ref);
+  report(bad == 0 && err < 1e-5 && untouched_outside(w, wv) && untouched_outside(ids, wv),
+         std::string("topk_softmax_") + tname<TX>() + "_" + what, err + (double)bad);
+}
+
+struct HostAlign {
+  std::vector<int> sorted, bexp;
+  int used = 0;
+};
+// moe_align as docs/ops.md states it.
+static HostAlign host_align(const std::vector<int>& ids, int experts, int block, long long nb_cap) {
+  HostAlign a;
+  const int total = (int)ids.size();
+  a.sorted.assign(nb_cap * block, total);
+  a.bexp.assign(nb_cap, -1);
+  for (int e = 0; e < experts; ++e) {
+    std::vector<int> rows;
+    for (int i = 0; i < total; ++i)
+      if (ids[i] == e) rows.push_back(i);
+    const int nb = ((int)rows.size() + block - 1) / block;
+    for (size_t j = 0; j < rows.size(); ++j) a.sorted[a.used * block + j] = rows[j];
+    for (int b = 0; b < nb; ++b) a.bexp[a.used + b] = e;
+    a.used += nb;
+  }
+  return a;
+}
+
+// Routed ids: each row picks k distinct experts, drawn mostly from the first `hot` experts
+// (uneven: most experts get nothing, a few get many rows).
+static std::vector<int> routed_ids(long long T, int k, int experts, int hot) {
+  std::vector<int> ids;
+  std::uniform_int_distribution<int> hot_d(0, hot - 1), all_d(0, experts - 1);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (long long t = 0; t < T; ++t) {
+    std::vector<int> row;
+    while ((int)row.size() < k) {
+      int e = u(rng) < 0.9 ? hot_d(rng) : all_d(rng);
+      if (std::find(row.begin(), row.end(), e) == row.end()) row.push_back(e);
+    }
+    ids.insert(ids.end(), row.begin(), row.end());
+  }
+  return ids;
+}
+
+static void t_align(const char* what, long long T, int k, int experts, int block, int hot, long long pitch,
+                    int threads) {
+  std::vector<int> flat = routed_ids(T, k, experts, hot);
+  const long long nb_cap = (T * k + block - 1) / block + experts;
+  Buf<int> ids(T * pitch + 4), sorted(nb_cap * block + 8), bexp(nb_cap + 8), nblk(4);
+  ids.poison();
+  for (long long t = 0; t < T; ++t)
+    for (int j = 0; j < k; ++j) ids.h[2 + t * pitch + j] = flat[t * k + j];
+  sorted.poison();
+  bexp.poison();
+  nblk.poison();
+  ids.up();
+  sorted.up();
+  bexp.up();
+  nblk.up();
+  HV iv = hv(2, {T, k}, {pitch, 1}), sv = hv(3, {nb_cap * block}, {1}), bv = hv(1, {nb_cap}, {1}), nv = hv(1, {1}, {1});
+  k_align<<<1, threads, moe_align_smem_bytes(experts)>>>(dv<const int>(ids, iv), dv<int>(sorted, sv), dv<int>(bexp, bv),
+                                                         dv<int>(nblk, nv), experts, block);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  sorted.down();
+  bexp.down();
+  nblk.down();
+  HostAlign ref = host_align(flat, experts, block, nb_cap);
+  long long bad = mismatches(sorted, sv, ref.sorted) + mismatches(bexp, bv, ref.bexp) +
+                  (nblk.h[1] != ref.used ? 1 : 0);
+  bool ok = bad == 0 && untouched_outside(sorted, sv) && untouched_outside(bexp, bv) && untouched_outside(nblk, nv);
+  report(ok, std::string("moe_align_") + what + "_T" + std::to_string(T) + "_t" + std::to_string(threads), (double)bad);
+}
+
+// y [R * top_k, N'] from the blocks of a host moe_align; rows of blocks >= `run_blocks` (and
+// padding) must stay poison. tasks: the task-level form (a grid of blocks x column tiles), else
+// one CTA with the whole operands. mode: 0 none, 1 silu_mul fused halves (whole form only),
+// 2 silu_mul gate/up tiles (task form only).
+template <int BLOCK, int RG, int KC, int NC, class T, class TY>
+static void t_gm(const char* what, long long R, int top_k, int experts, int hot, long long N, long long Kd,
+                 long long xpitch, int mode, bool tasks, long long tn, int drop_blocks) {
+  const long long routed = R * top_k;
+  std::vector<int> flat = routed_ids(R, top_k, experts, hot);
+  const long long nb_cap = (routed + BLOCK - 1) / BLOCK + experts;
+  HostAlign al = host_align(flat, experts, BLOCK, nb_cap);
+  const int run_blocks = std::max(0, al.used - drop_blocks);
+  Buf<T> x(R * xpitch + 8), w((long long)experts * N * Kd + 8);
+  x.random(-1, 1);
+  w.random(-1, 1);
+  Buf<int> sorted(nb_cap * BLOCK), bexp(nb_cap), nblk(1);
+  sorted.h = al.sorted;
+  bexp.h = al.bexp;
+  nblk.h[0] = run_blocks;
+  const long long ncols = mode == 0 ? N : N / 2;
+  Buf<TY> y(routed * ncols + 8);
+  y.poison();
+  x.up();
+  w.up();
+  sorted.up();
+  bexp.up();
+  nblk.up();
+  y.up();
+  HV xv = hv(1, {R, Kd}, {xpitch, 1}), wv = hv(0, {experts, N, Kd}, {N * Kd, Kd, 1});
+  HV sv = hv(0, {nb_cap * BLOCK}, {1}), bv = hv(0, {nb_cap}, {1}), nv = hv(0, {1}, {1});
+  HV yv = hv(0, {routed, ncols}, {ncols, 1});
+  unsigned smem = grouped_matmul_smem_bytes<T, BLOCK, RG, KC, NC>();
+  if (tasks) {
+    auto kern = k_gm_tasks<BLOCK, RG, KC, NC, T, TY>;
+    CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    dim3 grid((unsigned)nb_cap, (unsigned)((ncols + tn - 1) / tn));
+    kern<<<grid, 256, smem>>>(dv<const T>(x, xv), dv<const T>(w, wv), dv<const int>(sorted, sv), dv<const int>(bexp, bv),
+                              dv<const int>(nblk, nv), dv<TY>(y, yv), top_k, mode, tn, N / 2);
+  } else {
+    auto kern = k_gm_whole<BLOCK, RG, KC, NC, T, TY>;
+    CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    kern<<<1, 256, smem>>>(dv<const T>(x, xv), dv<const T>(w, wv), dv<const int>(sorted, sv), dv<const int>(bexp, bv),
+                           dv<const int>(nblk, nv), dv<TY>(y, yv), top_k, mode == 1);
+  }
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  y.down();
+  // The rows the first run_blocks blocks name, and their values.
+  std::vector<char> written(routed, 0);
+  double num = 0, den = 0;
+  long long bad_untouched = 0;
+  for (int b = 0; b < run_blocks; ++b)
+    for (int j = 0; j < BLOCK; ++j) {
+      const int s = al.sorted[b * BLOCK + j];
+      if (s >= routed) continue;
+      written[s] = 1;
+      const int e = al.bexp[b];
+      for (long long n = 0; n < ncols; ++n) {
+        double h0 = 0, h1 = 0;
+        for (long long q = 0; q < Kd; ++q) {
+          const double xq = tod(x.h[xv.at((s / top_k) * Kd + q)]);
+          h0 += xq * tod(w.h[(e * N + n) * Kd + q]);
+          if (mode != 0) h1 += xq * tod(w.h[(e * N + N / 2 + n) * Kd + q]);
+        }
+        const double want = mode == 0 ? h0 : h0 / (1 + std::exp(-h0)) * h1;
+        const double got = tod(y.h[s * ncols + n]);
+        num += (got - want) * (got - want);
+        den += want * want;
+      }
+    }
+  unsigned char poison[sizeof(TY)];
+  std::memset(poison, 0xff, sizeof(TY));
+  for (long long s = 0; s < routed; ++s)
+    if (!written[s])
+      for (long long n = 0; n < ncols; ++n)
+        if (std::memcmp(&y.h[s * ncols + n], poison, sizeof(TY)) != 0) ++bad_untouched;
+  const double err = std::sqrt(num / (den > 0 ? den : 1));
+  char name[256];
+  std::snprintf(name, sizeof name, "grouped_matmul_%s_%s_%s_B%d_RG%d_KC%d_R%lld_k%d_E%d_N%lld_Kd%lld_used%d_run%d",
+                what, tname<T>(), tname<TY>(), BLOCK, RG, KC, R, top_k, experts, N, Kd, al.used, run_blocks);
+  report(err < tol<TY>() && bad_untouched == 0 && untouched_outside(y, yv), name, err + (double)bad_untouched);
+}
+
+template <class TY, class TO>
+static void t_combine(const char* what, long long T, long long K, long long H, long long ypitch, long long yoff) {
+  Buf<TY> y(yoff + T * K * ypitch + 8);
+  Buf<float> w(T * K + 4);
+  Buf<TO> out(T * H + 8);
+  y.random(-2, 2);
+  w.random(0, 1);
+  out.poison();
+  y.up();
+  w.up();
+  out.up();
+  HV yv = hv(yoff, {T * K, H}, {ypitch, 1}), wv = hv(1, {T, K}, {K, 1}), ov = hv(0, {T, H}, {H, 1});
+  k_combine<TY, TO><<<1, 256, kSmemSmall>>>(dv<const TY>(y, yv), dv<const float>(w, wv), dv<TO>(out, ov));
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  out.down();
+  std::vector<double> ref(T * H, 0.0);
+  for (long long t = 0; t < T; ++t)
+    for (long long k = 0; k < K; ++k)
+      for (long long c = 0; c < H; ++c) ref[t * H + c] += (double)w.h[wv.at(t * K + k)] * tod(y.h[yv.at((t * K + k) * H + c)]);
+  double err = rel_l2(out, ov, ref);
+  report(err < tol<TO>() && untouched_outside(out, ov),
+         std::string("moe_combine_") + tname<TY>() + "_" + tname<TO>() + "_" + what, err);
+}
+
 // ---- events -------------------------------------------------------------------------------------
 
 struct TParams {
@@ -774,6 +1062,42 @@ int main() {
   t_mm<16, 64, 64, float, float>(13, 57, 2057, false, 2059, 63, 60, 1, 3, 2, 256, false, true);
   t_mm<64, 128, 32, float, bf16>(64, 128, 1000, true, 1000, 1000, 128, 0, 0, 0, 128);
   t_mm<16, 128, 128, f16, f16>(7, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 512, false, true);
+
+
+  // topk_softmax: rows past the 8 warps, the register path (E <= 128) and the re-read tail
+  // (E = 200), exact ties (lowest index first), a NaN logit, renormalized or not.
+  t_topk<float>("13x128_k8", 13, 128, 130, 8, true, false, false);
+  t_topk<bf16>("9x128_k8_ties", 9, 128, 128, 8, true, true, false);
+  t_topk<float>("5x200_k6_tail_plain", 5, 200, 201, 6, false, false, false);
+  t_topk<f16>("3x8_k8_all", 3, 8, 8, 8, true, false, false);
+  t_topk<float>("4x64_k4_nan", 4, 64, 64, 4, false, false, true);
+
+  // moe_align: decode (one row), ragged, uneven (most experts empty), strided ids, more
+  // entries than threads (several placement chunks), 128 threads.
+  t_align("e128_b16", 1, 8, 128, 16, 12, 8, 256);
+  t_align("e128_b16", 33, 8, 128, 16, 12, 9, 256);
+  t_align("e128_b16", 128, 8, 128, 16, 10, 8, 256);
+  t_align("e6_b4", 5, 2, 6, 4, 3, 3, 128);
+  t_align("e300_b8", 70, 4, 300, 8, 20, 4, 256);
+
+  // grouped_matmul: the task form (blocks x column tiles, blocks past num_blocks not run),
+  // the whole form (num_blocks below the blocks produced: their rows stay untouched), padding,
+  // empty experts, 16-byte and scalar paths, several row groups and k chunks.
+  t_gm<16, 8, 2048, 16, bf16, bf16>("tasks_silu", 1, 8, 128, 12, 2 * 96, 2048, 2048, 2, true, 16, 0);
+  t_gm<16, 8, 768, 32, bf16, bf16>("tasks_none", 2, 8, 128, 10, 160, 768, 768, 0, true, 64, 0);
+  t_gm<16, 8, 2048, 16, bf16, bf16>("tasks_silu", 33, 8, 64, 10, 2 * 40, 512, 520, 2, true, 16, 0);
+  t_gm<16, 2, 64, 32, bf16, bf16>("tasks_rg2_kc64", 33, 8, 64, 10, 64, 200, 200, 0, true, 64, 0);
+  t_gm<4, 8, 40, 8, float, float>("tasks_silu_f32", 5, 2, 6, 3, 2 * 20, 40, 41, 2, true, 8, 0);
+  t_gm<4, 8, 40, 16, bf16, float>("tasks_scalar", 7, 2, 6, 3, 22, 37, 37, 0, true, 32, 0);
+  t_gm<16, 8, 1024, 64, bf16, bf16>("whole_silu_dropped", 20, 8, 32, 10, 2 * 64, 1024, 1024, 1, false, 0, 2);
+  t_gm<16, 8, 256, 32, bf16, bf16>("whole_none_dropped", 9, 4, 16, 6, 64, 256, 256, 0, false, 0, 1);
+  t_gm<4, 8, 64, 16, f16, f16>("whole_none_all", 6, 2, 8, 8, 30, 64, 64, 0, false, 0, 0);
+
+  // moe_combine: vector path, unaligned/scalar path, weights past the staged 64 floats.
+  t_combine<bf16, bf16>("5x8x2048", 5, 8, 2048, 2048, 0);
+  t_combine<bf16, float>("3x2x37_unaligned", 3, 2, 37, 39, 1);
+  t_combine<float, float>("30x8x64_unstaged", 30, 8, 64, 64, 0);
+  t_combine<f16, f16>("1x8x1024", 1, 8, 1024, 1024, 8);
 
   t_events();
 

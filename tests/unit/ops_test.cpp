@@ -849,6 +849,32 @@ TEST_F(OpsTest, GroupedMatmul) {
                       ty(I32, {16}), ty(I32, {}), ty(I32, {})},
                      {{"block", aInt(16)}}}),
                "bf16[" + toString(mul(T, intConst(8))) + ", 64]");
+  // Six operands: gate rows in w, up rows in w_up (matching column tiles of a fused weight):
+  // the result has w's row count, not half of it.
+  EXPECT_TYPES((Call{"grouped_matmul",
+                     {ty(BF16, {T, H}), ty(BF16, {E, 16, H}), ty(I32, {16}), ty(I32, {}), ty(I32, {}),
+                      ty(BF16, {E, 16, H})},
+                     {{"top_k", aInt(8)}, {"block", aInt(16)}, {"act", aStr("silu_mul")}}}),
+               "bf16[" + toString(mul(T, intConst(8))) + ", 16]");
+}
+
+TEST_F(OpsTest, GroupedMatmulUpOperandErrors) {
+  EXPECT_ERRORS((Call{"grouped_matmul",
+                      {ty(BF16, {T, H}), ty(BF16, {E, 16, H}), ty(I32, {16}), ty(I32, {}), ty(I32, {}),
+                       ty(BF16, {E, 16, H})},
+                      {{"block", aInt(16)}}}),
+                "[5] operand 5 (w_up) is only allowed with act = \"silu_mul\" (it holds the up rows)");
+  EXPECT_ERRORS((Call{"grouped_matmul",
+                      {ty(BF16, {T, H}), ty(BF16, {E, 16, H}), ty(I32, {16}), ty(I32, {}), ty(I32, {}),
+                       ty(F16, {E, 32, H})},
+                      {{"block", aInt(16)}, {"act", aStr("silu_mul")}}}),
+                "[5] operand 5 (w_up) has dtype f16; expected bf16 to match operand 1 (w)");
+  EXPECT_ERRORS((Call{"grouped_matmul",
+                      {ty(BF16, {T, H}), ty(BF16, {E, 16, H}), ty(I32, {16}), ty(I32, {}), ty(I32, {}),
+                       ty(BF16, {E, 32, H})},
+                      {{"block", aInt(16)}, {"act", aStr("silu_mul")}}}),
+                "[5] operand 5 (w_up) has extent 32 in dimension 1; expected 16 to match dimension 1 of "
+                "operand 1 (w)");
 }
 
 TEST_F(OpsTest, GroupedMatmulErrors) {

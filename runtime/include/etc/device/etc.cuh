@@ -10,6 +10,11 @@
 //   reduce_sum(ctx, x, axis, y)    reduce_max(ctx, x, axis, y)
 //   rmsnorm(ctx, x, w, eps, y)
 //   matmul<TM, TN, TK>(ctx, a, b, transpose_b, y)   smem: matmul_smem_bytes<T, TM, TN, TK>()
+//   topk_softmax<EPL>(ctx, x, w, ids, renormalize)
+//   moe_align(ctx, ids, sorted, bexp, nblk, num_experts, block)   smem: moe_align_smem_bytes(E)
+//   grouped_matmul<BLOCK, RG, KC, NC>(ctx, x, w, sorted, bexp, nblk, [w_up,] y, top_k[, silu_mul])
+//                            smem: grouped_matmul_smem_bytes<T, BLOCK, RG, KC, NC>()
+//   moe_combine(ctx, y, weights, out)
 //   other ops need at most kSmallOpSmem bytes of ctx.smem
 //   notify(p, counter[, n_elements])   notify_checked(p, counter, n, initial, site)
 //   wait(p, counter, target, site) -> bool      aborted(p) -> bool
@@ -20,4 +25,5 @@
 #include "etc/device/elementwise.cuh"
 #include "etc/device/reduce.cuh"
 #include "etc/device/matmul.cuh"
+#include "etc/device/moe.cuh"
 #include "etc/device/events.cuh"
