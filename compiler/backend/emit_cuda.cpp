@@ -241,14 +241,20 @@ class Emitter {
         body += "  if constexpr (kMode == kStatic) {\n    if (p.flags & ETC_FLAG_DEBUG) {\n" +
                 eventLoops(n->event, names, false, checked) + "    } else {\n" +
                 eventLoops(n->event, names, true, plain) + "    }\n  }\n";
-        std::string coords;
-        for (size_t d = 0; d < e.shape.size(); ++d) coords += fmt::format("{}e{}", d ? ", " : "", d);
-        if (coords.empty()) coords = "0LL";
+        // Dynamic: the innermost dimension's elements split among the threads (notify_range);
+        // inside the lambdas e{r-1} is the element's own coordinate.
+        const size_t r = e.shape.size();
+        std::string last = fmt::format("e{}", r - 1), coords;
+        for (size_t d = 0; d < r; ++d) coords += fmt::format("{}e{}", d ? ", " : "", d);
+        std::string ind(4 + 2 * r, ' ');
         std::string dyn = fmt::format(
-            "bool bad = false;\n{0}  if (etc::dev::notify_element(p, p.events + lin, (unsigned)({1}), {2}, &bad)) {{\n"
-            "{0}    const long long ee[] = {{{3}}};\n{0}    etc_ready<kKernel>(p, {4}, ee);\n{0}  }}\n{0}  if (bad) return false;",
-            std::string(4 + 2 * e.shape.size(), ' '), initAt(e), site(ti, n->event.target, t), coords, n->event.target);
-        body += "  if constexpr (kMode == kDynamic) {\n" + eventLoops(n->event, names, false, dyn) + "  }\n";
+            "const long long e_lo = {1};\n"
+            "{0}if (!etc::dev::notify_range(p, p.events + lin, n_last,\n"
+            "{0}    [&](long long i) {{ const long long {1} = e_lo + i; return (unsigned)({2}); }},\n"
+            "{0}    [&](long long i) {{ const long long {1} = e_lo + i; const long long ee[] = {{{3}}}; etc_ready<kKernel>(p, {4}, ee); }},\n"
+            "{0}    {5})) return false;",
+            ind, last, initAt(e), coords, n->event.target, site(ti, n->event.target, t));
+        body += "  if constexpr (kMode == kDynamic) {\n" + eventLoops(n->event, names, true, dyn) + "  }\n";
       } else {
         const auto& c = std::get<CallStmt>(st);
         if (!kDeviceOps.count(c.call.op)) {
@@ -536,8 +542,9 @@ class Emitter {
       if (i + 1 < k.tasks.size()) out_ += fmt::format("    t -= n{};\n", i);
     }
     out_ += "  }\n";
+    out_ += "  unsigned claimed = threadIdx.x == 0 ? atomicAdd(s.head, 1u) : 0u;\n";
     out_ += "  for (;;) {\n";
-    out_ += "    const unsigned w = etc::dev::sched_pop(p, s, (unsigned)total);\n";
+    out_ += "    const unsigned w = etc::dev::sched_pop(p, s, (unsigned)total, claimed);\n";
     out_ += "    if (w == 0u || w == etc::dev::kQueueEnd) return;\n";
     out_ += "    const long long g = (long long)w - 1;\n";
     out_ += "    {\n" + dispatch("      ", "return;") + "    }\n";

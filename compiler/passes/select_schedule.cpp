@@ -25,8 +25,8 @@ using namespace ir;
 // moves per microsecond when all stream, and the dynamic schedule's cost per task.
 constexpr double kCtas = 132;
 constexpr double kBytesPerCtaUs = 22000;
-constexpr double kDynamicTaskUs = 1.0;
-constexpr double kStaticTaskUs = 0.3;
+constexpr double kDynamicTaskUs = 3.0;
+constexpr double kStaticTaskUs = 0.5;
 
 struct GridCost {
   uint32_t task;
@@ -68,15 +68,16 @@ std::string choose(const Module& m, const Graph& g, Schedule& out) {
         return fmt::format("the grid of @{} reads data, so how many of its tasks exist is known only at run time",
                            m.tasks[c.task].name);
       }
-  // Static: grids follow each other in CTA order, each taking ceil(tasks / CTAs) rounds of its
-  // own task time (uneven grids leave CTAs idle). Dynamic: the total work spread evenly.
+  // Grid after grid (a grid mostly waits for the one before it). Static: ceil(tasks / CTAs)
+  // rounds of the grid's task time, as the round-robin order leaves the last round's CTAs
+  // idle. Dynamic: the grid's work spread evenly over the CTAs, but never less than one task.
   double static_us = 0, dynamic_us = 0, tasks = 0;
   for (const GridCost& c : grids) {
     static_us += std::ceil(c.tasks / kCtas) * (c.task_us + kStaticTaskUs);
-    dynamic_us += c.tasks * (c.task_us + kDynamicTaskUs) / kCtas;
+    if (c.tasks > 0) dynamic_us += std::max(c.tasks / kCtas, 1.0) * (c.task_us + kDynamicTaskUs);
     tasks += c.tasks;
   }
-  out = dynamic_us < 0.8 * static_us ? Schedule::Dynamic : Schedule::Static;
+  out = dynamic_us < 0.7 * static_us ? Schedule::Dynamic : Schedule::Static;
   return fmt::format("cost model at the sym upper bounds: {:.0f} tasks, static ~{:.1f} us, dynamic ~{:.1f} us", tasks,
                      static_us, dynamic_us);
 }

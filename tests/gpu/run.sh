@@ -39,6 +39,20 @@ for sched in static dynamic; do
   for n in 1 1023 1024 1025 1000000 100000000; do check "two_stage_sum_$sched" "$B/two_stage_sum_$sched.fatbin" "N=$n"; done
   for b in 1 3 16 128; do check "mlp_$sched" "$B/mlp_$sched.fatbin" "B=$b"; done
 done
+# The MoE block (data-dependent expert grids) with uneven routing, both schedules.
+if [ -f "$B/moe_block_static.fatbin" ] && python3 tests/gpu/moe_router.py "$out/router.npy" 2>"$out/router.log"; then
+  for sched in static dynamic; do
+    for t in 1 2 8 33 128; do
+      log="$out/check_moe_${sched}_T$t.log"
+      if "$B/etc-run" "$B/moe_block_$sched.fatbin" --sym "T=$t" --check --mode all --seed 3 --param w_router="$out/router.npy" >"$log" 2>&1; then
+        row "check moe_block_$sched T=$t uneven (mega, unfused, graph)" PASS "$(grep -o 'L2 [0-9.e+-]*' "$log" | tr '\n' ' ')"
+      else
+        row "check moe_block_$sched T=$t uneven (mega, unfused, graph)" FAIL "$(tail -2 "$log" | tr '\n' ' ' | cut -c1-200)"
+      fi
+    done
+  done
+fi
+
 # Debug mode checks every notify against its count and, in the dynamic schedule, that a task
 # popped from the queue really is ready.
 for sched in static dynamic; do
@@ -73,6 +87,14 @@ for sched in static dynamic; do
     row "stress mlp_$sched" PASS "$(tail -1 "$log" | cut -c1-150)"
   else
     row "stress mlp_$sched" FAIL "$(tail -1 "$log" | cut -c1-150)"
+  fi
+  log="$out/stress_moe_$sched.log"
+  if [ -f "$out/router.npy" ] && [ -f "$B/moe_block_$sched.fatbin" ]; then
+    if "$B/etc-run" "$B/moe_block_$sched.fatbin" --stress "${STRESS:-10000}" --sym-values T=1,8,33 --seed 4 --param w_router="$out/router.npy" >"$log" 2>&1; then
+      row "stress moe_block_$sched" PASS "$(tail -1 "$log" | cut -c1-150)"
+    else
+      row "stress moe_block_$sched" FAIL "$(tail -1 "$log" | cut -c1-150)"
+    fi
   fi
   log="$out/stress_sum_$sched.log"
   if "$B/etc-run" "$B/two_stage_sum_$sched.fatbin" --stress "${STRESS:-10000}" --sym-values N=1,1000,1025,77777,1000000 --seed 4 >"$log" 2>&1; then
@@ -145,6 +167,13 @@ for b in 1 3 16 64 128; do
   log="$out/bench_mlp_dyn_B$b.log"
   "$B/etc-run" "$B/mlp_dynamic.fatbin" --sym "B=$b" --bench 200 --mode mega --seed 5 >"$log" 2>&1 || row "bench mlp dynamic B=$b" FAIL "$(tail -1 "$log")"
   grep -E 'median' "$log" | sed "s/^/B=$b dynamic /" >>"$out/bench_table.txt"
+done
+for t in 1 8 32 128; do
+  for sched in static dynamic; do
+    log="$out/bench_moe_${sched}_$t.log"
+    "$B/etc-run" "$B/moe_block_$sched.fatbin" --sym "T=$t" --bench 100 --mode mega --seed 5 --param w_router="$out/router.npy" >"$log" 2>&1 || row "bench moe_block $sched T=$t" FAIL "$(tail -1 "$log")"
+    grep -E 'median' "$log" | sed "s/^/moe_block T=$t $sched /" >>"$out/bench_table.txt"
+  done
 done
 for n in 1000 1000000 100000000; do
   for sched in static dynamic; do

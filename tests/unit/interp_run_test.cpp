@@ -34,7 +34,7 @@ std::unique_ptr<Parsed> parse(std::string text) {
 }
 
 std::string readSample(const std::string& name) {
-  auto path = std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "samples" / name;
+  auto path = std::filesystem::path(ETC_SOURCE_DIR) / "samples" / name;
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();

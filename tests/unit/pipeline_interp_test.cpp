@@ -41,7 +41,7 @@ std::unique_ptr<Compiled> compile(std::string text) {
 }
 
 std::string sample(const std::string& name) {
-  std::ifstream in(std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "samples" / name);
+  std::ifstream in(std::filesystem::path(ETC_SOURCE_DIR) / "samples" / name);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();

@@ -60,10 +60,13 @@ __device__ __forceinline__ void sched_pend(const Sched& s, long long task, unsig
 // dependency cycle or a missing notify that verification would have rejected; the record
 // says how many tasks had become ready.
 template <class P>
-__device__ __forceinline__ unsigned sched_pop(const P& p, const Sched& s, unsigned total) {
+__device__ __forceinline__ unsigned sched_pop(const P& p, const Sched& s, unsigned total, unsigned& claimed) {
   __shared__ unsigned word;
   if (threadIdx.x == 0) {
-    unsigned slot = atomicAdd(s.head, 1u);
+    // The slot after this one is claimed now, so that its atomic overlaps this wait and the
+    // task that follows (a claimed slot is always filled: every task gets pushed).
+    const unsigned slot = claimed;
+    claimed = atomicAdd(s.head, 1u);
     unsigned w = kQueueEnd;
     if (slot < total) {
       const unsigned* q = s.queue + slot;
@@ -94,29 +97,48 @@ __device__ __forceinline__ unsigned sched_pop(const P& p, const Sched& s, unsign
   return w;
 }
 
-// Notify of one event element in a dynamic schedule (all threads): true in every thread when
-// this notify completed the element (its counter reached `initial`); the caller then makes
-// the element's waiters pending. In debug mode an add past `initial` is recorded as an error.
-template <class P>
-__device__ __forceinline__ bool notify_element(const P& p, unsigned int* counter, unsigned int initial,
-                                               const WaitSite& site, bool* failed) {
-  __syncthreads();
-  int complete = 0, bad = 0;
-  if (threadIdx.x == 0) {
-    __threadfence();
-    unsigned old = atomicAdd(counter, 1u);
-    complete = old + 1u == initial;
-    if (old >= initial) {
-      if (p.flags & ETC_FLAG_DEBUG)
-        detail::record_error(p.error, ETC_ERR_OVER_NOTIFY, site, site.element, old + 1u, initial);
-      bad = 1;
+namespace detail {
+// Completed elements of one notify round: one array per kernel (a non-template function's
+// __shared__ has one instance), as the notifies of every task share it.
+__device__ __forceinline__ int* completed_list() {
+  __shared__ int list[257];  // [0]: count
+  return list;
+}
+}  // namespace detail
+
+// Notify of `n` consecutive elements (counters[0 .. n)) in a dynamic schedule, by all threads.
+// Each thread adds to its elements, in rounds of blockDim.x; the elements a round completes
+// (count reaches init(i)) are then handed to ready(i) one after the other, which the whole CTA
+// runs (it splits the waiters among the threads). The first barrier of a round also orders
+// the task's writes before any add. In debug mode an add past the count is recorded and the
+// function returns false (the caller leaves the kernel).
+template <class P, class Init, class Ready>
+__device__ __forceinline__ bool notify_range(const P& p, unsigned int* counters, long long n, Init init,
+                                             Ready ready, const WaitSite& site) {
+  int* list = detail::completed_list();
+  for (long long base = 0; base < n; base += blockDim.x) {
+    if (threadIdx.x == 0) list[0] = 0;
+    __syncthreads();
+    const long long i = base + threadIdx.x;
+    int bad = 0;
+    if (i < n) {
+      const unsigned target = init(i);
+      __threadfence();
+      const unsigned old = atomicAdd(counters + i, 1u);
+      if (old + 1u == target) {
+        __threadfence();
+        list[1 + atomicAdd(&list[0], 1)] = static_cast<int>(i - base);
+      } else if (old >= target && (p.flags & ETC_FLAG_DEBUG)) {
+        detail::record_error(p.error, ETC_ERR_OVER_NOTIFY, site, site.element + i, old + 1u, target);
+        bad = 1;
+      }
     }
-    if (complete) __threadfence();
+    if (__syncthreads_or(bad)) return false;
+    const int done = list[0];
+    for (int k = 0; k < done; ++k) ready(base + list[1 + k]);
+    __syncthreads();  // list is reset by the next round
   }
-  // One barrier carries both flags: bit 0 complete, bit 1 over-notified.
-  int flags = __syncthreads_or(complete | (bad << 1));
-  *failed = (flags & 2) && (p.flags & ETC_FLAG_DEBUG);
-  return flags & 1;
+  return true;
 }
 
 }  // namespace dev
