@@ -57,6 +57,23 @@ LIMIT=300 run fatbin-from-ops 0 samples/mlp.etir -arch sm_80 -o "$tmp/ops.fatbin
 LIMIT=300 run fatbin-from-tasks 0 "$tmp/mlp_tasks.etir" --arch=sm_80 -o "$tmp/tasks.fatbin"
 cmp -s "$tmp/ops.fatbin" "$tmp/tasks.fatbin" && pass || fail "tasks-roundtrip: the task-level form compiles to a different fatbin"
 # A compile that NVRTC rejects (here: no toolkit headers) is an error with NVRTC's log, and no output.
+# Schedules: --schedule overrides the source and auto; -v says which and why.
+run schedule-auto 0 --emit=tasks -v samples/mlp.etir && stderr_has schedule-auto "etcc: graph @main: schedule static (cost model" &&
+  stdout_has schedule-auto "graph @main schedule static {"
+run schedule-data 0 --emit=tasks -v samples/moe_block.etir &&
+  stderr_has schedule-data "schedule dynamic (the grid of @grouped_matmul_act reads data"
+run schedule-forced 0 --emit=tasks -v --schedule=dynamic samples/two_stage_sum.etir &&
+  stderr_has schedule-forced "etcc: graph @main: schedule dynamic (--schedule)" && stdout_has schedule-forced "graph @main schedule dynamic {"
+run schedule-written 0 --emit=tasks -v samples/two_stage_sum.etir && stderr_has schedule-written "schedule static (written in the source)"
+run schedule-bad 1 --schedule=fast samples/mlp.etir && stderr_has schedule-bad "--schedule: fast not in {auto,static,dynamic}"
+# The dynamic megakernel: its queue loop and readiness code in the CUDA; compiled by NVRTC.
+run dynamic-cuda 0 --emit=cuda --schedule=dynamic samples/mlp.etir && stdout_has dynamic-cuda "etc::dev::sched_pop(p, s, (unsigned)total, claimed)" &&
+  stdout_has dynamic-cuda "__device__ __noinline__ void etc_ready<0>" && stdout_has dynamic-cuda "unsigned waits_matmul_down(const EtcParams& p, long long t)"
+LIMIT=300 run dynamic-fatbin 0 --schedule=dynamic samples/mlp.etir -arch sm_90a -o "$tmp/dyn.fatbin"
+# verify-schedule rejects a cycle; --no-verify-schedule lets it through (for watchdog tests).
+run cycle-rejected 1 tests/gpu/hang/cycle.etir --emit=tasks && stderr_has cycle-rejected "wait on each other in a cycle: @first -> @second -> @first"
+run cycle-unverified 0 tests/gpu/hang/cycle.etir --emit=tasks --no-verify-schedule
+
 CUDA_HOME=/nonexistent run nvrtc-fails 1 samples/two_stage_sum.etir -arch sm_80 -o "$tmp/n.fatbin" &&
   stderr_has nvrtc-fails "the CUDA compile for sm_80 failed; NVRTC / nvJitLink said:" &&
   stderr_has nvrtc-fails 'could not open source file "cuda_fp16.h"'
