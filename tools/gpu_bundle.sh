@@ -5,13 +5,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
-cmake --build "$build" -j2 --target etcc etc-run
+cmake --build "$build" -j2 --target etcc etc-run etc-watchdog-recovery
 rm -rf gpu-bundle && mkdir -p gpu-bundle
+: >gpu-bundle/auto_schedules.txt
 strip -o gpu-bundle/etc-run "$build/tools/etc-run"
+strip -o gpu-bundle/etc-watchdog-recovery "$build/tests/etc-watchdog-recovery"
 # Every sample as the compiler chooses, and forced to each schedule.
 for s in samples/*.etir; do
   n=$(basename "${s%.etir}")
-  "$build/etcc" "$s" -o "gpu-bundle/$n.fatbin"
+  # -v says which schedule auto picked and why: run.sh prints it beside the timings.
+  "$build/etcc" "$s" -v -o "gpu-bundle/$n.fatbin" 2>&1 | grep -E ': schedule ' | sed "s|^|$n: |" >>gpu-bundle/auto_schedules.txt
   "$build/etcc" "$s" --schedule=static -o "gpu-bundle/${n}_static.fatbin"
   "$build/etcc" "$s" --schedule=dynamic -o "gpu-bundle/${n}_dynamic.fatbin"
 done
