@@ -5,9 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
-cmake --build "$build" -j2 --target etcc etc-run
+cmake --build "$build" -j2 --target etcc etc-run etcrt
 rm -rf gpu-bundle && mkdir -p gpu-bundle
 strip -o gpu-bundle/etc-run "$build/tools/etc-run"
+# The runtime library for the Python binding (python/ travels with the working tree).
+strip -o gpu-bundle/libetcrt.so "$build/runtime/libetcrt.so"
 # Every sample as the compiler chooses, and forced to each schedule.
 for s in samples/*.etir; do
   n=$(basename "${s%.etir}")

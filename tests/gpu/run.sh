@@ -115,6 +115,19 @@ if [ -f "$B/sm80_only.fatbin" ]; then
   fi
 fi
 
+# -- the Python binding: samples run from PyTorch, checked against PyTorch references --------
+if [ -f "$B/libetcrt.so" ]; then
+  ETC_RUNTIME_LIB="$B/libetcrt.so" PYTHONPATH=python python3 python/examples/run_from_torch.py "$B" >"$out/python.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 77 ]; then
+    row "python binding (torch)" SKIP "$(head -1 "$out/python.log")"
+  elif [ "$rc" -eq 0 ]; then
+    row "python binding (torch): $(grep -c '^PASS' "$out/python.log") cases" PASS "$(grep -o 'rel L2 [0-9.e+-]*' "$out/python.log" | tr '\n' ' ' | cut -c1-150)"
+  else
+    row "python binding (torch)" FAIL "$(grep -m2 -v '^PASS' "$out/python.log" | tr '\n' ' ' | cut -c1-200)"
+  fi
+fi
+
 # -- sanitizers ------------------------------------------------------------------------------
 san() {  # tool name fatbin sym
   local log="$out/san_$1_$2.log"
