@@ -41,6 +41,7 @@ struct Options {
   std::string dep_file;                  // -MF (implies -MD); default: the output with extension .d
   std::vector<std::string> dep_targets;  // -MT; default: the output
   bool dep_phony = false;                // -MP
+  bool profile = false;                  // --profile
 };
 
 bool wantsDepfile(const Options& opt) { return opt.write_deps || !opt.dep_file.empty(); }
@@ -142,7 +143,7 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   }
   std::string cuda;
   auto emit_start = std::chrono::steady_clock::now();
-  if (!etc::backend::generateCuda(m, targets, cuda, diags)) return false;
+  if (!etc::backend::generateCuda(m, targets, cuda, diags, opt.profile)) return false;
   if (opt.verbose)
     std::cerr << fmt::format("etcc: emit CUDA ({} bytes): {:.3f} ms\n", cuda.size(), msSince(emit_start));
   if (emit == "cuda") {
@@ -311,6 +312,9 @@ int main(int argc, char** argv) {
                "skip the verify-schedule pass (cycles, unnotified waits, notify counts): for testing the run-time "
                "watchdog; a wrong program then hangs until the watchdog stops it");
 
+  app.add_flag("--profile", opt.profile,
+               "compile per-task timeline records into the megakernels (global timer, SM, coordinates, time "
+               "waiting), for etc-run --trace; without it the kernels carry no profiling code");
   app.add_flag("--write-dependencies", opt.write_deps,
                "(also -MD) write a Make dependency file listing the input and every file it includes, next to the "
                "output with extension .d unless -MF names it");

@@ -59,7 +59,7 @@ $s:"
 (cd "$tmp/m" && timeout 60 "$etcc" - --emit=tasks -MF "$tmp/e.d" -MT e <main.etir >/dev/null 2>"$tmp/err") ||
   fail "stdin: $(cat "$tmp/err")"
 file_is stdin "$tmp/e.d" "e: \\
-  ./inc/sizes.etir"
+  inc/sizes.etir"
 
 # Meaningless combinations are errors, with nothing written.
 run mt-alone 1 "$m" --emit=tasks -o "$tmp/f.etir" -MT x && err_has mt-alone "-MT and -MP need -MD or -MF"
