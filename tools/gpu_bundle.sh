@@ -17,6 +17,10 @@ for s in samples/*.etir; do
   "$build/etcc" "$s" --schedule=static -o "gpu-bundle/${n}_static.fatbin"
   "$build/etcc" "$s" --schedule=dynamic -o "gpu-bundle/${n}_dynamic.fatbin"
 done
+# Profiled builds (etcc --profile) for etc-run --trace.
+for n in mlp two_stage_sum moe_block; do
+  "$build/etcc" samples/$n.etir --profile -o "gpu-bundle/${n}_profile.fatbin"
+done
 # Programs that wait forever, compiled without verify-schedule: the watchdog must stop them.
 for s in tests/gpu/hang/*.etir; do
   n=$(basename "${s%.etir}")

@@ -231,6 +231,22 @@ class Module:
         g = graph.encode() if graph is not None else None
         _check(lib.etc_module_launch(self._h, g, _stream_handle(stream, self._device), ctypes.byref(opts)))
 
+    @property
+    def profile_capacity(self):
+        """Task records one megakernel launch can hold; 0 unless compiled with etcc --profile."""
+        return lib.etc_module_profile_capacity(self._h)
+
+    def read_profile(self, stream=None):
+        """The last megakernel launch's task records (synchronises the stream), as dicts with
+        start_ns, end_ns, wait_ns, sm, cta, task (index into the descriptor's tasks), coords."""
+        cap = self.profile_capacity
+        records = (_capi.ProfileRecord * max(1, cap))()
+        written = ctypes.c_size_t()
+        _check(lib.etc_module_read_profile(self._h, _stream_handle(stream, self._device), records, cap,
+                                           ctypes.byref(written)))
+        return [{"start_ns": r.start_ns, "end_ns": r.end_ns, "wait_ns": r.wait_ns, "sm": r.sm, "cta": r.cta,
+                 "task": r.task, "coords": tuple(r.coords)} for r in records[:min(written.value, cap)]]
+
     def check_error(self, stream=None):
         """Synchronises the stream and raises EtcError if the last launch's kernel reported an error."""
         _check(lib.etc_module_check_error(self._h, _stream_handle(stream, self._device)))

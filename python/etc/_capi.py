@@ -32,6 +32,16 @@ class LaunchOptions(ctypes.Structure):
     _fields_ = [("mode", ctypes.c_int), ("watchdog_ns", ctypes.c_int64), ("flags", ctypes.c_uint)]
 
 
+class ProfileRecord(ctypes.Structure):
+    """etc/abi.h EtcProfileRecord (etcc --profile)."""
+    _fields_ = [("start_ns", ctypes.c_uint64), ("end_ns", ctypes.c_uint64), ("wait_ns", ctypes.c_uint32),
+                ("sm", ctypes.c_uint32), ("cta", ctypes.c_uint32), ("task", ctypes.c_int32),
+                ("coords", ctypes.c_int32 * MAX_SHAPE_RANK)]
+
+
+assert ctypes.sizeof(ProfileRecord) == 48
+
+
 def _candidates():
     env = os.environ.get("ETC_RUNTIME_LIB")
     if env:
@@ -86,6 +96,9 @@ _SIG = {
                                     ctypes.POINTER(ctypes.c_int)]),
     "etc_module_launch": (_S, [_P, ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(LaunchOptions)]),
     "etc_module_check_error": (_S, [_P, ctypes.c_void_p]),
+    "etc_module_profile_capacity": (ctypes.c_int64, [_P]),
+    "etc_module_read_profile": (_S, [_P, ctypes.c_void_p, ctypes.POINTER(ProfileRecord), ctypes.c_size_t,
+                                     ctypes.POINTER(ctypes.c_size_t)]),
 }
 for _name, (_res, _args) in _SIG.items():
     _fn = getattr(lib, _name)

@@ -3,7 +3,8 @@
 
     PYTHONPATH=python python3 python/examples/run_from_torch.py DIR
 
-DIR holds two_stage_sum.fatbin and mlp.fatbin (etcc samples/X.etir -o DIR/X.fatbin). The
+DIR holds two_stage_sum.fatbin and mlp.fatbin (etcc samples/X.etir -o DIR/X.fatbin), and
+optionally two_stage_sum_profile.fatbin (etcc --profile), whose task records are checked. The
 runtime library is found as the binding says (ETC_RUNTIME_LIB, or the installed layout).
 Prints one line per case; exits 1 if any case is off, 77 if PyTorch or a GPU is missing.
 """
@@ -38,6 +39,31 @@ def two_stage_sum(path, n):
     return rel_l2(out, a.double().sum().reshape(1)), 1e-5
 
 
+def profiled_sum(path, n):
+    """etcc --profile: one record per task run, every tile once, the final task ending after every
+    partial one (it waits for them all). Returns (problems, 1) with problems = 0 when all hold."""
+    m = etc.Module(path)
+    m.set_syms(N=n)
+    a = torch.randn(n, device="cuda")
+    out = torch.empty(1, device="cuda")
+    m.bind(a=a, out=out)
+    m.launch()
+    recs = m.read_profile()
+    tiles = (n + 1023) // 1024
+    partial = sorted(r["coords"][0] for r in recs if r["task"] == 0)
+    final = [r for r in recs if r["task"] == 1]
+    problems = 0
+    problems += partial != list(range(tiles))
+    problems += len(final) != 1
+    problems += any(r["end_ns"] < r["start_ns"] for r in recs)
+    if final and partial:
+        # A partial task reads its end time just after its notify, which the final task may see
+        # first: allow the timer's granularity (about 1 us on some GPUs) and the reading's delay.
+        problems += final[0]["end_ns"] + 2000 < max(r["end_ns"] for r in recs if r["task"] == 0)
+    problems += rel_l2(out, a.double().sum().reshape(1)) >= 1e-5
+    return problems, 1
+
+
 def mlp(path, b):
     """rmsnorm -> gate/up projection -> SiLU-gated product -> down projection -> residual add,
     each intermediate rounded to bf16 as the module's bf16 temps are."""
@@ -70,14 +96,17 @@ def main():
     torch.manual_seed(0)
     cases = [("two_stage_sum", two_stage_sum, n) for n in (1, 1000, 1025, 3_000_000)]
     cases += [("mlp", mlp, b) for b in (1, 5, 64)]
+    if os.path.exists(os.path.join(d, "two_stage_sum_profile.fatbin")):
+        cases += [("two_stage_sum_profile", profiled_sum, n) for n in (1000, 1_000_000)]
     failed = 0
     for name, fn, size in cases:
         path = os.path.join(d, name + ".fatbin")
         try:
             err, tol = fn(path, size)
             ok = err < tol
-            print(f"{'PASS' if ok else 'FAIL'} {name} {'N' if name == 'two_stage_sum' else 'B'}={size}: "
-                  f"rel L2 {err:.3g} (tolerance {tol:g})")
+            what = "problems" if fn is profiled_sum else "rel L2"
+            print(f"{'PASS' if ok else 'FAIL'} {name} {'B' if name == 'mlp' else 'N'}={size}: "
+                  f"{what} {err:.3g} (below {tol:g})")
         except Exception as e:  # report every case, then fail
             ok = False
             print(f"FAIL {name} size {size}: {type(e).__name__}: {e}")

@@ -114,6 +114,10 @@ class BindingTest(unittest.TestCase):
         else:
             self.skipTest("a GPU is present: the GPU example covers launches")
 
+    def test_profile_needs_a_profiled_fatbin_and_a_device(self):
+        self.assertEqual(self.m.profile_capacity, 0)  # compiled without --profile
+        self.assertStatus("NOT_LOADED", self.m.read_profile)
+
     def test_open_errors(self):
         msg = self.assertStatus("IO", etc.Module, "/nonexistent/x.fatbin")
         self.assertIn("/nonexistent/x.fatbin", msg)
