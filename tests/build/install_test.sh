@@ -2,13 +2,9 @@
 # `cmake --install` of this build, then an out-of-tree project (tests/build/consumer) built
 # against the installed tree: find_package(etc), etc_add_module with dependency tracking, and a C
 # program linked to libetcrt. Usage: install_test.sh BUILD_DIR (run from the repository root)
-set -uo pipefail
+source "$(dirname "$0")/../harness.sh"
 build=$(realpath "$1")
 src=$(pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 prefix="$tmp/prefix"
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; echo "FAIL: install"; exit 1; }
@@ -45,5 +41,4 @@ build_consumer "include edited"
 [ "$fatbin" -nt "$tmp/built" ] || fail "editing the included file did not rebuild the fatbin"
 "$tmp/cb/describe" | grep -q "sym N in \[1, 8192\]" || fail "the rebuilt fatbin does not have the new range"
 
-if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
-echo "install and out-of-tree find_package(etc): all checks passed"
+finish "install and out-of-tree find_package(etc)"

@@ -2,12 +2,8 @@
 # samples/Makefile and etcc -MD: a Makefile project rebuilds exactly the fatbins whose inputs
 # changed, including files they include, and survives a deleted include (-MP).
 # Usage: make_deps_test.sh ETCC   (run from the repository root)
-set -uo pipefail
+source "$(dirname "$0")/../harness.sh"
 etcc=$(realpath "$1")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # Three tiny modules: a includes lib/common.etir, b includes sub/shapes.etir which includes
 # ../lib/common.etir (paths are relative to the including file), c includes nothing. Included
@@ -70,5 +66,4 @@ fi
 [ -e "$tmp/out/c.d" ] && fail "a failed compile left c.d"
 ls "$tmp/out" | grep -q tmp && fail "a temporary was left: $(ls "$tmp/out")"
 
-if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
-echo "make dependency tracking: all checks passed"
+finish "make dependency tracking"

@@ -1,12 +1,8 @@
 #!/usr/bin/env bash
 # etcc's dependency-file options (-MD -MF -MT -MP and their long forms) and -v's stage timings.
 # Usage: etcc_deps_cli_test.sh ETCC   (run from the repository root)
-set -uo pipefail
+source "$(dirname "$0")/../harness.sh"
 etcc=$(realpath "$1")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # run NAME EXPECTED_RC ARGS...: stdout -> $tmp/out, stderr -> $tmp/err
 run() {
   local name=$1 want=$2
@@ -87,5 +83,4 @@ run verbose 0 "$m" -arch sm_80 -o "$tmp/k.fatbin" -MD -v &&
 grep -vE '^etcc: .*[0-9] ms(,|$)|^etcc: graph @' "$tmp/err" | grep -q . &&
   fail "verbose: a line without a duration: $(grep -vE '[0-9] ms(,|$)' "$tmp/err" | head -3)"
 
-if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
-echo "dependency files and -v: all checks passed"
+finish "dependency files and -v"

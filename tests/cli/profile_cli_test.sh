@@ -3,12 +3,8 @@
 # CUDA only when asked for, the profiled CUDA compiles for every target, and etc-run refuses
 # --trace where it cannot mean anything before touching a device.
 # Usage: profile_cli_test.sh ETCC ETC_RUN   (run from the repository root)
-set -uo pipefail
+source "$(dirname "$0")/../harness.sh"
 etcc=$1 run=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 for s in two_stage_sum mlp; do
   "$etcc" samples/$s.etir --emit=cuda -o "$tmp/$s.cu" || fail "$s: --emit=cuda"
@@ -39,5 +35,4 @@ grep -q "profiled (etcc --profile): up to 97658 task records per megakernel laun
 [ $? -eq 1 ] && grep -q "use --mode mega or all" "$tmp/out" || fail "--trace with --mode unfused: $(cat "$tmp/out")"
 [ -e "$tmp/t.json" ] && fail "a refused --trace left a file"
 
-if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
-echo "--profile and --trace: all checks passed"
+finish "--profile and --trace"
