@@ -6,7 +6,8 @@ rot. A block is marked by the word `cpu` after its language:
     etcc samples/mlp.etir --emit=tasks
     ```
 
-Each Markdown file's marked blocks run in order, with bash -e -o pipefail, in one fresh
+Each Markdown file's marked blocks run in order, with bash -e -o pipefail (so a block must not
+cut a pipe short: `| head` can kill the writer with SIGPIPE under load; use `| sed -n 1,5p`), in one fresh
 directory per file (a later block sees what an earlier one wrote) that holds links to the
 repository's samples/, docs/, python/, tests/ and tools/ and `build` -> the build under test;
 etcc and etc-run of that build are first on PATH. A block fails if any command fails or runs
