@@ -25,6 +25,7 @@ struct RunOptions {
   int stress = 0;                       // --stress N: N launches cycling through sym_values
   std::string stress_sym;               // --sym-values NAME=V1,V2,...: the sym that changes
   std::vector<int64_t> stress_values;
+  std::string trace;                    // --trace FILE: Chrome trace of one megakernel launch
 };
 
 const char* modeName(etc_mode m);
@@ -34,6 +35,9 @@ void printInfo(const Module& m);
 // Runs the fatbin on the GPU (and the interpreter with --check). Returns the exit status;
 // throws std::runtime_error / RuntimeError for bad input.
 int runFatbin(Module& m, const RunOptions& opt);
+// --trace: launches the megakernel of a profiled fatbin once more (inputs bound, after the
+// checked launch), writes its timeline as a Chrome trace to `path` and prints the summary.
+void writeTrace(Module& m, const std::string& graph, const std::map<std::string, int64_t>& syms, const RunOptions& opt);
 // Runs an .etir file on the CPU reference interpreter.
 int runEtir(const RunOptions& opt);
 

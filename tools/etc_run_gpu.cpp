@@ -153,6 +153,13 @@ int runFatbin(Module& m, const RunOptions& opt) {
                                            : "no graph named @" + graph + " (the module's graphs: " + known + ")");
   }
 
+  if (!opt.trace.empty()) {
+    if (etc_module_profile_capacity(m.handle()) == 0)
+      throw std::runtime_error("--trace needs a fatbin compiled with etcc --profile (this one records no timeline)");
+    if (std::find(opt.modes.begin(), opt.modes.end(), ETC_MODE_MEGA) == opt.modes.end())
+      throw std::runtime_error("--trace records the megakernel: use --mode mega or all");
+    if (opt.stress > 0) throw std::runtime_error("--trace and --stress do not go together");
+  }
   if (opt.stress > 0) return runStress(m, opt, graph, syms);
   const std::vector<TensorSpec> specs = specsOf(m);
   interp::TensorMap host = gatherInputs(specs, opt.inputs);
@@ -189,6 +196,7 @@ int runFatbin(Module& m, const RunOptions& opt) {
     }
     m.launch(graph, nullptr, lo);
     m.checkError(nullptr);
+    if (mode == ETC_MODE_MEGA && !opt.trace.empty()) writeTrace(m, graph, syms, opt);
     for (const TensorSpec& s : specs) {
       if (s.role != "output") continue;
       interp::HostTensor t = interp::zeros(s.dtype, s.shape);

@@ -13,6 +13,8 @@ void printInfo(const Module& m) {
   };
   fmt::print("module {}\n", m.name());
   fmt::print("archs: {} (the fatbin holds {})\n", join(m.archs()), m.fatbinTargets());
+  if (int64_t records = etc_module_profile_capacity(m.handle()))
+    fmt::print("profiled (etcc --profile): up to {} task records per megakernel launch (etc-run --trace)\n", records);
   fmt::print("syms:\n");
   for (const etc_sym_info& s : m.syms()) fmt::print("  {} in [{}, {}]\n", s.name, s.lo, s.hi);
   fmt::print("tensors:\n");

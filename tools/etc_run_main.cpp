@@ -130,6 +130,9 @@ int main(int argc, char** argv) {
                  "bit-identical and match the interpreter")
       ->check(CLI::PositiveNumber);
   app.add_option("--sym-values", sym_values, "with --stress: NAME=V1,V2,... (the sym that changes between launches)");
+  app.add_option("--trace", opt.trace,
+                 "write a Chrome/Perfetto trace (JSON) of one megakernel launch and print a summary: time per task, "
+                 "SM busy fraction, time waiting on events; needs a fatbin compiled with etcc --profile");
   app.add_option("--device", opt.device, "CUDA device ordinal (default 0)")->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);

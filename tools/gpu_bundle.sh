@@ -5,11 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
-cmake --build "$build" -j2 --target etcc etc-run etc-watchdog-recovery
+cmake --build "$build" -j2 --target etcc etc-run etcrt etc-watchdog-recovery
 rm -rf gpu-bundle && mkdir -p gpu-bundle
 : >gpu-bundle/auto_schedules.txt
 strip -o gpu-bundle/etc-run "$build/tools/etc-run"
 strip -o gpu-bundle/etc-watchdog-recovery "$build/tests/etc-watchdog-recovery"
+# The runtime library for the Python binding (python/ travels with the working tree).
+strip -o gpu-bundle/libetcrt.so "$build/runtime/libetcrt.so"
 # Every sample as the compiler chooses, and forced to each schedule.
 for s in samples/*.etir; do
   n=$(basename "${s%.etir}")
@@ -17,6 +19,10 @@ for s in samples/*.etir; do
   "$build/etcc" "$s" -v -o "gpu-bundle/$n.fatbin" 2>&1 | grep -E ': schedule ' | sed "s|^|$n: |" >>gpu-bundle/auto_schedules.txt
   "$build/etcc" "$s" --schedule=static -o "gpu-bundle/${n}_static.fatbin"
   "$build/etcc" "$s" --schedule=dynamic -o "gpu-bundle/${n}_dynamic.fatbin"
+done
+# Profiled builds (etcc --profile) for etc-run --trace.
+for n in mlp two_stage_sum moe_block; do
+  "$build/etcc" samples/$n.etir --profile -o "gpu-bundle/${n}_profile.fatbin"
 done
 # Programs that wait forever, compiled without verify-schedule: the watchdog must stop them.
 for s in tests/gpu/hang/*.etir; do

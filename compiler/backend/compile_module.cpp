@@ -2,17 +2,22 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <thread>
 
 #include "compiler/backend/descriptor.h"
 #include "compiler/backend/emit_cuda.h"
+#include "compiler/backend/profile.h"
 #include "compiler/ir/printer.h"
 
 namespace etc::backend {
 
-bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::string& cuda, DiagnosticEngine& diags) {
-  std::string descriptor = buildDescriptor(m, targets, ir::printModule(m));
-  return emitCuda(m, descriptor, cuda, diags);
+bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::string& cuda, DiagnosticEngine& diags,
+                  bool profile) {
+  std::optional<ProfileLayout> layout;
+  if (profile) layout = profileLayout(m);
+  std::string descriptor = buildDescriptor(m, targets, ir::printModule(m), layout ? &*layout : nullptr);
+  return emitCuda(m, descriptor, cuda, diags, layout ? &*layout : nullptr);
 }
 
 bool compileTargets(const std::string& cuda, const std::string& file_name, const std::vector<Target>& targets,

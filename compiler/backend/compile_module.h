@@ -13,7 +13,9 @@
 namespace etc::backend {
 
 // The CUDA translation unit for the module, with its descriptor (listing `targets`) embedded.
-bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::string& cuda, DiagnosticEngine& diags);
+// profile (etcc --profile): the megakernels record a timeline (docs/runtime.md, "Traces").
+bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::string& cuda, DiagnosticEngine& diags,
+                  bool profile = false);
 
 // Compiles `cuda` for every target; on failure reports each failing target with its log.
 bool compileTargets(const std::string& cuda, const std::string& file_name, const std::vector<Target>& targets,

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/backend/cuda_expr.h"
+#include "compiler/backend/profile.h"
 #include "compiler/ir/printer.h"
 #include "etc/abi.h"
 
@@ -99,7 +100,8 @@ json shapeJson(const std::vector<Expr>& shape, bool text) {
 
 }  // namespace
 
-std::string buildDescriptor(const Module& m, const std::vector<Target>& targets, std::string_view ir_text) {
+std::string buildDescriptor(const Module& m, const std::vector<Target>& targets, std::string_view ir_text,
+                            const ProfileLayout* profile) {
   json d;
   d["format"] = "etc.module";
   d["abi"] = ETC_ABI_VERSION;
@@ -131,6 +133,10 @@ std::string buildDescriptor(const Module& m, const std::vector<Target>& targets,
   d["events"] = events;
   std::vector<SchedLayout> sched = schedLayout(m, &words);
   d["event_words"] = words;
+  if (profile) {
+    d["event_words"] = profile->offset + profile->words();
+    d["profile"] = profileDescriptor(m, *profile);
+  }
   json tasks = json::array();
   for (const Task& t : m.tasks) tasks.push_back({{"name", t.name}, {"grid_text", shapeJson(t.grid, true)}, {"coords", t.coords}});
   d["tasks"] = tasks;

@@ -40,6 +40,9 @@ int64_t maxTasks(const ir::Module& m, const ir::Kernel& k);
 // plus the fixed tail.
 int64_t paramsBytes(const ir::Module& m);
 
-std::string buildDescriptor(const ir::Module& m, const std::vector<Target>& targets, std::string_view ir_text);
+struct ProfileLayout;
+// With `profile` (etcc --profile), the counter area also holds the timeline records.
+std::string buildDescriptor(const ir::Module& m, const std::vector<Target>& targets, std::string_view ir_text,
+                            const ProfileLayout* profile = nullptr);
 
 }  // namespace etc::backend

@@ -12,7 +12,12 @@
 
 namespace etc::backend {
 
-// Returns false after reporting (e.g. an op that has no device kernel).
-bool emitCuda(const ir::Module& m, std::string_view descriptor, std::string& out, DiagnosticEngine& diags);
+struct ProfileLayout;
+
+// Returns false after reporting (e.g. an op that has no device kernel). With `profile`, every
+// task run of a megakernel writes a timeline record (etc/device/profile.cuh); without, the
+// code has no trace of profiling.
+bool emitCuda(const ir::Module& m, std::string_view descriptor, std::string& out, DiagnosticEngine& diags,
+              const ProfileLayout* profile = nullptr);
 
 }  // namespace etc::backend

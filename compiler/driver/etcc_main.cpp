@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "compiler/backend/compile_module.h"
+#include "compiler/driver/atomic_file.h"
+#include "compiler/driver/depfile.h"
 #include "compiler/driver/summary.h"
 #include "compiler/driver/verify_diagnostics.h"
 #include "compiler/frontend/frontend.h"
@@ -35,7 +37,37 @@ struct Options {
   bool verbose = false;
   std::string schedule = "auto";
   bool no_verify_schedule = false;
+  bool write_deps = false;               // -MD
+  std::string dep_file;                  // -MF (implies -MD); default: the output with extension .d
+  std::vector<std::string> dep_targets;  // -MT; default: the output
+  bool dep_phony = false;                // -MP
+  bool profile = false;                  // --profile
 };
+
+bool wantsDepfile(const Options& opt) { return opt.write_deps || !opt.dep_file.empty(); }
+
+// Combinations of the dependency options that cannot mean anything; empty if fine.
+std::string depfileOptionProblem(const Options& opt) {
+  if (!wantsDepfile(opt)) {
+    if (!opt.dep_targets.empty() || opt.dep_phony) return "-MT and -MP need -MD or -MF (a dependency file to write)";
+    return {};
+  }
+  if (opt.verify_diagnostics) return "--verify-diagnostics writes no output, so it takes no dependency file";
+  bool to_stdout = opt.output.empty() || opt.output == "-";
+  if (to_stdout && opt.dep_file.empty()) return "-MD without -o needs -MF FILE: there is no output name to derive it from";
+  if (to_stdout && opt.dep_targets.empty()) return "a dependency file for standard output needs -MT TARGET";
+  return {};
+}
+
+// Like gcc: -MF names the file, else the output with its extension replaced by .d.
+std::string depfilePath(const Options& opt) {
+  if (!opt.dep_file.empty()) return opt.dep_file;
+  return std::filesystem::path(opt.output).replace_extension(".d").string();
+}
+
+double msSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
 
 bool useColor(const std::string& mode) {
   if (mode == "always") return true;
@@ -45,35 +77,23 @@ bool useColor(const std::string& mode) {
   return isatty(STDERR_FILENO);
 }
 
-// Writes to a temporary next to `path` and renames it into place, so that a failed or
-// interrupted compile never leaves a partial output behind.
+// Standard output, or the file written atomically (a failed or interrupted compile never
+// leaves a partial output behind).
 bool writeOutput(const std::string& path, const std::string& text, std::string* error) {
   if (path.empty() || path == "-") {
     std::cout << text;
     std::cout.flush();
     return static_cast<bool>(std::cout);
   }
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) {
-      *error = fmt::format("cannot write '{}': {}", path, std::strerror(errno));
-      return false;
-    }
-    f << text;
-    f.close();
-    if (!f) {
-      *error = fmt::format("cannot write '{}': {}", path, std::strerror(errno));
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = fmt::format("cannot write '{}': {}", path, std::strerror(errno));
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  return etc::writeFileAtomically(path, text, error);
+}
+
+// -MD/-MF/-MT/-MP: the Make rule "output: every file read", written atomically after the output.
+bool writeDepfile(const Options& opt, const etc::SourceManager& sources, std::string* error) {
+  etc::DepfileOptions d;
+  d.targets = opt.dep_targets.empty() ? std::vector<std::string>{opt.output} : opt.dep_targets;
+  d.phony = opt.dep_phony;
+  return etc::writeFileAtomically(depfilePath(opt), etc::renderDepfile(d, etc::filesRead(sources)), error);
 }
 
 // --emit, else from the output's extension: .fatbin (also the default with -o), .cu, .ptx,
@@ -122,7 +142,10 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
     if (emit == "ptx") targets[0].kind = etc::backend::Target::Kind::Ptx;
   }
   std::string cuda;
-  if (!etc::backend::generateCuda(m, targets, cuda, diags)) return false;
+  auto emit_start = std::chrono::steady_clock::now();
+  if (!etc::backend::generateCuda(m, targets, cuda, diags, opt.profile)) return false;
+  if (opt.verbose)
+    std::cerr << fmt::format("etcc: emit CUDA ({} bytes): {:.3f} ms\n", cuda.size(), msSince(emit_start));
   if (emit == "cuda") {
     out = std::move(cuda);
     return true;
@@ -134,7 +157,7 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   if (opt.verbose)
     std::cerr << fmt::format("etcc: NVRTC + nvJitLink for {} target{}: {:.1f} ms\n", targets.size(),
                              targets.size() == 1 ? "" : "s",
-                             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+                             msSince(start));
   if (emit == "ptx" || emit == "cubin") {
     out.assign(images[0].image.begin(), images[0].image.end());
     return true;
@@ -148,6 +171,11 @@ int run(const Options& opt) {
   etc::SourceManager sources;
   etc::DiagnosticEngine diags(sources);
   diags.setColor(useColor(opt.color));
+  if (std::string problem = depfileOptionProblem(opt); !problem.empty()) {
+    diags.error({}, problem);
+    return 1;
+  }
+
   if (opt.verify_diagnostics) {
     diags.setCollect(true);
     diags.setErrorLimit(0);
@@ -169,8 +197,7 @@ int run(const Options& opt) {
     std::cerr << fmt::format(
         "etcc: front end (read {} file{}, parse, resolve names, verify): {:.3f} ms, {}\n", sources.fileCount(),
         sources.fileCount() == 1 ? "" : "s",
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
-        m ? "verified" : "errors");
+        msSince(start), m ? "verified" : "errors");
   std::string emit = emitKind(opt);
   // --emit=etir prints the module as verified; the passes still run when a dump asks for them.
   std::string parsed_text = m && emit == "etir" ? etc::ir::printModule(*m) : std::string();
@@ -207,13 +234,36 @@ int run(const Options& opt) {
   } else if (!generate(*m, opt, emit, diags, text)) {
     return 1;
   }
+  // The dependency file first: if writing the output then fails, the dependency file goes too,
+  // and an interrupted build leaves an output older than its inputs, which make redoes.
   std::string error;
-  if (!writeOutput(opt.output, text, &error)) {
+  auto write_start = std::chrono::steady_clock::now();
+  bool deps = wantsDepfile(opt);
+  if (deps && !writeDepfile(opt, sources, &error)) {
     diags.error({}, error);
     return 1;
   }
+  if (!writeOutput(opt.output, text, &error)) {
+    if (deps) std::remove(depfilePath(opt).c_str());
+    diags.error({}, error);
+    return 1;
+  }
+  if (opt.verbose && !opt.output.empty() && opt.output != "-")
+    std::cerr << fmt::format("etcc: write {}{} ({} bytes): {:.3f} ms\n", opt.output,
+                             deps ? " and " + depfilePath(opt) : std::string(), text.size(), msSince(write_start));
   if (opt.summary) std::cerr << '\n' << etc::summarizeModule(*m);
   return 0;
+}
+
+// gcc's spellings of the dependency options: -MD, -MP, -MF FILE, -MFFILE, -MT TARGET, -MTTARGET.
+std::string translateDependencyFlag(const std::string& a) {
+  if (a == "-MD") return "--write-dependencies";
+  if (a == "-MP") return "--dependency-phony";
+  if (a == "-MF") return "--dependency-file";
+  if (a == "-MT") return "--dependency-target";
+  if (a.size() > 3 && a.rfind("-MF", 0) == 0) return "--dependency-file=" + a.substr(3);
+  if (a.size() > 3 && a.rfind("-MT", 0) == 0) return "--dependency-target=" + a.substr(3);
+  return a;
 }
 
 }  // namespace
@@ -237,7 +287,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"etir", "tasks", "cuda", "ptx", "cubin", "fatbin"}));
   app.add_option("--arch", opt.archs,
                  "(also -arch) a target architecture (repeatable): sm_XY or sm_XYa for a cubin, compute_XY for PTX; default: "
-                 "sm_90a sm_80 compute_90");
+                 "sm_90a sm_80 compute_90")
+      ->allow_extra_args(false);  // one value per occurrence: `--arch sm_80 model.etir` leaves the file alone
   app.add_option("-I,--include-dir", opt.include_dirs,
                  "search this directory for `include` files (after the including file's own directory)");
   app.add_flag("--print-after-all", opt.print_after_all, "print the IR to standard error after every pass");
@@ -261,11 +312,26 @@ int main(int argc, char** argv) {
                "skip the verify-schedule pass (cycles, unnotified waits, notify counts): for testing the run-time "
                "watchdog; a wrong program then hangs until the watchdog stops it");
 
+  app.add_flag("--profile", opt.profile,
+               "compile per-task timeline records into the megakernels (global timer, SM, coordinates, time "
+               "waiting), for etc-run --trace; without it the kernels carry no profiling code");
+  app.add_flag("--write-dependencies", opt.write_deps,
+               "(also -MD) write a Make dependency file listing the input and every file it includes, next to the "
+               "output with extension .d unless -MF names it");
+  app.add_option("--dependency-file", opt.dep_file, "(also -MF FILE) write the dependency file here (implies -MD)");
+  app.add_option("--dependency-target", opt.dep_targets,
+                 "(also -MT TARGET) the target of the dependency rule (repeatable; default: the -o file)")
+      ->allow_extra_args(false);
+  app.add_flag("--dependency-phony", opt.dep_phony,
+               "(also -MP) add an empty rule for every included file, so that make does not fail once one is "
+               "deleted");
+
   // nvcc spells it -arch; CLI11 takes single-dash names as single letters, so translate.
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) {
     std::string a = argv[i];
     if (a == "-arch" || a.rfind("-arch=", 0) == 0) a = "-" + a;
+    a = translateDependencyFlag(a);
     args.push_back(a);
   }
   try {

@@ -261,6 +261,7 @@ Descriptor parseDescriptor(std::string_view json_text) {
   if (d.params_bytes != want)
     bad("params_bytes is " + std::to_string(d.params_bytes) + " but " + std::to_string(d.syms.size()) + " syms and " +
         std::to_string(d.tensors.size()) + " tensors make " + std::to_string(want) + " (abi.h EtcParams)");
+  if (j.contains("profile")) d.profile = parseProfile(j["profile"], d);
   return d;
 }
 

@@ -53,6 +53,13 @@ struct GraphDesc {
   std::vector<KernelDesc> unfused;
 };
 
+// etcc --profile: where the megakernels' timeline records are (etc/abi.h EtcProfileRecord).
+struct ProfileDesc {
+  int64_t offset = -1;  // first word in the counter area; -1: the fatbin is not profiled
+  int64_t max_records = 0;
+  std::vector<std::vector<std::string>> task_ops;  // per task: the ops its body calls
+};
+
 struct Descriptor {
   std::string text;  // the raw JSON
   std::string module, compiler, ir;
@@ -64,6 +71,7 @@ struct Descriptor {
   std::vector<TaskDesc> tasks;
   std::vector<GraphDesc> graphs;
   int64_t params_bytes = 0;
+  ProfileDesc profile;
 
   std::vector<std::string> symNames() const;
   int findSym(std::string_view name) const;     // -1 if none
@@ -73,6 +81,8 @@ struct Descriptor {
 
 // Throws Error(ETC_STATUS_BAD_DESCRIPTOR, "descriptor: ...") naming the offending field.
 Descriptor parseDescriptor(std::string_view json_text);
+// The optional "profile" of a parsed descriptor's JSON (profile.cpp); same errors.
+ProfileDesc parseProfile(const nlohmann::json& profile, const Descriptor& d);
 
 const char* dtypeName(etc_dtype t);  // "f32", "bf16", ...
 bool parseDtype(std::string_view name, etc_dtype* out);

@@ -223,6 +223,19 @@ void DeviceModule::checkError(CUstream stream) {
   if (rec.code != ETC_ERR_NONE) fail(ETC_STATUS_KERNEL, describeError(rec, d_, last_syms_));
 }
 
+uint64_t DeviceModule::readProfile(CUstream stream, EtcProfileRecord* out, uint64_t capacity) {
+  if (d_.profile.offset < 0) fail(ETC_STATUS_INVALID_ARGUMENT, "the fatbin has no timeline records: compile it with etcc --profile");
+  ScopedContext scope(cu_, ctx_);
+  check(cu_, cu_.cuStreamSynchronize(stream), "cuStreamSynchronize");
+  if (!launched_) return 0;
+  const CUdeviceptr area = ws_ + layout_.events_offset + 4 * static_cast<uint64_t>(d_.profile.offset);
+  unsigned int written = 0;
+  check(cu_, cu_.cuMemcpyDtoH(&written, area, sizeof written), "cuMemcpyDtoH(profile count)");
+  uint64_t n = std::min<uint64_t>({written, static_cast<uint64_t>(d_.profile.max_records), capacity});
+  if (n > 0) check(cu_, cu_.cuMemcpyDtoH(out, area + 8, n * sizeof(EtcProfileRecord)), "cuMemcpyDtoH(profile records)");
+  return written;
+}
+
 void DeviceModule::benchmark(const SymState& st, size_t graph, CUstream stream, const etc_launch_options& opt, int warmup,
                              int iters, double* times_us) {
   if (iters < 1 || warmup < 0) fail(ETC_STATUS_INVALID_ARGUMENT, "benchmark: iters must be >= 1 and warmup >= 0");

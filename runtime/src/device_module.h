@@ -12,6 +12,7 @@
 
 #include "code_target.h"
 #include "cuda_driver.h"
+#include "etc/abi.h"
 #include "descriptor.h"
 #include "sym_state.h"
 #include "workspace.h"
@@ -32,6 +33,9 @@ class DeviceModule {
 
   void launch(const SymState& st, size_t graph, CUstream stream, const etc_launch_options& opt);
   void checkError(CUstream stream);
+  // etcc --profile: synchronises the stream and copies up to `capacity` records of the last
+  // launch; returns how many records the kernel wrote (more than max_records means some were dropped).
+  uint64_t readProfile(CUstream stream, EtcProfileRecord* out, uint64_t capacity);
   void benchmark(const SymState& st, size_t graph, CUstream stream, const etc_launch_options& opt, int warmup,
                  int iters, double* times_us);
 

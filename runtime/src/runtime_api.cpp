@@ -314,6 +314,18 @@ etc_status etc_module_benchmark(etc_module m, const char* graph, etc_stream stre
   });
 }
 
+int64_t etc_module_profile_capacity(etc_module m) { return m && m->desc.profile.offset >= 0 ? m->desc.profile.max_records : 0; }
+
+etc_status etc_module_read_profile(etc_module m, etc_stream stream, etc_profile_record* out, size_t capacity,
+                                   size_t* written) {
+  return guarded([&] {
+    auto& d = deviceOf(m);
+    need(written, "written");
+    if (capacity > 0) need(out, "out");
+    *written = d.readProfile(static_cast<CUstream>(stream), out, capacity);
+  });
+}
+
 etc_status etc_module_mem_alloc(etc_module m, size_t bytes, etc_devptr* out) {
   return guarded([&] {
     auto& d = deviceOf(m);

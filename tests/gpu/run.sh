@@ -141,6 +141,42 @@ if want nocode && [ -f "$B/sm80_only.fatbin" ]; then
   fi
 fi
 
+# -- the Python binding: samples run from PyTorch, checked against PyTorch references --------
+if [ -f "$B/libetcrt.so" ]; then
+  ETC_RUNTIME_LIB="$B/libetcrt.so" PYTHONPATH=python python3 python/examples/run_from_torch.py "$B" >"$out/python.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 77 ]; then
+    row "python binding (torch)" SKIP "$(head -1 "$out/python.log")"
+  elif [ "$rc" -eq 0 ]; then
+    row "python binding (torch): $(grep -c '^PASS' "$out/python.log") cases" PASS "$(grep -o 'rel L2 [0-9.e+-]*' "$out/python.log" | tr '\n' ' ' | cut -c1-150)"
+  else
+    row "python binding (torch)" FAIL "$(grep -m2 -v '^PASS' "$out/python.log" | tr '\n' ' ' | cut -c1-200)"
+  fi
+fi
+
+# -- timeline traces: profiled builds still match the interpreter; each trace rendered to a PNG --
+for spec in "mlp B=16" "two_stage_sum N=1000000" "moe_block T=8"; do
+  n=${spec% *} sym=${spec#* }
+  f="$B/${n}_profile.fatbin"
+  [ -f "$f" ] || continue
+  log="$out/trace_$n.log"
+  extra=()
+  [ "$n" = moe_block ] && [ -f "$out/router.npy" ] && extra=(--param w_router="$out/router.npy")
+  if "$B/etc-run" "$f" --sym "$sym" --check --seed 6 "${extra[@]}" --trace "$out/trace_$n.json" >"$log" 2>&1 &&
+     python3 tools/render_trace.py "$out/trace_$n.json" "$out/trace_$n.png" >>"$log" 2>&1; then
+    row "trace $n $sym (--profile, checked)" PASS "$(grep -m1 -o '[0-9]* task runs on [0-9]* SMs' "$log"), $(grep -m1 -o 'SM busy: [0-9.]*%' "$log"), trace_$n.png"
+  else
+    row "trace $n $sym (--profile, checked)" FAIL "$(tail -2 "$log" | tr '\n' ' ' | cut -c1-200)"
+  fi
+done
+# The cost of profiling: the same module with and without --profile.
+if [ -f "$B/mlp_profile.fatbin" ]; then
+  for f in mlp mlp_profile; do
+    "$B/etc-run" "$B/$f.fatbin" --sym B=16 --bench 200 --seed 5 >"$out/bench_$f.log" 2>&1
+  done
+  row "profiling cost, mlp B=16 mega" INFO "plain $(grep -o 'median [0-9.]* us' "$out/bench_mlp.log"), --profile $(grep -o 'median [0-9.]* us' "$out/bench_mlp_profile.log")"
+fi
+
 # -- sanitizers ------------------------------------------------------------------------------
 san() {  # tool name fatbin sym
   local log="$out/san_$1_$2.log"

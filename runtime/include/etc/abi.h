@@ -56,4 +56,19 @@ typedef struct EtcError {
  * kernelParams. */
 #define ETC_PARAMS_TAIL_BYTES 32
 
+/* Profiled megakernels (etcc --profile; descriptor "profile"): inside the zeroed counter area,
+ * at word profile.offset (even), one u32 count of records written (a CTA takes slot = old
+ * count; slots >= profile.max_records are dropped but still counted), a u32 pad, then
+ * max_records records of this layout, one per task run: */
+typedef struct EtcProfileRecord {
+  unsigned long long start_ns;      /* %globaltimer before the task */
+  unsigned long long end_ns;        /* %globaltimer after it (every thread done) */
+  unsigned int wait_ns;             /* time the task spent spinning in waits */
+  unsigned int sm;                  /* %smid */
+  unsigned int cta;                 /* blockIdx.x */
+  int task;                         /* index into the descriptor's "tasks" */
+  int coords[ETC_MAX_RANK];         /* the task's coordinates (unused entries 0) */
+} EtcProfileRecord;                 /* 48 bytes */
+#define ETC_PROFILE_RECORD_WORDS 12
+
 #endif /* ETC_ABI_H */

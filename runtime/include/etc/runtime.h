@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "etc/abi.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -156,6 +158,18 @@ etc_status etc_module_check_error(etc_module m, etc_stream stream);
 etc_status etc_module_benchmark(etc_module m, const char* graph, etc_stream stream,
                                 const etc_launch_options* options, int warmup, int iters,
                                 double* times_us);
+
+/* ---- timelines (fatbins compiled with etcc --profile; docs/runtime.md, "Traces") ---------- */
+typedef struct EtcProfileRecord etc_profile_record; /* etc/abi.h: start/end ns, wait ns, SM, CTA, task, coords */
+/* Records one megakernel launch can hold (the tasks at the syms' upper bounds, capped); 0 when
+ * the fatbin was compiled without --profile. Needs no GPU. */
+int64_t etc_module_profile_capacity(etc_module m);
+/* Synchronises `stream` and copies the records of the last launch (a megakernel; unfused
+ * launches record nothing) into out[0 .. min(*written, capacity)); *written is how many the
+ * kernel wrote, more than etc_module_profile_capacity when some were dropped. Records are in
+ * the order CTAs finished their tasks. INVALID_ARGUMENT if the fatbin is not profiled. */
+etc_status etc_module_read_profile(etc_module m, etc_stream stream, etc_profile_record* out, size_t capacity,
+                                   size_t* written);
 
 /* ---- device memory and streams in the module's context (for tools and tests) -------------- */
 etc_status etc_module_mem_alloc(etc_module m, size_t bytes, etc_devptr* out);

@@ -3,6 +3,10 @@
 // initial count. P is the generated EtcParams (members events, error, watchdog_ns, flags).
 #pragma once
 
+#ifdef ETC_PROFILE
+#include "etc/device/profile.cuh"
+#endif
+
 #include "etc/device/common.cuh"
 
 namespace etc {
@@ -119,6 +123,9 @@ __device__ __forceinline__ bool wait(const P& p, const unsigned int* counter, un
           break;
         }
       }
+#ifdef ETC_PROFILE
+      profile::waited(detail::globaltimer_ns() - start);
+#endif
     }
   }
   return __syncthreads_and(ok) != 0;
