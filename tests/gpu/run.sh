@@ -22,7 +22,7 @@ row() {
   rows+=("$r"); echo "$r"; echo "$r" >>"$out/table.txt"
   [ "$2" = FAIL ] && fails=$((fails + 1))
 }
-# SECTIONS=ops,check,moe,debug,watchdog,stress,nocode,san,warmup,bench (default: all) picks what
+# SECTIONS=ops,check,moe,debug,watchdog,stress,nocode,python,trace,san,warmup,bench (default: all) picks what
 # runs, so one call fits a device time limit.
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
@@ -142,7 +142,7 @@ if want nocode && [ -f "$B/sm80_only.fatbin" ]; then
 fi
 
 # -- the Python binding: samples run from PyTorch, checked against PyTorch references --------
-if [ -f "$B/libetcrt.so" ]; then
+if want python && [ -f "$B/libetcrt.so" ]; then
   ETC_RUNTIME_LIB="$B/libetcrt.so" PYTHONPATH=python python3 python/examples/run_from_torch.py "$B" >"$out/python.log" 2>&1
   rc=$?
   if [ "$rc" -eq 77 ]; then
@@ -158,7 +158,7 @@ fi
 for spec in "mlp B=16" "two_stage_sum N=1000000" "moe_block T=8"; do
   n=${spec% *} sym=${spec#* }
   f="$B/${n}_profile.fatbin"
-  [ -f "$f" ] || continue
+  want trace && [ -f "$f" ] || continue
   log="$out/trace_$n.log"
   extra=()
   [ "$n" = moe_block ] && [ -f "$out/router.npy" ] && extra=(--param w_router="$out/router.npy")
@@ -170,7 +170,7 @@ for spec in "mlp B=16" "two_stage_sum N=1000000" "moe_block T=8"; do
   fi
 done
 # The cost of profiling: the same module with and without --profile.
-if [ -f "$B/mlp_profile.fatbin" ]; then
+if want trace && [ -f "$B/mlp_profile.fatbin" ]; then
   for f in mlp mlp_profile; do
     "$B/etc-run" "$B/$f.fatbin" --sym B=16 --bench 200 --seed 5 >"$out/bench_$f.log" 2>&1
   done
