@@ -73,6 +73,12 @@ LIMIT=300 run dynamic-fatbin 0 --schedule=dynamic samples/mlp.etir -arch sm_90a 
 # verify-schedule rejects a cycle; --no-verify-schedule lets it through (for watchdog tests).
 run cycle-rejected 1 tests/gpu/hang/cycle.etir --emit=tasks && stderr_has cycle-rejected "wait on each other in a cycle: @first -> @second -> @first"
 run cycle-unverified 0 tests/gpu/hang/cycle.etir --emit=tasks --no-verify-schedule
+# A starved dynamic queue names a blocked task: its waits, spun on with a short budget.
+run starved-diagnosis 0 tests/gpu/hang/missing_notify.etir --no-verify-schedule --schedule=dynamic --emit=cuda &&
+  stdout_has starved-diagnosis "__device__ __noinline__ void diagnose_consume(const EtcParams& p, long long t)" &&
+  stdout_has starved-diagnosis "if (etc::dev::sched_pending(s, g) < waits_consume(p, t)) stuck = g;" &&
+  stdout_has starved-diagnosis "diagnose_consume(q, t);"
+LIMIT=300 run starved-fatbin 0 tests/gpu/hang/cycle.etir --no-verify-schedule --schedule=dynamic -arch sm_90a -o "$tmp/cyc.fatbin"
 
 CUDA_HOME=/nonexistent run nvrtc-fails 1 samples/two_stage_sum.etir -arch sm_80 -o "$tmp/n.fatbin" &&
   stderr_has nvrtc-fails "the CUDA compile for sm_80 failed; NVRTC / nvJitLink said:" &&
