@@ -22,7 +22,7 @@ row() {
   rows+=("$r"); echo "$r"; echo "$r" >>"$out/table.txt"
   [ "$2" = FAIL ] && fails=$((fails + 1))
 }
-# SECTIONS=ops,check,moe,debug,watchdog,stress,nocode,python,trace,san,warmup,bench (default: all) picks what
+# SECTIONS=ops,check,moe,debug,watchdog,stress,nocode,python,trace,decode,san,warmup,bench (default: all) picks what
 # runs, so one call fits a device time limit.
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
@@ -177,6 +177,25 @@ if want trace && [ -f "$B/mlp_profile.fatbin" ]; then
     "$B/etc-run" "$B/$f.fatbin" --sym B=16 --bench 200 --seed 5 >"$out/bench_$f.log" 2>&1
   done
   row "profiling cost, mlp B=16 mega" INFO "plain $(grep -o 'median [0-9.]* us' "$out/bench_mlp.log"), --profile $(grep -o 'median [0-9.]* us' "$out/bench_mlp_profile.log")"
+fi
+
+# -- decode steps (issue 5): the megakernel against a float32 PyTorch model of the same weights --
+# -- for every B and KV length, then PyTorch eager / CUDA graph / etc unfused / graph / mega ------
+if want decode; then
+  for model in llama3_2_1b qwen3_0_6b; do
+    [ -f "$B/$model.fatbin" ] || continue
+    w="${TMPDIR:-/tmp}/etc_weights_$model.safetensors"  # GBs: not under $out
+    log="$out/decode_$model.log"
+    if python3 tools/gen_decode_weights.py "$model" -o "$w" >"$log" 2>&1 &&
+       ETC_RUNTIME_LIB="$B/libetcrt.so" PYTHONPATH=python PYTHONUNBUFFERED=1 python3 tools/compare_decode.py "$model" \
+         --fatbin "$B/$model.fatbin" --weights "$w" --batches "${DECODE_BATCHES:-1,2,4,8,16,32,64,128}" \
+         --kv "${DECODE_KV:-1,511,4096}" --json "$out/decode_$model.json" >>"$log" 2>&1; then
+      row "decode $model vs PyTorch (B x KV)" PASS "$(grep -c '^check.* ok$' "$log") checks; $(grep -m1 '^warm-up' "$log" | cut -c1-100)"
+    else
+      row "decode $model vs PyTorch (B x KV)" FAIL "$(grep -m2 -E 'FAIL|Error|error' "$log" | tr '\n' ' ' | cut -c1-200)"
+    fi
+    sed -n '/decode step, KV/,$p' "$log"
+  done
 fi
 
 # -- sanitizers ------------------------------------------------------------------------------
