@@ -275,6 +275,11 @@ CUdeviceptr DeviceModule::alloc(size_t bytes) {
   return p;
 }
 
+void DeviceModule::memInfo(size_t* free_bytes, size_t* total_bytes) {
+  ScopedContext scope(cu_, ctx_);
+  check(cu_, cu_.cuMemGetInfo(free_bytes, total_bytes), "cuMemGetInfo");
+}
+
 void DeviceModule::free(CUdeviceptr p) {
   ScopedContext scope(cu_, ctx_);
   check(cu_, cu_.cuMemFree(p), "cuMemFree");

@@ -40,6 +40,7 @@ class DeviceModule {
                  int iters, double* times_us);
 
   CUdeviceptr alloc(size_t bytes);
+  void memInfo(size_t* free_bytes, size_t* total_bytes);
   void free(CUdeviceptr p);
   void copyToDevice(CUdeviceptr dst, const void* src, size_t bytes);
   void copyToHost(void* dst, CUdeviceptr src, size_t bytes);

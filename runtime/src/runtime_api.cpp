@@ -338,6 +338,15 @@ etc_status etc_module_mem_free(etc_module m, etc_devptr ptr) {
   return guarded([&] { deviceOf(m).free(ptr); });
 }
 
+etc_status etc_module_mem_info(etc_module m, size_t* free_bytes, size_t* total_bytes) {
+  return guarded([&] {
+    auto& d = deviceOf(m);
+    need(free_bytes, "the free-bytes output");
+    need(total_bytes, "the total-bytes output");
+    d.memInfo(free_bytes, total_bytes);
+  });
+}
+
 etc_status etc_module_memcpy_htod(etc_module m, etc_devptr dst, const void* src, size_t bytes) {
   return guarded([&] {
     auto& d = deviceOf(m);

@@ -108,29 +108,25 @@ if want watchdog && [ -x "$B/etc-watchdog-recovery" ]; then
   done
 fi
 
-# -- no stale state: back-to-back launches alternating sym values, both schedules ----------
-want stress && for sched in static dynamic; do
-  log="$out/stress_mlp_$sched.log"
-  if "$B/etc-run" "$B/mlp_$sched.fatbin" --stress "${STRESS:-10000}" --sym-values B=1,5,16,33,128 --seed 4 >"$log" 2>&1; then
-    row "stress mlp_$sched" PASS "$(tail -1 "$log" | cut -c1-150)"
+# -- no stale state: back-to-back launches alternating sym values and both schedules (the two --
+# -- fatbins take turns in one context), every 1000th also against the interpreter, memory flat --
+stress() {  # name sym-values [extra etc-run args]
+  local n=$1 values=$2; shift 2
+  local log="$out/stress_$n.log"
+  [ -f "$B/${n}_static.fatbin" ] || return 0
+  if "$B/etc-run" "$B/${n}_static.fatbin" --stress-also "$B/${n}_dynamic.fatbin" --stress "${STRESS:-10000}" \
+       --check-every 1000 --sym-values "$values" --seed 4 "$@" >"$log" 2>&1; then
+    row "stress $n (static + dynamic)" PASS "$(tail -1 "$log" | cut -c1-150)"
   else
-    row "stress mlp_$sched" FAIL "$(tail -1 "$log" | cut -c1-150)"
+    row "stress $n (static + dynamic)" FAIL "$(grep -m1 -E 'FAILED|GROWING|differs|error' "$log" | cut -c1-150)"
   fi
-  log="$out/stress_moe_$sched.log"
-  if [ -f "$out/router.npy" ] && [ -f "$B/moe_block_$sched.fatbin" ]; then
-    if "$B/etc-run" "$B/moe_block_$sched.fatbin" --stress "${STRESS:-10000}" --sym-values T=1,8,33 --seed 4 --param w_router="$out/router.npy" >"$log" 2>&1; then
-      row "stress moe_block_$sched" PASS "$(tail -1 "$log" | cut -c1-150)"
-    else
-      row "stress moe_block_$sched" FAIL "$(tail -1 "$log" | cut -c1-150)"
-    fi
-  fi
-  log="$out/stress_sum_$sched.log"
-  if "$B/etc-run" "$B/two_stage_sum_$sched.fatbin" --stress "${STRESS:-10000}" --sym-values N=1,1000,1025,77777,1000000 --seed 4 >"$log" 2>&1; then
-    row "stress two_stage_sum_$sched" PASS "$(tail -1 "$log" | cut -c1-150)"
-  else
-    row "stress two_stage_sum_$sched" FAIL "$(tail -1 "$log" | cut -c1-150)"
-  fi
-done
+  grep -m1 '^stress memory' "$log"
+}
+if want stress; then
+  stress mlp B=1,5,16,33,128
+  [ -f "$out/router.npy" ] && stress moe_block T=1,8,33 --param w_router="$out/router.npy"
+  stress two_stage_sum N=1,1000,1025,77777,1000000
+fi
 
 # -- a fatbin with no code for this GPU (only an sm_80 cubin: it does not run on sm_90) -------
 if want nocode && [ -f "$B/sm80_only.fatbin" ]; then
