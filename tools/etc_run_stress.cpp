@@ -43,6 +43,18 @@ size_t residentBytes() {
   return static_cast<size_t>(resident) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
+// What must agree for one set of buffers to serve two fatbins: the module's name, syms and
+// tensors. The IR itself may differ (the schedule is part of it).
+std::string interfaceOf(const Module& m) {
+  std::string out = m.name();
+  for (const etc_sym_info& s : m.syms()) out += fmt::format(";sym {} {} {}", s.name, s.lo, s.hi);
+  for (const etc_tensor_info& t : m.tensors()) {
+    out += fmt::format(";tensor {} {} {}", t.name, static_cast<int>(t.dtype), static_cast<int>(t.role));
+    for (int d = 0; d < t.rank; ++d) out += fmt::format(" {}", t.shape_text[d]);
+  }
+  return out;
+}
+
 double mib(size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
 
 }  // namespace
@@ -52,9 +64,9 @@ int runStress(Module& m, const RunOptions& opt, const std::string& graph, std::m
   std::vector<Module*> modules{&m};
   for (const std::string& path : opt.stress_also) {
     others.push_back(std::make_unique<Module>(Module::openFile(path)));
-    if (others.back()->ir() != m.ir())
+    if (interfaceOf(*others.back()) != interfaceOf(m))
       throw std::runtime_error("--stress-also " + path + ": it holds a different module than " + opt.file +
-                               " (only the schedule or the targets may differ)");
+                               " (its name, syms or tensors differ)");
     modules.push_back(others.back().get());
   }
   for (Module* mod : modules) mod->loadDevice(opt.device);
