@@ -138,7 +138,7 @@ bool checkOpCall(const Module& m, const OpCall& call, const std::vector<OpResult
       Fact f = prover.equalValues(r.shape[i], d->shape[i]);
       if (!f.refuted()) continue;
       std::string where = prover.describe(f.at, {r.shape[i], d->shape[i]});
-      auto rv = prover.valueAt(r.shape[i], f.at), dv = prover.valueAt(d->shape[i], f.at);
+      auto rv = prover.exactValueAt(r.shape[i], f.at), dv = prover.exactValueAt(d->shape[i], f.at);
       diags.error(at, fmt::format("{}: result {} has shape {}, but '{}' has shape {}: dimension {} differs{}", call.op,
                                   k, shapeToString(r.shape), slots[k].name, shapeToString(d->shape), i,
                                   !rv || !dv       ? std::string()

@@ -79,9 +79,16 @@ class Verifier {
     return where.empty() ? std::string() : " at " + where;
   }
 
-  std::string valueAt(const Expr& e, const Fact& f) const {
-    auto v = prover_.valueAt(e, f.at);
-    return v ? std::to_string(*v) : "?";
+  std::optional<int64_t> valueAt(const Expr& e, const Fact& f) const { return prover_.exactValueAt(e, f.at); }
+  // ": -1 at N = 1" for a refuted fact about e; just " at N = 1" when e has no value there.
+  std::string valued(const Fact& f, const Expr& e) const {
+    auto v = valueAt(e, f);
+    return v ? fmt::format(": {}{}", *v, at(f, {e})) : at(f, {e});
+  }
+  // ": 5 >= 4 at N = 4" for a refuted comparison of a and b (`op` names how it fails).
+  std::string compared(const Fact& f, const Expr& a, std::string_view op, const Expr& b) const {
+    auto va = valueAt(a, f), vb = valueAt(b, f);
+    return va && vb ? fmt::format(": {} {} {}{}", *va, op, *vb, at(f, {a, b})) : at(f, {a, b});
   }
 
   static SourceLoc nameLoc(const SourceRange& name, const SourceRange& decl) {
@@ -114,8 +121,9 @@ class Verifier {
       if (hasLoad(d)) continue;
       Fact f = prover_.positive(d);
       if (!f.refuted()) continue;
+      auto v = valueAt(d, f);
       diags_.error(loc, fmt::format("divisor '{}' in {} is {}{}; divisors must be positive", toString(d), context(),
-                                    valueAt(d, f), at(f, {d})));
+                                    v ? std::to_string(*v) : "not positive", at(f, {d})));
       ok = false;
     }
     return ok;
@@ -154,8 +162,8 @@ class Verifier {
       }
       Fact f = prover_.nonNegative(shape[k]);
       if (f.refuted()) {
-        diags_.error(at_dim, fmt::format("dimension {} of {} ('{}') is negative: {}{}", ordinal(k), what,
-                                         toString(shape[k]), valueAt(shape[k], f), at(f, {shape[k]})));
+        diags_.error(at_dim, fmt::format("dimension {} of {} ('{}') is negative{}", ordinal(k), what,
+                                         toString(shape[k]), valued(f, shape[k])));
         ok = false;
       }
     }
@@ -211,8 +219,8 @@ class Verifier {
     if (checkDivisors(e.init, at_init, what)) {
       Fact f = prover_.nonNegative(e.init);
       if (f.refuted())
-        diags_.error(at_init, fmt::format("the count of event '{}' ('{}') is negative: {}{}", e.name,
-                                          toString(e.init), valueAt(e.init, f), at(f, {e.init})));
+        diags_.error(at_init, fmt::format("the count of event '{}' ('{}') is negative{}", e.name,
+                                          toString(e.init), valued(f, e.init)));
     }
     prover_.setTask(nullptr);
   }
@@ -243,27 +251,23 @@ class Verifier {
       if (hasLoad(d.lo) || (d.is_range && hasLoad(d.hi))) continue;  // checked at run time
       if (!d.is_range) {
         if (Fact f = prover_.nonNegative(d.lo); f.refuted()) {
-          diags_.error(loc, fmt::format("index '{}' into dimension {} of '{}' is negative: {}{}", toString(d.lo), k,
-                                        name, valueAt(d.lo, f), at(f, {d.lo})));
+          diags_.error(loc, fmt::format("index '{}' into dimension {} of '{}' is negative{}", toString(d.lo), k,
+                                        name, valued(f, d.lo)));
         } else if (Fact g = lessThan(d.lo, dim); g.refuted()) {
-          diags_.error(loc, fmt::format("index '{}' is out of bounds for dimension {} of '{}' (extent '{}'): {} >= "
-                                        "{}{}",
-                                        toString(d.lo), k, name, toString(dim), valueAt(d.lo, g), valueAt(dim, g),
-                                        at(g, {d.lo, dim})));
+          diags_.error(loc, fmt::format("index '{}' is out of bounds for dimension {} of '{}' (extent '{}'){}",
+                                        toString(d.lo), k, name, toString(dim), compared(g, d.lo, ">=", dim)));
         }
         continue;
       }
       if (Fact f = prover_.nonNegative(d.lo); f.refuted()) {
-        diags_.error(loc, fmt::format("slice start '{}' in dimension {} of '{}' is negative: {}{}", toString(d.lo), k,
-                                      name, valueAt(d.lo, f), at(f, {d.lo})));
+        diags_.error(loc, fmt::format("slice start '{}' in dimension {} of '{}' is negative{}", toString(d.lo), k,
+                                      name, valued(f, d.lo)));
       } else if (Fact g = lessEqual(d.hi, dim); g.refuted()) {
-        diags_.error(hi_loc, fmt::format("slice end '{}' exceeds dimension {} of '{}' (extent '{}'): {} > {}{}",
-                                      toString(d.hi), k, name, toString(dim), valueAt(d.hi, g), valueAt(dim, g),
-                                      at(g, {d.hi, dim})));
+        diags_.error(hi_loc, fmt::format("slice end '{}' exceeds dimension {} of '{}' (extent '{}'){}",
+                                         toString(d.hi), k, name, toString(dim), compared(g, d.hi, ">", dim)));
       } else if (Fact h = lessEqual(d.lo, d.hi); h.refuted()) {
-        diags_.error(loc, fmt::format("slice start '{}' exceeds its end '{}' in dimension {} of '{}': {} > {}{}",
-                                      toString(d.lo), toString(d.hi), k, name, valueAt(d.lo, h), valueAt(d.hi, h),
-                                      at(h, {d.lo, d.hi})));
+        diags_.error(loc, fmt::format("slice start '{}' exceeds its end '{}' in dimension {} of '{}'{}",
+                                      toString(d.lo), toString(d.hi), k, name, compared(h, d.lo, ">", d.hi)));
       }
     }
   }
@@ -316,8 +320,8 @@ class Verifier {
         continue;
       }
       if (Fact f = prover_.nonNegative(g); f.refuted())
-        diags_.error(at_extent, fmt::format("grid extent {} of task '@{}' ('{}') is negative: {}{}", k, t.name,
-                                            toString(g), valueAt(g, f), at(f, {g})));
+        diags_.error(at_extent, fmt::format("grid extent {} of task '@{}' ('{}') is negative{}", k, t.name,
+                                            toString(g), valued(f, g)));
     }
     prover_.setTask(&t);
     for (const TaskStmt& st : t.body) {
