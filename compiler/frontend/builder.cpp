@@ -994,7 +994,7 @@ class Builder {
     bool poisoned_input = false;
     if (call)
       for (const ir::Slice& s : call->args) poisoned_input = poisoned_input || poisoned_.count(s.target);
-    bool typed = ok && !poisoned_input && ir::checkOpCall(*m_, *call, slots, prover, diags_, &types);
+    bool typed = ok && !poisoned_input && ir::checkOpCall(*m_, *call, slots, prover, diags_, &types, &op_checks_);
     // Implicit results exist even when typing failed, so later uses do not cascade into
     // "undefined name" errors; they are marked poisoned and their uses are not re-checked.
     std::vector<uint32_t> ids(a.results.size());
@@ -1037,6 +1037,7 @@ class Builder {
   std::set<uint32_t> poisoned_;
   std::vector<Expr> sym_leaves_, const_leaves_, coord_leaves_;  // see symLeaf
   std::unique_ptr<ir::Prover> prover_;                          // see buildGraph
+  ir::OpCheckMemo op_checks_;                                   // layer after layer of the same calls
   NameMap<Broken> broken_;                  // value names whose declaration had errors
   NameMap<SourceLoc> broken_tasks_;         // tasks whose declaration had errors
   NameMap<SourceLoc> broken_graphs_;        // graphs whose declaration had errors

@@ -29,10 +29,9 @@ namespace {
 
 class CallContext final : public OpContext {
  public:
-  CallContext(const Module& m, const OpCall& call, const OpInfo& info, const std::vector<OpResultSlot>& slots,
-              const Prover& prover, DiagnosticEngine& diags)
-      : m_(m), call_(call), info_(info), slots_(slots), prover_(prover), diags_(diags) {
-    for (const Slice& s : call.args) inputs_.push_back(sliceType(m, s));
+  CallContext(const OpCall& call, const OpInfo& info, const std::vector<OpResultSlot>& slots,
+              std::vector<OperandType> inputs, const Prover& prover, DiagnosticEngine& diags)
+      : call_(call), info_(info), slots_(slots), prover_(prover), diags_(diags), inputs_(std::move(inputs)) {
     for (const OpResultSlot& slot : slots) declared_.push_back(slot.declared);
   }
 
@@ -90,7 +89,6 @@ class CallContext final : public OpContext {
     return none;
   }
 
-  const Module& m_;
   const OpCall& call_;
   const OpInfo& info_;
   const std::vector<OpResultSlot>& slots_;
@@ -103,11 +101,92 @@ class CallContext final : public OpContext {
 
 }  // namespace
 
+namespace {
+
+size_t mix(size_t h, size_t v) { return (h ^ v) * 0x100000001b3ull + (h >> 29); }
+
+size_t typeHash(size_t h, const OperandType& t) {
+  h = mix(h, static_cast<size_t>(t.dtype) + 1);
+  for (const Expr& d : t.shape) h = mix(h, d->hash);
+  return mix(h, t.shape.size());
+}
+
+bool sameType(const OperandType& a, const OperandType& b) {
+  if (a.dtype != b.dtype || a.shape.size() != b.shape.size()) return false;
+  for (size_t k = 0; k < a.shape.size(); ++k)
+    if (!equal(a.shape[k], b.shape[k])) return false;
+  return true;
+}
+
+bool sameAttr(const Attr& a, const Attr& b) {
+  const AttrValue &x = a.value, &y = b.value;
+  return a.name == b.name && x.type == y.type && x.b == y.b && equal(x.i, y.i) && x.f == y.f && x.text == y.text &&
+         x.dtype == y.dtype;
+}
+
+bool sameEntry(const OpCheckMemo::Entry& e, const OpCall& call, const std::vector<OperandType>& inputs,
+               const std::vector<OpResultSlot>& slots, const Task* task) {
+  if (e.op != call.op || e.attrs.size() != call.attrs.size() || e.inputs.size() != inputs.size() ||
+      e.declared.size() != slots.size() || e.grid.size() != (task ? task->grid.size() : 0))
+    return false;
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (!sameType(e.inputs[k], inputs[k])) return false;
+  for (size_t k = 0; k < slots.size(); ++k) {
+    if (e.declared[k].has_value() != (slots[k].declared != nullptr)) return false;
+    if (slots[k].declared && !sameType(*e.declared[k], *slots[k].declared)) return false;
+  }
+  for (size_t k = 0; k < call.attrs.size(); ++k)
+    if (!sameAttr(e.attrs[k], call.attrs[k])) return false;
+  for (size_t k = 0; k < e.grid.size(); ++k)
+    if (!equal(e.grid[k], task->grid[k])) return false;
+  return true;
+}
+
+}  // namespace
+
+const OpCheckMemo::Entry* OpCheckMemo::recall(const OpCall& call, const std::vector<OperandType>& inputs,
+                                              const std::vector<OpResultSlot>& slots, const Task* task,
+                                              size_t* key) const {
+  size_t h = std::hash<std::string_view>()(call.op);
+  for (const OperandType& t : inputs) h = typeHash(h, t);
+  for (const OpResultSlot& s : slots) h = s.declared ? typeHash(h, *s.declared) : mix(h, 1);
+  for (const Attr& a : call.attrs) {
+    h = mix(h, std::hash<std::string_view>()(a.name));
+    h = mix(h, a.value.i ? a.value.i->hash : static_cast<size_t>(a.value.b));
+  }
+  if (task)
+    for (const Expr& g : task->grid) h = mix(h, g->hash);
+  *key = h;
+  auto [lo, hi] = entries_.equal_range(h);
+  for (auto it = lo; it != hi; ++it)
+    if (sameEntry(it->second, call, inputs, slots, task)) return &it->second;
+  return nullptr;
+}
+
+void OpCheckMemo::remember(size_t key, const OpCall& call, std::vector<OperandType> inputs,
+                           const std::vector<OpResultSlot>& slots, const Task* task,
+                           std::vector<OperandType> results) {
+  Entry e{call.op, call.attrs, std::move(inputs), {}, task ? task->grid : std::vector<Expr>{}, std::move(results)};
+  for (const OpResultSlot& s : slots)
+    e.declared.push_back(s.declared ? std::optional<OperandType>(*s.declared) : std::nullopt);
+  entries_.emplace(key, std::move(e));
+}
+
 bool checkOpCall(const Module& m, const OpCall& call, const std::vector<OpResultSlot>& slots, const Prover& prover,
-                 DiagnosticEngine& diags, std::vector<OperandType>* results) {
+                 DiagnosticEngine& diags, std::vector<OperandType>* results, OpCheckMemo* memo) {
   const OpInfo* info = findOp(call.op);
   if (!info) return false;  // the front end reported the unknown op
-  CallContext ctx(m, call, *info, slots, prover, diags);
+  std::vector<OperandType> inputs;
+  inputs.reserve(call.args.size());
+  for (const Slice& s : call.args) inputs.push_back(sliceType(m, s));
+  size_t key = 0;
+  if (memo) {
+    if (const OpCheckMemo::Entry* e = memo->recall(call, inputs, slots, prover.task(), &key)) {
+      if (results) *results = e->results;
+      return true;
+    }
+  }
+  CallContext ctx(call, *info, slots, memo ? inputs : std::move(inputs), prover, diags);
   std::vector<OperandType> out;
   if (!info->infer(ctx, out) || ctx.failed()) return false;
   if (out.size() != slots.size()) {
@@ -148,6 +227,7 @@ bool checkOpCall(const Module& m, const OpCall& call, const std::vector<OpResult
       break;
     }
   }
+  if (ok && memo) memo->remember(key, call, std::move(inputs), slots, prover.task(), out);
   if (results) *results = std::move(out);
   return ok;
 }

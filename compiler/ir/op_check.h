@@ -4,6 +4,9 @@
 // op-level results that are not declared) and the verifier.
 #pragma once
 
+#include <optional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/ir/ir.h"
@@ -23,10 +26,37 @@ struct OpResultSlot {
   SourceRange range;
 };
 
+// Calls that checked clean, keyed by everything the check depends on: the op, the attributes
+// as written, the operand and declared result types, and the grid the prover's coordinates
+// range over (the sym ranges are the module's, fixed for the memo's lifetime: one memo per
+// module). Models repeat the same layer many times; each repeat is then a lookup instead of
+// a run of the op's rule. Calls that fail are not remembered: they report every time.
+class OpCheckMemo {
+ public:
+  struct Entry {
+    std::string op;
+    std::vector<Attr> attrs;
+    std::vector<OperandType> inputs;
+    std::vector<std::optional<OperandType>> declared;
+    std::vector<Expr> grid;
+    std::vector<OperandType> results;
+  };
+  // The results of a remembered call with these inputs, or null; `key` is set for remember().
+  const Entry* recall(const OpCall& call, const std::vector<OperandType>& inputs,
+                      const std::vector<OpResultSlot>& slots, const Task* task, size_t* key) const;
+  void remember(size_t key, const OpCall& call, std::vector<OperandType> inputs,
+                const std::vector<OpResultSlot>& slots, const Task* task, std::vector<OperandType> results);
+  size_t size() const { return entries_.size(); }
+
+ private:
+  std::unordered_multimap<size_t, Entry> entries_;
+};
+
 // Returns false (after reporting) if the call is ill-typed; otherwise fills `results` with the
-// inferred types, one per slot.
+// inferred types, one per slot. With a memo, a call equal to one that checked clean before
+// is not checked again.
 bool checkOpCall(const Module& m, const OpCall& call, const std::vector<OpResultSlot>& slots, const Prover& prover,
-                 DiagnosticEngine& diags, std::vector<OperandType>* results);
+                 DiagnosticEngine& diags, std::vector<OperandType>* results, OpCheckMemo* memo = nullptr);
 
 std::string shapeToString(const std::vector<Expr>& shape);
 std::string typeToString(const OperandType& t);  // "bf16[B, 2048]"

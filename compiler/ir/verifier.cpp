@@ -298,7 +298,7 @@ class Verifier {
     // Named as written at the task level (`y[b, 0:128]`: the slice's shape is what is compared).
     for (size_t k = 0; k < dests.size(); ++k)
       slots.push_back(OpResultSlot{&declared[k], printSlice(m_, dests[k], false), dests[k].range});
-    checkOpCall(m_, call, slots, prover_, diags_, nullptr);
+    checkOpCall(m_, call, slots, prover_, diags_, nullptr, &op_checks_);
   }
 
   void verifyTask(const Task& t) {
@@ -368,6 +368,7 @@ class Verifier {
   const Module& m_;
   DiagnosticEngine& diags_;
   Prover prover_;
+  OpCheckMemo op_checks_;  // models repeat the same calls layer after layer
 };
 
 }  // namespace
