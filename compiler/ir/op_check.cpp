@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ir/printer.h"
+
 namespace etc::ir {
 
 std::string shapeToString(const std::vector<Expr>& shape) {
@@ -103,6 +105,10 @@ class CallContext final : public OpContext {
 
 namespace {
 
+std::string slotName(const Module& m, const OpResultSlot& slot) {
+  return slot.name.empty() && slot.slice ? printSlice(m, *slot.slice, false) : slot.name;
+}
+
 size_t mix(size_t h, size_t v) { return (h ^ v) * 0x100000001b3ull + (h >> 29); }
 
 size_t typeHash(size_t h, const OperandType& t) {
@@ -124,13 +130,26 @@ bool sameAttr(const Attr& a, const Attr& b) {
          x.dtype == y.dtype;
 }
 
-bool sameEntry(const OpCheckMemo::Entry& e, const OpCall& call, const std::vector<OperandType>& inputs,
+bool sameDims(const std::vector<SliceDim>& a, const std::vector<SliceDim>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k)
+    if (a[k].is_range != b[k].is_range || !equal(a[k].lo, b[k].lo) || !equal(a[k].hi, b[k].hi)) return false;
+  return true;
+}
+
+bool sameEntry(const OpCheckMemo::Entry& e, const Module& m, const OpCall& call,
                const std::vector<OpResultSlot>& slots, const Task* task) {
-  if (e.op != call.op || e.attrs.size() != call.attrs.size() || e.inputs.size() != inputs.size() ||
+  if (e.op != call.op || e.attrs.size() != call.attrs.size() || e.args.size() != call.args.size() ||
       e.declared.size() != slots.size() || e.grid.size() != (task ? task->grid.size() : 0))
     return false;
-  for (size_t k = 0; k < inputs.size(); ++k)
-    if (!sameType(e.inputs[k], inputs[k])) return false;
+  for (size_t k = 0; k < call.args.size(); ++k) {
+    const Tensor& t = m.tensors[call.args[k].target];
+    if (e.args[k].dtype != t.dtype || e.args[k].shape.size() != t.shape.size() ||
+        !sameDims(e.args[k].dims, call.args[k].dims))
+      return false;
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      if (!equal(e.args[k].shape[d], t.shape[d])) return false;
+  }
   for (size_t k = 0; k < slots.size(); ++k) {
     if (e.declared[k].has_value() != (slots[k].declared != nullptr)) return false;
     if (slots[k].declared && !sameType(*e.declared[k], *slots[k].declared)) return false;
@@ -144,11 +163,16 @@ bool sameEntry(const OpCheckMemo::Entry& e, const OpCall& call, const std::vecto
 
 }  // namespace
 
-const OpCheckMemo::Entry* OpCheckMemo::recall(const OpCall& call, const std::vector<OperandType>& inputs,
+const OpCheckMemo::Entry* OpCheckMemo::recall(const Module& m, const OpCall& call,
                                               const std::vector<OpResultSlot>& slots, const Task* task,
                                               size_t* key) const {
   size_t h = std::hash<std::string_view>()(call.op);
-  for (const OperandType& t : inputs) h = typeHash(h, t);
+  for (const Slice& s : call.args) {
+    const Tensor& t = m.tensors[s.target];
+    h = mix(h, static_cast<size_t>(t.dtype) + 1);
+    for (const Expr& d : t.shape) h = mix(h, d->hash);
+    for (const SliceDim& d : s.dims) h = mix(mix(h, d.lo->hash + d.is_range), d.hi ? d.hi->hash : 0);
+  }
   for (const OpResultSlot& s : slots) h = s.declared ? typeHash(h, *s.declared) : mix(h, 1);
   for (const Attr& a : call.attrs) {
     h = mix(h, std::hash<std::string_view>()(a.name));
@@ -159,14 +183,17 @@ const OpCheckMemo::Entry* OpCheckMemo::recall(const OpCall& call, const std::vec
   *key = h;
   auto [lo, hi] = entries_.equal_range(h);
   for (auto it = lo; it != hi; ++it)
-    if (sameEntry(it->second, call, inputs, slots, task)) return &it->second;
+    if (sameEntry(it->second, m, call, slots, task)) return &it->second;
   return nullptr;
 }
 
-void OpCheckMemo::remember(size_t key, const OpCall& call, std::vector<OperandType> inputs,
-                           const std::vector<OpResultSlot>& slots, const Task* task,
-                           std::vector<OperandType> results) {
-  Entry e{call.op, call.attrs, std::move(inputs), {}, task ? task->grid : std::vector<Expr>{}, std::move(results)};
+void OpCheckMemo::remember(size_t key, const Module& m, const OpCall& call, const std::vector<OpResultSlot>& slots,
+                           const Task* task, std::vector<OperandType> results) {
+  Entry e{call.op, call.attrs, {}, {}, task ? task->grid : std::vector<Expr>{}, std::move(results)};
+  for (const Slice& s : call.args) {
+    const Tensor& t = m.tensors[s.target];
+    e.args.push_back(Operand{t.dtype, t.shape, s.dims});
+  }
   for (const OpResultSlot& s : slots)
     e.declared.push_back(s.declared ? std::optional<OperandType>(*s.declared) : std::nullopt);
   entries_.emplace(key, std::move(e));
@@ -176,17 +203,17 @@ bool checkOpCall(const Module& m, const OpCall& call, const std::vector<OpResult
                  DiagnosticEngine& diags, std::vector<OperandType>* results, OpCheckMemo* memo) {
   const OpInfo* info = findOp(call.op);
   if (!info) return false;  // the front end reported the unknown op
-  std::vector<OperandType> inputs;
-  inputs.reserve(call.args.size());
-  for (const Slice& s : call.args) inputs.push_back(sliceType(m, s));
   size_t key = 0;
   if (memo) {
-    if (const OpCheckMemo::Entry* e = memo->recall(call, inputs, slots, prover.task(), &key)) {
+    if (const OpCheckMemo::Entry* e = memo->recall(m, call, slots, prover.task(), &key)) {
       if (results) *results = e->results;
       return true;
     }
   }
-  CallContext ctx(call, *info, slots, memo ? inputs : std::move(inputs), prover, diags);
+  std::vector<OperandType> inputs;
+  inputs.reserve(call.args.size());
+  for (const Slice& s : call.args) inputs.push_back(sliceType(m, s));
+  CallContext ctx(call, *info, slots, std::move(inputs), prover, diags);
   std::vector<OperandType> out;
   if (!info->infer(ctx, out) || ctx.failed()) return false;
   if (out.size() != slots.size()) {
@@ -202,13 +229,13 @@ bool checkOpCall(const Module& m, const OpCall& call, const std::vector<OpResult
     SourceLoc at = slots[k].range.begin;
     if (!storableAs(r.dtype, d->dtype)) {
       diags.error(at, fmt::format("{}: result {} is {}, which cannot be stored in '{}' of dtype {}", call.op, k,
-                                  dtypeName(r.dtype), slots[k].name, dtypeName(d->dtype)));
+                                  dtypeName(r.dtype), slotName(m, slots[k]), dtypeName(d->dtype)));
       ok = false;
       continue;
     }
     if (r.shape.size() != d->shape.size()) {
       diags.error(at, fmt::format("{}: result {} has shape {} (rank {}), but '{}' has shape {} (rank {})", call.op, k,
-                                  shapeToString(r.shape), r.shape.size(), slots[k].name, shapeToString(d->shape),
+                                  shapeToString(r.shape), r.shape.size(), slotName(m, slots[k]), shapeToString(d->shape),
                                   d->shape.size()));
       ok = false;
       continue;
@@ -219,7 +246,7 @@ bool checkOpCall(const Module& m, const OpCall& call, const std::vector<OpResult
       std::string where = prover.describe(f.at, {r.shape[i], d->shape[i]});
       auto rv = prover.exactValueAt(r.shape[i], f.at), dv = prover.exactValueAt(d->shape[i], f.at);
       diags.error(at, fmt::format("{}: result {} has shape {}, but '{}' has shape {}: dimension {} differs{}", call.op,
-                                  k, shapeToString(r.shape), slots[k].name, shapeToString(d->shape), i,
+                                  k, shapeToString(r.shape), slotName(m, slots[k]), shapeToString(d->shape), i,
                                   !rv || !dv       ? std::string()
                                   : where.empty() ? fmt::format(" ({} vs {})", *rv, *dv)
                                                   : fmt::format(" ({} vs {} at {})", *rv, *dv, where)));
@@ -227,7 +254,7 @@ bool checkOpCall(const Module& m, const OpCall& call, const std::vector<OpResult
       break;
     }
   }
-  if (ok && memo) memo->remember(key, call, std::move(inputs), slots, prover.task(), out);
+  if (ok && memo) memo->remember(key, m, call, slots, prover.task(), out);
   if (results) *results = std::move(out);
   return ok;
 }

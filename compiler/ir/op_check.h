@@ -24,6 +24,8 @@ struct OpResultSlot {
   const OperandType* declared = nullptr;  // null: not declared (an op-level implicit result)
   std::string name;                       // for messages
   SourceRange range;
+  // With no name: the destination slice, printed as written (`y[b, 0:128]`) only for a message.
+  const Slice* slice = nullptr;
 };
 
 // Calls that checked clean, keyed by everything the check depends on: the op, the attributes
@@ -33,19 +35,26 @@ struct OpResultSlot {
 // a run of the op's rule. Calls that fail are not remembered: they report every time.
 class OpCheckMemo {
  public:
+  // An operand as the check sees it: its tensor's dtype and shape, and the subscript (operand
+  // types are derived from these; keying on them spares building the types of a repeat).
+  struct Operand {
+    DType dtype;
+    std::vector<Expr> shape;
+    std::vector<SliceDim> dims;
+  };
   struct Entry {
     std::string op;
     std::vector<Attr> attrs;
-    std::vector<OperandType> inputs;
+    std::vector<Operand> args;
     std::vector<std::optional<OperandType>> declared;
     std::vector<Expr> grid;
     std::vector<OperandType> results;
   };
-  // The results of a remembered call with these inputs, or null; `key` is set for remember().
-  const Entry* recall(const OpCall& call, const std::vector<OperandType>& inputs,
-                      const std::vector<OpResultSlot>& slots, const Task* task, size_t* key) const;
-  void remember(size_t key, const OpCall& call, std::vector<OperandType> inputs,
-                const std::vector<OpResultSlot>& slots, const Task* task, std::vector<OperandType> results);
+  // The remembered call equal to this one, or null; `key` is set for remember().
+  const Entry* recall(const Module& m, const OpCall& call, const std::vector<OpResultSlot>& slots, const Task* task,
+                      size_t* key) const;
+  void remember(size_t key, const Module& m, const OpCall& call, const std::vector<OpResultSlot>& slots,
+                const Task* task, std::vector<OperandType> results);
   size_t size() const { return entries_.size(); }
 
  private:

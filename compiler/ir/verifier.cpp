@@ -19,6 +19,15 @@ constexpr int64_t kMaxBufferBytes = int64_t{1} << 48;
 
 std::string ordinal(size_t k) { return std::to_string(k); }
 
+// What a check is about, as messages name it ("tensor 'x'", "the grid of task '@t'"); only
+// formatted for a message (these checks run for every declaration).
+struct Subject {
+  std::string_view kind;
+  std::string_view name;
+  std::string_view sigil = "";
+  std::string str() const { return fmt::format("{} '{}{}'", kind, sigil, name); }
+};
+
 class Verifier {
  public:
   Verifier(const Module& m, DiagnosticEngine& diags) : m_(m), diags_(diags), prover_(m) {}
@@ -59,7 +68,7 @@ class Verifier {
       if (!t.implicit) {
         verifyTensor(t);
       } else if (diags_.errorCount() == before) {
-        checkSize(t.shape, {}, dtypeBytes(t.dtype), nameLoc(t.name_range, t.range), fmt::format("tensor '{}'", t.name));
+        checkSize(t.shape, {}, dtypeBytes(t.dtype), nameLoc(t.name_range, t.range), Subject{"tensor", t.name});
       }
     }
     for (uint32_t k = 0; k < m_.events.size(); ++k)
@@ -102,8 +111,8 @@ class Verifier {
 
   // Divisors that can be zero (literal zeros were rejected by the front end). Returns false
   // if one was reported: the expression's other checks would only repeat the problem.
-  bool checkDivisors(const Expr& e, SourceLoc loc, std::string_view context) {
-    return checkDivisorsWith(e, loc, [context] { return std::string(context); });
+  bool checkDivisors(const Expr& e, SourceLoc loc, const Subject& subject) {
+    return checkDivisorsWith(e, loc, [&subject] { return subject.str(); });
   }
   // `context()` names where e is written; it is only formatted for a message (this runs for
   // every subscript of every statement).
@@ -131,7 +140,7 @@ class Verifier {
 
   // Upper bound of a shape's element count times `bytes`, or an error.
   void checkSize(const std::vector<Expr>& shape, const std::vector<SourceRange>& ranges, int bytes, SourceLoc loc,
-                 std::string_view what) {
+                 const Subject& what) {
     RangeEnv env = m_.symRanges();
     __int128 total = bytes;
     for (size_t k = 0; k < shape.size(); ++k) {
@@ -139,12 +148,12 @@ class Verifier {
       Interval b = bounds(d, env);
       if (b.upperUnbounded()) {
         diags_.error(locOf(ranges, k, loc),
-                     fmt::format("{} has no upper bound on its size (dimension '{}')", what, toString(d)));
+                     fmt::format("{} has no upper bound on its size (dimension '{}')", what.str(), toString(d)));
         return;
       }
       total *= std::max<int64_t>(0, b.hi);
       if (total > kMaxBufferBytes) {
-        diags_.error(loc, fmt::format("{} can take more than 2^48 bytes at the top of the sym ranges", what));
+        diags_.error(loc, fmt::format("{} can take more than 2^48 bytes at the top of the sym ranges", what.str()));
         return;
       }
     }
@@ -152,7 +161,7 @@ class Verifier {
 
   // Returns false if a dimension was reported.
   bool checkDims(const std::vector<Expr>& shape, const std::vector<SourceRange>& ranges, SourceLoc loc,
-                 std::string_view what) {
+                 const Subject& what) {
     bool ok = true;
     for (size_t k = 0; k < shape.size(); ++k) {
       SourceLoc at_dim = locOf(ranges, k, loc);
@@ -162,7 +171,7 @@ class Verifier {
       }
       Fact f = prover_.nonNegative(shape[k]);
       if (f.refuted()) {
-        diags_.error(at_dim, fmt::format("dimension {} of {} ('{}') is negative{}", ordinal(k), what,
+        diags_.error(at_dim, fmt::format("dimension {} of {} ('{}') is negative{}", ordinal(k), what.str(),
                                          toString(shape[k]), valued(f, shape[k])));
         ok = false;
       }
@@ -194,14 +203,14 @@ class Verifier {
   }
 
   void verifyTensor(const Tensor& t) {
-    std::string what = fmt::format("tensor '{}'", t.name);
+    Subject what{"tensor", t.name};
     SourceLoc at_name = nameLoc(t.name_range, t.range);
     if (checkDims(t.shape, t.shape_ranges, at_name, what))
       checkSize(t.shape, t.shape_ranges, dtypeBytes(t.dtype), at_name, what);
   }
 
   void verifyEvent(const Event& e) {
-    std::string what = fmt::format("event '{}'", e.name);
+    Subject what{"event", e.name};
     SourceLoc at_name = nameLoc(e.name_range, e.range);
     SourceLoc at_init = locOr(e.init_range, e.range.begin);
     if (checkDims(e.shape, e.shape_ranges, at_name, what)) checkSize(e.shape, e.shape_ranges, 4, at_name, what);
@@ -297,12 +306,12 @@ class Verifier {
     if (!slices_ok) return;
     // Named as written at the task level (`y[b, 0:128]`: the slice's shape is what is compared).
     for (size_t k = 0; k < dests.size(); ++k)
-      slots.push_back(OpResultSlot{&declared[k], printSlice(m_, dests[k], false), dests[k].range});
+      slots.push_back(OpResultSlot{&declared[k], {}, dests[k].range, &dests[k]});
     checkOpCall(m_, call, slots, prover_, diags_, nullptr, &op_checks_);
   }
 
   void verifyTask(const Task& t) {
-    std::string what = fmt::format("the grid of task '@{}'", t.name);
+    Subject what{"the grid of task", t.name, "@"};
     RangeEnv env = m_.symRanges();
     for (size_t k = 0; k < t.grid.size(); ++k) {
       const Expr& g = t.grid[k];
