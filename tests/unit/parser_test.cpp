@@ -710,8 +710,8 @@ TEST(ParserErrors, RecoveryInsideABodyResumesAtTheNextLineOrKeyword) {
 }
 
 TEST(ParserErrors, CompleteDeclarationsAndStatementsBeforeAnErrorAreKept) {
-  // With LAC the parser reduces nothing on an erroneous token; the `done` rule completes what
-  // is complete instead of dropping it with the error.
+  // The parser reduces nothing on an erroneous token; the `done` rule completes what is
+  // complete instead of dropping it with the error.
   auto p = parse("const A = 1 ]\nsym B in [1, 2] )\ntensor t : f32[B] temp $\n"
                  "event e : [1] init 2 ]\nmodule @m =\ninclude \"x\" 3\n"
                  "task @t grid [1] (i) {\n  wait e[0] ]\n  copy(t) -> t[0] )\n} ]\n"
