@@ -15,8 +15,10 @@ namespace etc::backend {
 // The CUDA translation unit for the module, with its descriptor (listing `targets`) embedded.
 bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::string& cuda, DiagnosticEngine& diags);
 
-// Compiles `cuda` for every target; on failure reports each failing target with its log.
+// Compiles `cuda` for every target; on failure reports each failing target with its log. On
+// success `logs`, when given, receives each image's NVRTC / nvJitLink log (ptxas's verbose
+// report for cubins), parallel to `images`.
 bool compileTargets(const std::string& cuda, const std::string& file_name, const std::vector<Target>& targets,
-                    std::vector<FatbinEntry>& images, DiagnosticEngine& diags);
+                    std::vector<FatbinEntry>& images, DiagnosticEngine& diags, std::vector<std::string>* logs = nullptr);
 
 }  // namespace etc::backend
