@@ -19,6 +19,7 @@
 #include "compiler/frontend/frontend.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/pipeline.h"
+#include "runtime/src/fatbin_seal.h"
 
 namespace {
 
@@ -148,6 +149,7 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
     return true;
   }
   std::vector<uint8_t> fatbin = etc::backend::writeFatbin(images);
+  etc::rt::sealFatbin(fatbin);  // a checksum, so that the runtime refuses a damaged file
   out.assign(fatbin.begin(), fatbin.end());
   return true;
 }
