@@ -156,6 +156,11 @@ grep -q "sm_90a" "$tmp/err" && fail "smem-sm80: sm_90a reported as not fitting" 
 LIMIT=300 run smem-sm90 0 "$tmp/experts.etir" -arch sm_90a --resource-usage -o "$tmp/experts.fatbin" &&
   stderr_has smem-sm90 "resources on sm_90a (232448 bytes (227 KiB) shared memory per CTA" &&
   stderr_has smem-sm90 "etc_main_mega" && stderr_has smem-sm90 "shared memory"
+LIMIT=300 run smem-written-anyway 0 "$tmp/experts.etir" -arch sm_80 --no-check-resources -o "$tmp/experts80.fatbin" &&
+  stderr_has smem-written-anyway "etcc: warning: kernel etc_main_mega needs " &&
+  stderr_has smem-written-anyway "(written anyway: --no-check-resources)"
+[ -s "$tmp/experts80.fatbin" ] && pass || fail "smem-written-anyway: no fatbin written"
+run help-resources 0 --help && stdout_has help-resources "--resource-usage" && stdout_has help-resources "--no-check-resources"
 # A dynamic schedule whose grid can reach 2^31 tasks: the 32-bit queue cannot hold it.
 cat >"$tmp/queue.etir" <<'ETIR'
 module @queue
