@@ -33,6 +33,10 @@ for s in tests/gpu/hang/*.etir; do
 done
 # A fatbin without code for Hopper: etc-run must refuse it on an H100/H200 and list what it has.
 "$build/etcc" samples/two_stage_sum.etir -arch sm_80 -o gpu-bundle/sm80_only.fatbin
+# A kernel that needs more shared memory than any GPU has, written despite the compile-time
+# check: the runtime's load-time check must refuse it with what to change.
+"$build/etcc" tests/gpu/resources/smem_too_large.etir -arch sm_90a -arch sm_80 --no-check-resources \
+  -o gpu-bundle/smem_too_large.fatbin 2>/dev/null
 if [ ! -x "$build/gpu/device_ops_test" ]; then tests/gpu/build_device_test.sh "$build/gpu/device_ops_test"; fi
 cp "$build/gpu/device_ops_test" gpu-bundle/
 du -sh gpu-bundle

@@ -10,6 +10,7 @@
 #include "device_module.h"
 #include "etc/runtime.h"
 #include "fatbin_contents.h"
+#include "fatbin_seal.h"
 #include "rt_error.h"
 #include "sym_state.h"
 
@@ -79,6 +80,8 @@ etc_launch_options optionsOr(const etc_launch_options* o) {
 void open(std::vector<uint8_t> bytes, etc_module* out) {
   auto m = std::make_unique<etc_module_t>();
   m->fatbin = std::move(bytes);
+  // The seal is checked before anything is read, and dropped: the driver gets the container.
+  m->fatbin.resize(etc::rt::unsealedSize(m->fatbin));
   m->contents = etc::rt::readFatbinContents(m->fatbin);
   m->desc = etc::rt::parseDescriptor(m->contents.descriptor_json);
   m->targets_text = etc::rt::targetsText(m->contents.targets);

@@ -129,6 +129,16 @@ if want stress; then
 fi
 
 # -- a fatbin with no code for this GPU (only an sm_80 cubin: it does not run on sm_90) -------
+if want nocode && [ -f "$B/smem_too_large.fatbin" ]; then
+  "$B/etc-run" "$B/smem_too_large.fatbin" --sym T=4 >"$out/smem_too_large.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 1 ] && grep -q "of shared memory per CTA (.*), more than the 232448 bytes (227 KiB) a CTA may have on" "$out/smem_too_large.log" &&
+     grep -q "recompile the module with smaller tiles" "$out/smem_too_large.log"; then
+    row "load-time resource check (smem too large)" PASS "$(head -1 "$out/smem_too_large.log" | cut -c1-150)"
+  else
+    row "load-time resource check (smem too large)" FAIL "exit $rc: $(head -1 "$out/smem_too_large.log" | cut -c1-150)"
+  fi
+fi
 if want nocode && [ -f "$B/sm80_only.fatbin" ]; then
   "$B/etc-run" "$B/sm80_only.fatbin" --sym N=5 >"$out/nocode.log" 2>&1
   rc=$?
