@@ -558,13 +558,7 @@ class Emitter {
     out_ += "  // Seed the queue with the tasks that wait on nothing; the threads of all CTAs split them.\n";
     out_ += "  for (long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += (long long)gridDim.x * blockDim.x) {\n";
     out_ += "    long long t = g;\n";
-    for (size_t i = 0; i < k.tasks.size(); ++i) {
-      const Task& t = m_.tasks[k.tasks[i]];
-      out_ += fmt::format("    if (t < n{}) {{\n      if (waits_{}(p, t) == 0u) etc::dev::sched_push(s, (unsigned)g + 1u);\n"
-                          "      continue;\n    }}\n",
-                          i, t.name);
-      if (i + 1 < k.tasks.size()) out_ += fmt::format("    t -= n{};\n", i);
-    }
+    out_ += taskChain(k, "    ", "if (waits_{0}(p, t) == 0u) etc::dev::sched_push(s, (unsigned)g + 1u);");
     out_ += "  }\n";
     out_ += "  unsigned claimed = threadIdx.x == 0 ? atomicAdd(s.head, 1u) : 0u;\n";
     out_ += "  for (;;) {\n";
@@ -575,13 +569,7 @@ class Emitter {
     out_ += "      __shared__ long long stuck;\n";
     out_ += "      if (threadIdx.x == 0) {\n        stuck = -1;\n";
     out_ += "        for (long long g = 0; g < total && stuck < 0; ++g) {\n          long long t = g;\n";
-    for (size_t i = 0; i < k.tasks.size(); ++i) {
-      const Task& t = m_.tasks[k.tasks[i]];
-      out_ += fmt::format("          if (t < n{}) {{\n            if (etc::dev::sched_pending(s, g) < waits_{}(p, t)) stuck = g;\n"
-                          "            continue;\n          }}\n",
-                          i, t.name);
-      if (i + 1 < k.tasks.size()) out_ += fmt::format("          t -= n{};\n", i);
-    }
+    out_ += taskChain(k, "          ", "if (etc::dev::sched_pending(s, g) < waits_{0}(p, t)) stuck = g;");
     out_ += "        }\n      }\n      __syncthreads();\n";
     out_ += "      if (stuck >= 0) {\n        EtcParams q = p;\n        q.watchdog_ns = 1000000LL;\n";
     out_ += "        long long t = stuck;\n        do {\n";
@@ -595,6 +583,18 @@ class Emitter {
     out_ += "    const long long g = (long long)w - 1;\n";
     out_ += "    {\n" + dispatch("      ", "return;") + "    }\n";
     out_ += "  }\n}\n\n";
+  }
+
+  // Inside a loop over task numbers g with `long long t = g`: for the task whose grid holds g,
+  // `stmt` (its {0} is the task's name, t its number within the grid), then the next g.
+  std::string taskChain(const Kernel& k, const std::string& indent, std::string_view stmt) {
+    std::string out;
+    for (size_t i = 0; i < k.tasks.size(); ++i) {
+      out += fmt::format("{0}if (t < n{1}) {{\n{0}  {2}\n{0}  continue;\n{0}}}\n", indent, i,
+                         fmt::format(fmt::runtime(stmt), m_.tasks[k.tasks[i]].name));
+      if (i + 1 < k.tasks.size()) out += fmt::format("{}t -= n{};\n", indent, i);
+    }
+    return out;
   }
 
   // A task call between profile::begin and profile::end (the record with its coordinates).
