@@ -8,12 +8,22 @@ build="${1:-build}"
 cmake --build "$build" -j2 --target etcc etc-run
 rm -rf gpu-bundle && mkdir -p gpu-bundle
 strip -o gpu-bundle/etc-run "$build/tools/etc-run"
-# Every sample as the compiler chooses, and forced to each schedule.
+# Every sample as the compiler chooses, and forced to each schedule (the decode models below).
+decode_models="llama3_2_1b qwen3_0_6b"
 for s in samples/*.etir; do
   n=$(basename "${s%.etir}")
+  case " $decode_models " in *" $n "*) continue ;; esac
   "$build/etcc" "$s" -o "gpu-bundle/$n.fatbin"
   "$build/etcc" "$s" --schedule=static -o "gpu-bundle/${n}_static.fatbin"
   "$build/etcc" "$s" --schedule=dynamic -o "gpu-bundle/${n}_dynamic.fatbin"
+done
+# The decode models: NVRTC takes minutes per model and target, so one fatbin each for the
+# GPU's sm_90a; and reduced variants (2 layers, a 2048-word vocabulary) for the checks against
+# the CPU interpreter.
+for n in $decode_models; do
+  "$build/etcc" "samples/$n.etir" -arch sm_90a -o "gpu-bundle/$n.fatbin"
+  python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 >"gpu-bundle/${n}_small.etir"
+  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a -o "gpu-bundle/${n}_small.fatbin"
 done
 # Programs that wait forever, compiled without verify-schedule: the watchdog must stop them.
 for s in tests/gpu/hang/*.etir; do
