@@ -17,8 +17,8 @@ for s in samples/*.etir; do
   "$build/etcc" "$s" --schedule=static -o "gpu-bundle/${n}_static.fatbin"
   "$build/etcc" "$s" --schedule=dynamic -o "gpu-bundle/${n}_dynamic.fatbin"
 done
-# The decode models: NVRTC takes minutes per model and target, so one fatbin each for the
-# GPU's sm_90a; and reduced variants (2 layers, a 2048-word vocabulary) for the checks against
+# The decode models: NVRTC takes about a minute (Llama) to two (Qwen3) per model and target,
+# so one fatbin each for the GPU's sm_90a; and reduced variants (2 layers, a 2048-word vocabulary) for the checks against
 # the CPU interpreter.
 for n in $decode_models; do
   "$build/etcc" "samples/$n.etir" -arch sm_90a -o "gpu-bundle/$n.fatbin"

@@ -58,8 +58,10 @@ class Emitter {
             "constexpr int kUnfused = 0, kStatic = 1, kDynamic = 2;\n\n";
     out_ += "// Makes the waiters of a completed event element pending (dynamic schedules), per kernel.\n"
             "template <int kKernel>\n__device__ void etc_ready(const EtcParams& p, int event, const long long* e);\n\n";
+    const size_t ops_at = out_.size();
     for (uint32_t t = 0; t < m_.tasks.size(); ++t)
       if (!emitTask(t)) return false;
+    out_.insert(ops_at, op_functions_);
     for (uint32_t k = 0; k < m_.kernels.size(); ++k)
       if (sched_[k].offset >= 0 && !emitReady(k)) return false;
     out_ += "}  // namespace\n\n";
@@ -280,7 +282,7 @@ class Emitter {
           body += view(s, true, v, names);
           args.push_back(v);
         }
-        body += "    " + callCode(t, c, args, smem) + "\n  }\n";
+        body += "    " + opFunction(t, c, args, smem) + "\n  }\n";
       }
     }
     closeOps();
@@ -499,6 +501,31 @@ class Emitter {
     return fmt::format("etc::dev::{}(ctx{});", op, list());
   }
 
+  // The call of a tile op through a __noinline__ function shared by every call with the same
+  // view types and the same code: a model of many layers then compiles each op instantiation
+  // once instead of once per task and schedule mode (NVRTC time and code size; a one-layer
+  // Llama decode step had 118 task functions of up to 5800 PTX lines each).
+  std::string opFunction(const Task& t, const CallStmt& c, const std::vector<std::string>& views,
+                         std::vector<std::string>& smem) {
+    std::vector<std::string> params;
+    std::string signature;
+    for (size_t i = 0; i < views.size(); ++i) {
+      const bool dest = i >= c.call.args.size();
+      const Slice& s = dest ? c.dests[i - c.call.args.size()] : c.call.args[i];
+      std::string ty = cudaType(m_.tensors[s.target].dtype);
+      signature += fmt::format("{}etc::dev::View<{}{}> a{}", i ? ", " : "", dest ? "" : "const ", ty, i);
+      params.push_back(fmt::format("a{}", i));
+    }
+    std::string code = callCode(t, c, params, smem);
+    auto [it, added] = op_function_names_.try_emplace(signature + "|" + code, fmt::format("etc_op{}", op_function_names_.size()));
+    if (added)
+      op_functions_ += fmt::format("__device__ __noinline__ void {}(const etc::dev::Ctx& ctx, {}) {{\n  {}\n}}\n\n",
+                                   it->second, signature, code);
+    std::string call = it->second + "(ctx";
+    for (const std::string& v : views) call += ", " + v;
+    return call + ");";
+  }
+
   // The decode kernels take the tile ranks that lower-ops produces (one request per call);
   // "" when the call has them, else what differs.
   std::string unsupportedForm(const CallStmt& c) const {
@@ -630,6 +657,8 @@ class Emitter {
   std::vector<EventLayout> layout_;
   std::vector<SchedLayout> sched_;
   std::string out_;
+  std::string op_functions_;                              // the shared tile-op calls (opFunction)
+  std::map<std::string, std::string> op_function_names_;  // signature and code -> function name
 };
 
 }  // namespace
