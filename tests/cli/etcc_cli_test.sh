@@ -84,8 +84,9 @@ CUDA_HOME=/nonexistent run nvrtc-fails 1 samples/two_stage_sum.etir -arch sm_80 
   stderr_has nvrtc-fails "the CUDA compile for sm_80 failed; NVRTC / nvJitLink said:" &&
   stderr_has nvrtc-fails 'could not open source file "cuda_fp16.h"'
 [ -e "$tmp/n.fatbin" ] && fail "nvrtc-fails: output written on error" || pass
-run op-without-lowering 1 tests/golden/print/llama_layer.etir -o "$tmp/l.fatbin" && stderr_has op-without-lowering "op 'rope' has no task-level lowering yet"
-[ -e "$tmp/l.fatbin" ] && fail "op-without-lowering: output written on error" || pass
+# A decode layer with a symbolic cache length lowers (split-KV parts follow S).
+run decode-layer-lowers 0 tests/golden/print/llama_layer.etir --emit=tasks -o "$tmp/l.tasks"
+grep -q "attention_merge" "$tmp/l.tasks" && pass || fail "decode-layer-lowers: no attention_merge in the task-level form"
 run no-file 1
 run print-after-unknown 1 --print-after=bogus samples/mlp.etir
 run color-bad 1 --color=sometimes samples/mlp.etir
