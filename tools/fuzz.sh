@@ -21,4 +21,5 @@ cp -r "tests/fuzz/$target/corpus" "$work/corpus"
 echo "fuzz $target: ${seconds} s from $(ls "tests/fuzz/$target/corpus" | wc -l) corpus files"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   "$binary" -seed=1 -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
-  -print_final_stats=1 -artifact_prefix="$findings/" "$work/corpus" 2>&1 | grep -v "^#[0-9].*\\(NEW\\|REDUCE\\|pulse\\)"
+  -print_final_stats=1 -artifact_prefix="$findings/" "$work/corpus" 2>&1 |
+  grep -v -e "^#[0-9].*\\(NEW\\|REDUCE\\|pulse\\)" -e "^[[:space:]]*NEW_FUNC"

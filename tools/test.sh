@@ -26,7 +26,12 @@ if command -v clang++ >/dev/null 2>&1; then
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DETC_FUZZ=ON >/dev/null
   cmake --build build-fuzz -j "$jobs" --target etc_fuzz_frontend etc_fuzz_fatbin etc_fuzz_npy etc_fuzz_safetensors
   for target in frontend fatbin npy safetensors; do
-    tools/fuzz.sh "$target" 15 | tail -n 3
+    if ! tools/fuzz.sh "$target" 15 >"build-fuzz/fuzz-$target.log" 2>&1; then
+      tail -n 60 "build-fuzz/fuzz-$target.log"
+      echo "fuzz $target: FAILED; the input is in build-fuzz/findings/$target/" >&2
+      exit 1
+    fi
+    grep -E "^(fuzz |#[0-9]+[[:space:]]+DONE|Done )" "build-fuzz/fuzz-$target.log"
   done
 else
   echo "== libFuzzer targets: skipped (no clang++ on this machine) =="
