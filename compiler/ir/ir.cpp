@@ -33,10 +33,10 @@ const Attr* OpCall::findAttr(std::string_view name) const {
 template <class T, class Index>
 uint32_t Module::append(std::vector<T>& table, T item, DeclKind kind, Index& index, bool in_order) {
   auto id = static_cast<uint32_t>(table.size());
-  if constexpr (std::is_same_v<typename Index::mapped_type, DeclRef>)
-    index.emplace(item.name, DeclRef{kind, id});
+  if constexpr (std::is_same_v<Index, NameIndex<DeclRef>>)
+    index.insert(item.name, DeclRef{kind, id});
   else
-    index.emplace(item.name, id);
+    index.insert(item.name, id);
   if (in_order) order.push_back({kind, id});
   table.push_back(std::move(item));
   return id;
@@ -53,9 +53,9 @@ uint32_t Module::addTask(Task t) { return append(tasks, std::move(t), DeclKind::
 uint32_t Module::addGraph(Graph g) { return append(graphs, std::move(g), DeclKind::Graph, graphs_, true); }
 
 std::optional<Module::DeclRef> Module::findValue(std::string_view name) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return std::nullopt;
-  return it->second;
+  const DeclRef* r = values_.find(name);
+  if (!r) return std::nullopt;
+  return *r;
 }
 
 namespace {
@@ -63,10 +63,10 @@ std::optional<uint32_t> ofKind(std::optional<Module::DeclRef> r, Module::DeclKin
   if (r && r->kind == k) return r->index;
   return std::nullopt;
 }
-std::optional<uint32_t> findIn(const auto& map, std::string_view name) {
-  auto it = map.find(name);
-  if (it == map.end()) return std::nullopt;
-  return it->second;
+std::optional<uint32_t> findIn(const NameIndex<uint32_t>& index, std::string_view name) {
+  const uint32_t* id = index.find(name);
+  if (!id) return std::nullopt;
+  return *id;
 }
 }  // namespace
 

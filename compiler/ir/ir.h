@@ -6,12 +6,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <variant>
 #include <vector>
 
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/expr.h"
+#include "compiler/support/name_index.h"
 #include "compiler/support/source.h"
 
 namespace etc::ir {
@@ -215,12 +215,8 @@ struct Module {
   template <class T, class Index>
   uint32_t append(std::vector<T>& table, T item, DeclKind kind, Index& index, bool in_order);
 
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, DeclRef, StringHash, std::equal_to<>> values_;
-  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> tasks_, graphs_;
+  NameIndex<DeclRef> values_;
+  NameIndex<uint32_t> tasks_, graphs_;
 };
 
 }  // namespace etc::ir
