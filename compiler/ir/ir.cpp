@@ -42,6 +42,20 @@ uint32_t Module::append(std::vector<T>& table, T item, DeclKind kind, Index& ind
   return id;
 }
 
+void Module::reserve(size_t n_syms, size_t n_consts, size_t n_tensors, size_t n_events, size_t n_tasks,
+                     size_t n_graphs) {
+  syms.reserve(n_syms);
+  consts.reserve(n_consts);
+  tensors.reserve(n_tensors);
+  events.reserve(n_events);
+  tasks.reserve(n_tasks);
+  graphs.reserve(n_graphs);
+  order.reserve(n_syms + n_consts + n_tensors + n_events + n_tasks + n_graphs);
+  values_.reserve(n_syms + n_consts + n_tensors + n_events);
+  tasks_.reserve(n_tasks);
+  graphs_.reserve(n_graphs);
+}
+
 uint32_t Module::addSym(Sym s) { return append(syms, std::move(s), DeclKind::Sym, values_, true); }
 uint32_t Module::addConst(Const c) { return append(consts, std::move(c), DeclKind::Const, values_, true); }
 uint32_t Module::addTensor(Tensor t) {

@@ -188,6 +188,10 @@ struct Module {
   };
   std::vector<DeclRef> order;
 
+  // Room for this many declarations of each kind: a builder that knows the counts spares the
+  // reallocations of large tables (the front end on a module with 100k tensors).
+  void reserve(size_t syms, size_t consts, size_t tensors, size_t events, size_t tasks, size_t graphs);
+
   // Appending through these keeps the name index and the declaration order in step.
   uint32_t addSym(Sym s);
   uint32_t addConst(Const c);

@@ -45,6 +45,10 @@ class NameIndex {
     }
   }
   size_t size() const { return count_; }
+  // Room for `n` names without growing.
+  void reserve(size_t n) {
+    while (2 * n > slots_.size()) grow();
+  }
 
  private:
   struct Slot {
