@@ -83,6 +83,7 @@ class Builder {
 
   std::unique_ptr<ir::Module> build(const LoadedSource& src) {
     m_ = std::make_unique<ir::Module>();
+    reserveTables(src);
     const ast::ModuleDecl* module_decl = nullptr;
     const ast::Decl* first_decl = nullptr;  // the first that is not the module declaration
     for (const ast::Decl* d : src.decls) {
@@ -793,6 +794,23 @@ class Builder {
     }
     if (!ok) return std::nullopt;
     return call;
+  }
+
+  // The module's tables sized up front (op-level results become tensors too): growing them
+  // one reallocation at a time frees large blocks, each of which makes malloc consolidate its
+  // free lists, which was a fifth of the front end's time on a 10 MB module.
+  void reserveTables(const LoadedSource& src) {
+    size_t count[8] = {};
+    size_t results = 0;
+    for (const ast::Decl* d : src.decls) {
+      ++count[static_cast<size_t>(d->kind)];
+      if (d->kind != ast::DeclKind::Graph) continue;
+      for (const ast::Stmt* st : static_cast<const ast::GraphDecl*>(d)->body)
+        if (st->kind == ast::StmtKind::Assign) results += static_cast<const ast::AssignStmt*>(st)->results.size();
+    }
+    auto n = [&](ast::DeclKind k) { return count[static_cast<size_t>(k)]; };
+    m_->reserve(n(ast::DeclKind::Sym), n(ast::DeclKind::Const), n(ast::DeclKind::Tensor) + results,
+                n(ast::DeclKind::Event), n(ast::DeclKind::Task), n(ast::DeclKind::Graph));
   }
 
   // Reports a redefinition of an `@name` (task or graph) and returns false if it is taken,

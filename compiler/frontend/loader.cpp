@@ -24,6 +24,7 @@ class Loader {
   void load(uint32_t file_id, bool is_main) {
     stack_.push_back(file_id);
     ast::File* file = parseFile(file_id, sources_, ctx_, diags_);
+    out_->decls.reserve(out_->decls.size() + file->decls.size());
     for (const ast::Decl* d : file->decls) {
       if (d->kind == ast::DeclKind::Include) {
         include(*static_cast<const ast::IncludeDecl*>(d), file_id);

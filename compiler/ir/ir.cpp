@@ -33,13 +33,27 @@ const Attr* OpCall::findAttr(std::string_view name) const {
 template <class T, class Index>
 uint32_t Module::append(std::vector<T>& table, T item, DeclKind kind, Index& index, bool in_order) {
   auto id = static_cast<uint32_t>(table.size());
-  if constexpr (std::is_same_v<typename Index::mapped_type, DeclRef>)
-    index.emplace(item.name, DeclRef{kind, id});
+  if constexpr (std::is_same_v<Index, NameIndex<DeclRef>>)
+    index.insert(item.name, DeclRef{kind, id});
   else
-    index.emplace(item.name, id);
+    index.insert(item.name, id);
   if (in_order) order.push_back({kind, id});
   table.push_back(std::move(item));
   return id;
+}
+
+void Module::reserve(size_t n_syms, size_t n_consts, size_t n_tensors, size_t n_events, size_t n_tasks,
+                     size_t n_graphs) {
+  syms.reserve(n_syms);
+  consts.reserve(n_consts);
+  tensors.reserve(n_tensors);
+  events.reserve(n_events);
+  tasks.reserve(n_tasks);
+  graphs.reserve(n_graphs);
+  order.reserve(n_syms + n_consts + n_tensors + n_events + n_tasks + n_graphs);
+  values_.reserve(n_syms + n_consts + n_tensors + n_events);
+  tasks_.reserve(n_tasks);
+  graphs_.reserve(n_graphs);
 }
 
 uint32_t Module::addSym(Sym s) { return append(syms, std::move(s), DeclKind::Sym, values_, true); }
@@ -53,9 +67,9 @@ uint32_t Module::addTask(Task t) { return append(tasks, std::move(t), DeclKind::
 uint32_t Module::addGraph(Graph g) { return append(graphs, std::move(g), DeclKind::Graph, graphs_, true); }
 
 std::optional<Module::DeclRef> Module::findValue(std::string_view name) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return std::nullopt;
-  return it->second;
+  const DeclRef* r = values_.find(name);
+  if (!r) return std::nullopt;
+  return *r;
 }
 
 namespace {
@@ -63,10 +77,10 @@ std::optional<uint32_t> ofKind(std::optional<Module::DeclRef> r, Module::DeclKin
   if (r && r->kind == k) return r->index;
   return std::nullopt;
 }
-std::optional<uint32_t> findIn(const auto& map, std::string_view name) {
-  auto it = map.find(name);
-  if (it == map.end()) return std::nullopt;
-  return it->second;
+std::optional<uint32_t> findIn(const NameIndex<uint32_t>& index, std::string_view name) {
+  const uint32_t* id = index.find(name);
+  if (!id) return std::nullopt;
+  return *id;
 }
 }  // namespace
 

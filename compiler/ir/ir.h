@@ -6,12 +6,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <variant>
 #include <vector>
 
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/expr.h"
+#include "compiler/support/name_index.h"
 #include "compiler/support/source.h"
 
 namespace etc::ir {
@@ -188,6 +188,10 @@ struct Module {
   };
   std::vector<DeclRef> order;
 
+  // Room for this many declarations of each kind: a builder that knows the counts spares the
+  // reallocations of large tables (the front end on a module with 100k tensors).
+  void reserve(size_t syms, size_t consts, size_t tensors, size_t events, size_t tasks, size_t graphs);
+
   // Appending through these keeps the name index and the declaration order in step.
   uint32_t addSym(Sym s);
   uint32_t addConst(Const c);
@@ -215,12 +219,8 @@ struct Module {
   template <class T, class Index>
   uint32_t append(std::vector<T>& table, T item, DeclKind kind, Index& index, bool in_order);
 
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, DeclRef, StringHash, std::equal_to<>> values_;
-  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> tasks_, graphs_;
+  NameIndex<DeclRef> values_;
+  NameIndex<uint32_t> tasks_, graphs_;
 };
 
 }  // namespace etc::ir
