@@ -188,6 +188,8 @@ int runFatbin(Module& m, const RunOptions& opt) {
   std::map<std::string, interp::HostTensor> first_results;
   for (etc_mode mode : opt.modes) {
     lo.mode = mode;
+    // Traced before the checked launch, which then starts from zeroed outputs like every other.
+    if (mode == ETC_MODE_MEGA && !opt.trace.empty()) writeTrace(m, graph, syms, opt);
     // Outputs start from zeros in every mode, as in the reference run.
     for (const TensorSpec& s : specs) {
       if (s.role != "output") continue;
@@ -196,7 +198,6 @@ int runFatbin(Module& m, const RunOptions& opt) {
     }
     m.launch(graph, nullptr, lo);
     m.checkError(nullptr);
-    if (mode == ETC_MODE_MEGA && !opt.trace.empty()) writeTrace(m, graph, syms, opt);
     for (const TensorSpec& s : specs) {
       if (s.role != "output") continue;
       interp::HostTensor t = interp::zeros(s.dtype, s.shape);
