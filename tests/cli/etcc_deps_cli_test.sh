@@ -74,6 +74,16 @@ run unwritable 1 "$m" --emit=tasks -o "$tmp/j.etir" -MF "$tmp/nodir/j.d" && err_
 [ -e "$tmp/j.etir" ] && fail "unwritable: the output was written although the dependency file failed"
 ls "$tmp" | grep -q '\.tmp\.' && fail "a temporary file was left: $(ls "$tmp")"
 
+# An interrupted compile leaves nothing: no fatbin, no .d, no temporary. (SIGTERM: a background
+# job of a non-interactive shell ignores SIGINT.)
+mkdir -p "$tmp/int"
+"$etcc" samples/mlp.etir -o "$tmp/int/mlp.fatbin" -MD </dev/null >/dev/null 2>&1 &
+pid=$!
+sleep 0.5
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"
+[ -z "$(ls -A "$tmp/int")" ] || fail "an interrupted compile left: $(ls "$tmp/int")"
+
 # -v: one line per stage with its duration, front end to the written file.
 run verbose 0 "$m" -arch sm_80 -o "$tmp/k.fatbin" -MD -v &&
   for stage in "etcc: front end (read 2 files" "etcc: lower-ops: " "etcc: verify-schedule: " "etcc: emit CUDA (" \
