@@ -62,7 +62,8 @@ run mt-alone 1 "$m" --emit=tasks -o "$tmp/f.etir" -MT x && err_has mt-alone "-MT
 run md-stdout 1 "$m" -MD && err_has md-stdout "-MD without -o needs -MF FILE"
 run mf-stdout 1 "$m" -MF "$tmp/g.d" && err_has mf-stdout "needs -MT TARGET"
 run verify 1 "$m" --verify-diagnostics -MD -o "$tmp/h.etir" && err_has verify "--verify-diagnostics writes no output"
-[ -e "$tmp/f.etir" ] || [ -e "$tmp/g.d" ] || [ -e "$tmp/h.d" ] && fail "an option error left a file"
+run same-file 1 "$m" --emit=tasks -o "$tmp/x.d" -MD && err_has same-file "the dependency file would overwrite the output"
+[ -e "$tmp/f.etir" ] || [ -e "$tmp/g.d" ] || [ -e "$tmp/h.d" ] || [ -e "$tmp/x.d" ] && fail "an option error left a file"
 
 # A failed compile writes neither the output nor the dependency file.
 echo "tensor z : f32[Q] input" >>"$s"
