@@ -87,10 +87,13 @@ class Driver {
   // Statements that share a line (`run @a  run @b`) start with keywords and are unaffected.
   Parser::symbol_type lex(int errstatus) {
     Parser::symbol_type t = lexer_.next(errstatus != 0);
+    noteToken(t.kind(), t.location);
     if (errstatus == 3 && t.kind() == Parser::symbol_kind::S_IDENT && !lexer_.firstOnLine())
       return Parser::make_YYUNDEF(t.location);
     return t;
   }
+  // Whether the token starting at `first` is the first on its line (recovery points).
+  bool startsLine(const char* first) const { return lexer_.startsLine(first); }
   bool stopped() const { return lexer_.stopped(); }
   void error(SourceLoc loc, std::string message, std::vector<Note> notes = {}) {
     lexer_.error(loc, std::move(message), std::move(notes));
@@ -275,6 +278,32 @@ class Driver {
                     std::string_view name, const SourceRange& lbrace);
 
  private:
+  // What the syntax error messages need to know about where lines end: the last two tokens
+  // handed to the parser (the last one is the lookahead when an error is reported), and the
+  // first two tokens of the last line that followed a line ending in ','.
+  struct Seen {
+    Parser::symbol_kind_type kind = Parser::symbol_kind::S_YYEMPTY;
+    SourceRange range;
+  };
+  struct LineAfterComma {
+    uint32_t line = 0;  // 0: the current line does not follow a ','
+    SourceLoc comma;
+    Parser::symbol_kind_type first, second;
+  };
+  void noteToken(Parser::symbol_kind_type kind, const SourceRange& range) {
+    if (range.begin.line > last_.range.end.line) {
+      after_comma_.line = 0;
+      if (last_.kind == Parser::symbol_kind::S_COMMA)
+        after_comma_ = {range.begin.line, last_.range.begin, kind, Parser::symbol_kind::S_YYEMPTY};
+    } else if (after_comma_.line && after_comma_.second == Parser::symbol_kind::S_YYEMPTY) {
+      after_comma_.second = kind;
+    }
+    before_ = last_;
+    last_ = Seen{kind, range};
+  }
+  Seen before_, last_;
+  LineAfterComma after_comma_;
+
   ast::Context& ctx_;
   ast::File* file_;
   Lexer lexer_;

@@ -32,6 +32,12 @@ class Lexer {
   Parser::symbol_type next(bool recovering = false);
   // Whether the last token returned by next() is the first token on its line.
   bool firstOnLine() const { return first_on_line_; }
+  // Whether only blanks precede `first` (a token's first character) on its line.
+  bool startsLine(const char* first) const {
+    const uchar* p = reinterpret_cast<const uchar*>(first);
+    while (p > begin_ && (p[-1] == ' ' || p[-1] == '\t' || p[-1] == '\r')) --p;
+    return p == begin_ || p[-1] == '\n';
+  }
 
   // Reports an error (unless stopped); stops when the engine's error limit is reached.
   void error(SourceLoc loc, std::string message, std::vector<Note> notes = {});

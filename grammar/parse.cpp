@@ -101,11 +101,34 @@ std::string joinAlternatives(const std::vector<std::string>& items) {
 //   * all declaration keywords -> "a declaration";
 //   * all of + - * / % -> "an operator" (and then '<=', and the '(' and '[' that may follow a
 //     name, are left out).
-std::string expectedList(const Parser::context& ctx) {
+using TokenSet = std::vector<bool>;  // indexed by token kind
+
+TokenSet expectedTokens(const Parser::context& ctx) {
   Kind buf[kind::YYNTOKENS];
   const int n = ctx.expected_tokens(buf, kind::YYNTOKENS);
-  std::vector<bool> set(kind::YYNTOKENS, false);
+  TokenSet set(kind::YYNTOKENS, false);
   for (int i = 0; i < n; ++i) set[buf[i]] = true;
+  return set;
+}
+
+bool isDeclKeyword(Kind k) {
+  return std::find(std::begin(kDeclKeywords), std::end(kDeclKeywords), k) != std::end(kDeclKeywords);
+}
+
+// Whether the construct being parsed may end where the lookahead stands: the parser would
+// also accept a '}', a declaration or the end of the file there.
+// (Where every keyword is expected along with an identifier, the keywords are names.)
+bool mayEndHere(const TokenSet& expected) {
+  if (expected[kind::S_RBRACE] || expected[kind::S_YYEOF]) return true;
+  bool keywords_are_names = expected[kind::S_IDENT];
+  for (int k = kind::S_KW_MODULE; k <= kind::S_KW_RUN; ++k) keywords_are_names &= bool(expected[k]);
+  return !keywords_are_names &&
+         std::any_of(std::begin(kDeclKeywords), std::end(kDeclKeywords), [&](Kind k) { return bool(expected[k]); });
+}
+
+bool isKeyword(Kind k) { return k >= kind::S_KW_MODULE && k <= kind::S_KW_RUN; }
+
+std::string expectedList(TokenSet set) {
   auto has = [&](Kind k) { return bool(set[k]); };
   auto hasAll = [&](auto&& ks) {
     return std::all_of(std::begin(ks), std::end(ks), [&](Kind k) { return has(k); });
@@ -148,9 +171,34 @@ std::string expectedList(const Parser::context& ctx) {
 
 void Driver::syntaxError(const Parser::context& ctx) {
   if (stopped()) return;
+  const Kind found = ctx.lookahead().kind();
+  // `copy(x) -> y,` followed by a statement on the next line: the ',' made the parser read
+  // the next line as the rest of the list, and the error comes on that line. The mistake is
+  // the trailing ',' when the line looks like the start of a declaration or statement: it
+  // begins with a keyword, or with a name followed by '(' or '='. (A list that really goes on
+  // to the next line and breaks there is left alone.)
+  const LineAfterComma& line = after_comma_;
+  if (line.line == ctx.location().begin.line && found != kind::S_YYEOF &&
+      (isKeyword(line.first) ||
+       (line.first == kind::S_IDENT && (line.second == kind::S_LPAREN || line.second == kind::S_EQUAL)))) {
+    error(line.comma, fmt::format("unexpected ',' at the end of the line: the next line begins a new {}",
+                                  isDeclKeyword(line.first) ? "declaration" : "statement"));
+    return;
+  }
+  const Seen& before = before_;
+  TokenSet expected = expectedTokens(ctx);
+  std::string list = expectedList(expected);
+  // A line cut short (`sym B in [1, 64` without its ']'): the error is at the end of that
+  // line, not at the first token of the next one.
+  if (found != kind::S_YYEOF && before.kind != kind::S_YYEMPTY &&
+      ctx.location().begin.line > before.range.end.line && !mayEndHere(expected)) {
+    SourceLoc eol = before.range.end;
+    ++eol.col;
+    error(eol, "unexpected end of line" + (list.empty() ? std::string() : ", expected " + list));
+    return;
+  }
   std::string message = "unexpected " + describeToken(ctx.lookahead());
-  std::string expected = expectedList(ctx);
-  if (!expected.empty()) message += ", expected " + expected;
+  if (!list.empty()) message += ", expected " + list;
   error(ctx.location().begin, std::move(message));
 }
 

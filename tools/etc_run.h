@@ -25,6 +25,8 @@ struct RunOptions {
   int stress = 0;                       // --stress N: N launches cycling through sym_values
   std::string stress_sym;               // --sym-values NAME=V1,V2,...: the sym that changes
   std::vector<int64_t> stress_values;
+  std::vector<std::string> stress_also;  // --stress-also F: other fatbins of the module, launched in turn
+  int64_t check_every = 1000;           // --check-every K: every K-th stress launch against the interpreter
   std::string trace;                    // --trace FILE: Chrome trace of one megakernel launch
 };
 

@@ -8,24 +8,10 @@
 #include <fmt/format.h>
 
 #include "etc_run.h"
+#include "etc_run_device.h"
 #include "npy.h"
 
 namespace etc::tools {
-namespace {
-
-// A device buffer that frees itself: an error anywhere leaves no device memory behind.
-class DeviceBuffer {
- public:
-  DeviceBuffer(etc_module m, size_t bytes) : m_(m) { checkStatus(etc_module_mem_alloc(m, bytes, &p_)); }
-  ~DeviceBuffer() { etc_module_mem_free(m_, p_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  etc_devptr get() const { return p_; }
-
- private:
-  etc_module m_;
-  etc_devptr p_ = 0;
-};
 
 std::vector<TensorSpec> specsOf(const Module& m) {
   std::vector<TensorSpec> out;
@@ -42,8 +28,6 @@ std::vector<TensorSpec> specsOf(const Module& m) {
   return out;
 }
 
-}  // namespace
-
 const char* modeName(etc_mode m) {
   switch (m) {
     case ETC_MODE_MEGA: return "mega";
@@ -53,85 +37,6 @@ const char* modeName(etc_mode m) {
   return "?";
 }
 
-namespace {
-
-// --stress: back-to-back launches that change a sym every time. Each value gets its own inputs
-// and buffers and one interpreter reference; every launch's outputs must equal, bit for bit,
-// the first launch's for that value (no stale counter, queue or workspace state changes a
-// result), and that first result must match the reference.
-int runStress(Module& m, const RunOptions& opt, const std::string& graph, std::map<std::string, int64_t> syms) {
-  struct Case {
-    int64_t value;
-    std::vector<TensorSpec> specs;
-    std::map<std::string, std::unique_ptr<DeviceBuffer>> buffers;
-    std::map<std::string, interp::HostTensor> reference, first;
-  };
-  m.loadDevice(opt.device);
-  const etc_module h = m.handle();
-  std::vector<Case> cases;
-  bool ok = true;
-  for (int64_t v : opt.stress_values) {
-    Case c;
-    c.value = v;
-    m.setSym(opt.stress_sym, v);
-    syms[opt.stress_sym] = v;
-    c.specs = specsOf(m);
-    interp::TensorMap host = gatherInputs(c.specs, opt.inputs);
-    interp::TensorMap ref = host;
-    interpret(m.ir(), m.name() + " (embedded IR)", graph, syms, ref);
-    for (const TensorSpec& s : c.specs) {
-      if (s.role == "temp") continue;
-      if (s.role == "output") c.reference[s.name] = ref.at(s.name);
-      const interp::HostTensor t = s.role == "output" ? interp::zeros(s.dtype, s.shape) : host.at(s.name);
-      auto buf = std::make_unique<DeviceBuffer>(h, t.bytes.size());
-      checkStatus(etc_module_memcpy_htod(h, buf->get(), t.bytes.data(), t.bytes.size()));
-      c.buffers[s.name] = std::move(buf);
-    }
-    cases.push_back(std::move(c));
-  }
-  etc_launch_options lo{opt.modes.front(), opt.watchdog_ms * 1000000, opt.debug ? 1u : 0u};
-  int64_t mismatches = 0;
-  double worst = 0;
-  for (int i = 0; i < opt.stress; ++i) {
-    Case& c = cases[static_cast<size_t>(i) % cases.size()];
-    m.setSym(opt.stress_sym, c.value);
-    for (const TensorSpec& s : c.specs) {
-      if (s.role == "temp") continue;
-      if (s.role == "output") {  // poisoned, so that a launch that skips a write shows
-        interp::HostTensor z = interp::zeros(s.dtype, s.shape);
-        std::fill(z.bytes.begin(), z.bytes.end(), static_cast<uint8_t>(0x7f));
-        checkStatus(etc_module_memcpy_htod(h, c.buffers[s.name]->get(), z.bytes.data(), z.bytes.size()));
-      }
-      m.bind(s.name, c.buffers[s.name]->get(), static_cast<etc_dtype>(s.dtype), s.shape);
-    }
-    m.launch(graph, nullptr, lo);
-    m.checkError(nullptr);
-    for (const TensorSpec& s : c.specs) {
-      if (s.role != "output") continue;
-      interp::HostTensor t = interp::zeros(s.dtype, s.shape);
-      checkStatus(etc_module_memcpy_dtoh(h, t.bytes.data(), c.buffers[s.name]->get(), t.bytes.size()));
-      auto first = c.first.find(s.name);
-      if (first == c.first.end()) {
-        Comparison cmp = compareOutput(s.name, t, c.reference.at(s.name));
-        fmt::print("stress {}={}: {}\n", opt.stress_sym, c.value, cmp.line);
-        ok = ok && cmp.ok;
-        worst = std::max(worst, cmp.error);
-        c.first.emplace(s.name, std::move(t));
-      } else if (t.bytes != first->second.bytes) {
-        if (mismatches++ < 5)
-          fmt::print("stress: launch {} ({}={}): output {} differs from the first launch with that value\n", i,
-                     opt.stress_sym, c.value, s.name);
-      }
-    }
-  }
-  fmt::print("stress {}: {} launches over {}={} values, {} differing from the first launch, worst rel L2 vs "
-             "the interpreter {:.2e}: {}\n",
-             modeName(lo.mode), opt.stress, opt.stress_sym, cases.size(), mismatches, worst,
-             ok && mismatches == 0 ? "ok" : "FAILED");
-  return ok && mismatches == 0 ? 0 : 1;
-}
-
-}  // namespace
 
 int runFatbin(Module& m, const RunOptions& opt) {
   std::map<std::string, int64_t> syms;

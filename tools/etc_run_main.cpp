@@ -130,6 +130,13 @@ int main(int argc, char** argv) {
                  "bit-identical and match the interpreter")
       ->check(CLI::PositiveNumber);
   app.add_option("--sym-values", sym_values, "with --stress: NAME=V1,V2,... (the sym that changes between launches)");
+  app.add_option("--stress-also", opt.stress_also,
+                 "with --stress: another fatbin of the same module (e.g. the other schedule), launched in turn in the "
+                 "same context; repeatable");
+  app.add_option("--check-every", opt.check_every,
+                 "with --stress: compare every K-th launch with the interpreter too (default 1000; 0: only the first "
+                 "of each case)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--trace", opt.trace,
                  "write a Chrome/Perfetto trace (JSON) of one megakernel launch and print a summary: time per task, "
                  "SM busy fraction, time waiting on events; needs a fatbin compiled with etcc --profile");
@@ -146,6 +153,9 @@ int main(int argc, char** argv) {
     opt.inputs.out = assignments(outs, "--out");
     if (opt.stress > 0 || !sym_values.empty()) {
       if (opt.stress == 0 || sym_values.empty()) throw std::runtime_error("--stress and --sym-values go together");
+    }
+    if (!opt.stress_also.empty() && opt.stress == 0) throw std::runtime_error("--stress-also needs --stress");
+    if (opt.stress > 0) {
       auto [name, list] = splitAssignment(sym_values, "--sym-values");
       size_t pos = 0;
       while (pos <= list.size()) {

@@ -5,15 +5,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
-cmake --build "$build" -j2 --target etcc etc-run etcrt
+cmake --build "$build" -j2 --target etcc etc-run etcrt etc-watchdog-recovery
 rm -rf gpu-bundle && mkdir -p gpu-bundle
+: >gpu-bundle/auto_schedules.txt
 strip -o gpu-bundle/etc-run "$build/tools/etc-run"
+strip -o gpu-bundle/etc-watchdog-recovery "$build/tests/etc-watchdog-recovery"
 # The runtime library for the Python binding (python/ travels with the working tree).
 strip -o gpu-bundle/libetcrt.so "$build/runtime/libetcrt.so"
 # Every sample as the compiler chooses, and forced to each schedule.
 for s in samples/*.etir; do
   n=$(basename "${s%.etir}")
-  "$build/etcc" "$s" -o "gpu-bundle/$n.fatbin"
+  # -v says which schedule auto picked and why: run.sh prints it beside the timings.
+  "$build/etcc" "$s" -v -o "gpu-bundle/$n.fatbin" 2>&1 | grep -E ': schedule ' | sed "s|^|$n: |" >>gpu-bundle/auto_schedules.txt
   "$build/etcc" "$s" --schedule=static -o "gpu-bundle/${n}_static.fatbin"
   "$build/etcc" "$s" --schedule=dynamic -o "gpu-bundle/${n}_dynamic.fatbin"
 done
@@ -30,6 +33,10 @@ for s in tests/gpu/hang/*.etir; do
 done
 # A fatbin without code for Hopper: etc-run must refuse it on an H100/H200 and list what it has.
 "$build/etcc" samples/two_stage_sum.etir -arch sm_80 -o gpu-bundle/sm80_only.fatbin
+# A kernel that needs more shared memory than any GPU has, written despite the compile-time
+# check: the runtime's load-time check must refuse it with what to change.
+"$build/etcc" tests/gpu/resources/smem_too_large.etir -arch sm_90a -arch sm_80 --no-check-resources \
+  -o gpu-bundle/smem_too_large.fatbin 2>/dev/null
 if [ ! -x "$build/gpu/device_ops_test" ]; then tests/gpu/build_device_test.sh "$build/gpu/device_ops_test"; fi
 cp "$build/gpu/device_ops_test" gpu-bundle/
 du -sh gpu-bundle

@@ -1,7 +1,11 @@
 #include "safetensors.h"
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <set>
 #include <stdexcept>
+#include <tuple>
+#include <vector>
 
 #include "npy.h"
 
@@ -29,10 +33,22 @@ std::map<std::string, interp::HostTensor> parseSafetensors(std::span<const uint8
   for (int i = 7; i >= 0; --i) n = (n << 8) | b[i];
   if (n > kMaxHeader) bad("the .safetensors header length " + std::to_string(n) + " is above the 100 MB limit");
   if (n > b.size() - 8) bad("the .safetensors header (" + std::to_string(n) + " bytes) runs past the end of the file");
-  nlohmann::json h = nlohmann::json::parse(b.begin() + 8, b.begin() + 8 + static_cast<std::ptrdiff_t>(n), nullptr, false);
+  // nlohmann keeps the last of two equal keys; a file naming a tensor twice is ambiguous (which
+  // one did the writer mean?), so the top-level keys are collected while parsing.
+  std::set<std::string> names;
+  std::string twice;
+  auto note_key = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string() &&
+        !names.insert(parsed.get<std::string>()).second && twice.empty())
+      twice = parsed.get<std::string>();
+    return true;
+  };
+  nlohmann::json h = nlohmann::json::parse(b.begin() + 8, b.begin() + 8 + static_cast<std::ptrdiff_t>(n), note_key, false);
   if (h.is_discarded() || !h.is_object()) bad("the .safetensors header is not a JSON object");
+  if (!twice.empty()) bad("the .safetensors header names tensor '" + twice + "' twice");
   const std::span<const uint8_t> data = b.subspan(8 + n);
   std::map<std::string, interp::HostTensor> out;
+  std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;  // [begin, end), name
   for (const auto& [name, e] : h.items()) {
     if (name == "__metadata__") continue;
     const std::string where = "tensor '" + name + "'";
@@ -58,6 +74,17 @@ std::map<std::string, interp::HostTensor> parseSafetensors(std::span<const uint8
       bad(where + " has " + std::to_string(end - begin) + " data bytes, its dtype and shape need " + std::to_string(bytes));
     t.bytes.assign(data.begin() + static_cast<std::ptrdiff_t>(begin), data.begin() + static_cast<std::ptrdiff_t>(end));
     out.emplace(name, std::move(t));
+    if (begin < end) ranges.emplace_back(begin, end, name);
+  }
+  // Two tensors sharing bytes would alias: writing one (a param updated in place) changes the
+  // other. The format forbids it; a file that does it is corrupt or hostile.
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    const auto& [b0, e0, n0] = ranges[i - 1];
+    const auto& [b1, e1, n1] = ranges[i];
+    if (b1 < e0)
+      bad("tensors '" + n0 + "' (data_offsets [" + std::to_string(b0) + ", " + std::to_string(e0) + "]) and '" + n1 +
+          "' ([" + std::to_string(b1) + ", " + std::to_string(e1) + "]) overlap");
   }
   return out;
 }

@@ -18,17 +18,16 @@ echo "== tests under ASan + UBSan =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
-# The libFuzzer target needs clang; where clang is present, build it and fuzz for a short while
-# from the committed corpus (the corpus itself already replayed in both test runs above).
+# The libFuzzer targets need clang; where clang is present, build them and fuzz each for a short
+# while from its committed corpus (the corpora themselves already replayed in both test runs
+# above). Long runs: tools/fuzz.sh.
 if command -v clang++ >/dev/null 2>&1; then
-  echo "== libFuzzer target (clang) =="
+  echo "== libFuzzer targets (clang) =="
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DETC_FUZZ=ON >/dev/null
-  cmake --build build-fuzz -j "$jobs" --target etc_fuzz_frontend
-  work=$(mktemp -d)
-  cp -r tests/fuzz/corpus "$work/corpus"
-  (cd "$work" && "$OLDPWD/build-fuzz/tests/etc_fuzz_frontend" -seed=1 -max_total_time=30 -max_len=4096 -timeout=10 \
-     -print_final_stats=1 corpus 2>&1 | tail -n 4)
-  rm -rf "$work"
+  cmake --build build-fuzz -j "$jobs" --target etc_fuzz_frontend etc_fuzz_fatbin etc_fuzz_npy etc_fuzz_safetensors
+  for target in frontend fatbin npy safetensors; do
+    tools/fuzz.sh "$target" 15 | tail -n 3
+  done
 else
-  echo "== libFuzzer target: skipped (no clang++ on this machine) =="
+  echo "== libFuzzer targets: skipped (no clang++ on this machine) =="
 fi

@@ -21,7 +21,7 @@ bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::
 }
 
 bool compileTargets(const std::string& cuda, const std::string& file_name, const std::vector<Target>& targets,
-                    std::vector<FatbinEntry>& images, DiagnosticEngine& diags) {
+                    std::vector<FatbinEntry>& images, DiagnosticEngine& diags, std::vector<std::string>* logs) {
   std::vector<CompileResult> results(targets.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < targets.size(); ++i)
@@ -38,6 +38,7 @@ bool compileTargets(const std::string& cuda, const std::string& file_name, const
       continue;
     }
     images.push_back({targets[i], std::move(results[i].image)});
+    if (logs) logs->push_back(std::move(results[i].log));
   }
   return ok;
 }

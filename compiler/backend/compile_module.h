@@ -17,8 +17,10 @@ namespace etc::backend {
 bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::string& cuda, DiagnosticEngine& diags,
                   bool profile = false);
 
-// Compiles `cuda` for every target; on failure reports each failing target with its log.
+// Compiles `cuda` for every target; on failure reports each failing target with its log. On
+// success `logs`, when given, receives each image's NVRTC / nvJitLink log (ptxas's verbose
+// report for cubins), parallel to `images`.
 bool compileTargets(const std::string& cuda, const std::string& file_name, const std::vector<Target>& targets,
-                    std::vector<FatbinEntry>& images, DiagnosticEngine& diags);
+                    std::vector<FatbinEntry>& images, DiagnosticEngine& diags, std::vector<std::string>* logs = nullptr);
 
 }  // namespace etc::backend

@@ -285,7 +285,7 @@ class Emitter {
     std::string need = "etc::dev::kSmallOpSmem";
     for (const std::string& s : smem) need = fmt::format("etc_umax({}, {})", need, s);
     body += fmt::format("constexpr unsigned kSmem_{} = {};\n\n", t.name, need);
-    if (dynamicTask(ti)) body += waitsFunction(ti);
+    if (dynamicTask(ti)) body += waitsFunction(ti) + diagnoseFunction(ti);
     out_ += body;
     return true;
   }
@@ -319,6 +319,25 @@ class Emitter {
         out += eventLoops(w->event, names, false,
                           fmt::format("(void)lin; n += ({}) > 0 ? 1u : 0u;", initAt(m_.events[w->event.target])));
     out += "  return n;\n}\n\n";
+    return out;
+  }
+
+  // diagnose_T(p, t): task t's waits spun on as in the static schedule. Run when a dynamic
+  // schedule's queue starved, on a task that never became ready, with a short watchdog: the
+  // first element still short records the usual wait-timeout error (task, coordinates,
+  // element and count) instead of a bare "the queue stayed empty".
+  std::string diagnoseFunction(uint32_t ti) {
+    const Task& t = m_.tasks[ti];
+    CudaNames names;
+    names.coord = [](uint32_t id) { return coordVar(id); };
+    std::string out = fmt::format("__device__ __noinline__ void diagnose_{}(const EtcParams& p, long long t) {{\n", t.name);
+    out += "  (void)p;\n" + coordDecode(t, "t", "  ");
+    for (const TaskStmt& st : t.body)
+      if (const auto* w = std::get_if<WaitStmt>(&st))
+        out += eventLoops(w->event, names, false,
+                          fmt::format("if (!etc::dev::wait(p, p.events + lin, (unsigned)({}), {})) return;",
+                                      initAt(m_.events[w->event.target]), site(ti, w->event.target, t)));
+    out += "}\n\n";
     return out;
   }
 
@@ -550,6 +569,28 @@ class Emitter {
     out_ += "  unsigned claimed = threadIdx.x == 0 ? atomicAdd(s.head, 1u) : 0u;\n";
     out_ += "  for (;;) {\n";
     out_ += "    const unsigned w = etc::dev::sched_pop(p, s, (unsigned)total, claimed);\n";
+    out_ += "    if (w == etc::dev::kQueueStarved) {\n";
+    out_ += "      // Name what blocks: the lowest-numbered task that never became ready spins on its\n";
+    out_ += "      // waits with a 1 ms budget, which records the element it is stuck on.\n";
+    out_ += "      __shared__ long long stuck;\n";
+    out_ += "      if (threadIdx.x == 0) {\n        stuck = -1;\n";
+    out_ += "        for (long long g = 0; g < total && stuck < 0; ++g) {\n          long long t = g;\n";
+    for (size_t i = 0; i < k.tasks.size(); ++i) {
+      const Task& t = m_.tasks[k.tasks[i]];
+      out_ += fmt::format("          if (t < n{}) {{\n            if (etc::dev::sched_pending(s, g) < waits_{}(p, t)) stuck = g;\n"
+                          "            continue;\n          }}\n",
+                          i, t.name);
+      if (i + 1 < k.tasks.size()) out_ += fmt::format("          t -= n{};\n", i);
+    }
+    out_ += "        }\n      }\n      __syncthreads();\n";
+    out_ += "      if (stuck >= 0) {\n        EtcParams q = p;\n        q.watchdog_ns = 1000000LL;\n";
+    out_ += "        long long t = stuck;\n        do {\n";
+    for (size_t i = 0; i < k.tasks.size(); ++i) {
+      out_ += fmt::format("          if (t < n{}) {{\n            diagnose_{}(q, t);\n            break;\n          }}\n", i,
+                          m_.tasks[k.tasks[i]].name);
+      if (i + 1 < k.tasks.size()) out_ += fmt::format("          t -= n{};\n", i);
+    }
+    out_ += "        } while (false);\n      }\n      etc::dev::sched_starved(p, s, (unsigned)total);\n      return;\n    }\n";
     out_ += "    if (w == 0u || w == etc::dev::kQueueEnd) return;\n";
     out_ += "    const long long g = (long long)w - 1;\n";
     out_ += "    {\n" + dispatch("      ", "return;") + "    }\n";

@@ -185,7 +185,9 @@ std::string jitLinkLog(nvJitLinkHandle h, bool errors) {
 
 bool linkToCubin(const std::string& ptx, std::string_view file_name, const Target& t,
                  bool lineinfo, std::vector<uint8_t>& cubin, std::string& log) {
-  std::vector<std::string> options = {"-arch=" + t.name()};
+  // -verbose: ptxas's per-kernel report (registers, stack frame, spills) in the info log, which
+  // the resource report reads the spills from (the cubin does not record them).
+  std::vector<std::string> options = {"-arch=" + t.name(), "-verbose"};
   if (lineinfo) options.push_back("-lineinfo");
   std::vector<const char*> argv;
   for (const std::string& o : options) argv.push_back(o.c_str());

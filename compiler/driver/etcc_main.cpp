@@ -15,11 +15,13 @@
 #include "compiler/backend/compile_module.h"
 #include "compiler/driver/atomic_file.h"
 #include "compiler/driver/depfile.h"
+#include "compiler/backend/resource_report.h"
 #include "compiler/driver/summary.h"
 #include "compiler/driver/verify_diagnostics.h"
 #include "compiler/frontend/frontend.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/pipeline.h"
+#include "runtime/src/fatbin_seal.h"
 
 namespace {
 
@@ -35,6 +37,8 @@ struct Options {
   bool summary = false;
   std::string color = "auto";
   bool verbose = false;
+  bool resource_usage = false;
+  bool no_check_resources = false;
   std::string schedule = "auto";
   bool no_verify_schedule = false;
   bool write_deps = false;               // -MD
@@ -155,7 +159,12 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   std::string name = m.name + ".cu";
   std::vector<etc::backend::FatbinEntry> images;
   auto start = std::chrono::steady_clock::now();
-  if (!etc::backend::compileTargets(cuda, name, targets, images, diags)) return false;
+  std::vector<std::string> logs;
+  if (!etc::backend::compileTargets(cuda, name, targets, images, diags, &logs)) return false;
+  std::string resources;
+  const bool fits = etc::backend::checkResources(m, images, logs, diags, &resources, !opt.no_check_resources);
+  if (opt.verbose || opt.resource_usage) std::cerr << resources;
+  if (!fits && !opt.no_check_resources) return false;
   if (opt.verbose)
     std::cerr << fmt::format("etcc: NVRTC + nvJitLink for {} target{}: {:.1f} ms\n", targets.size(),
                              targets.size() == 1 ? "" : "s",
@@ -165,6 +174,7 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
     return true;
   }
   std::vector<uint8_t> fatbin = etc::backend::writeFatbin(images);
+  etc::rt::sealFatbin(fatbin);  // a checksum, so that the runtime refuses a damaged file
   out.assign(fatbin.begin(), fatbin.end());
   return true;
 }
@@ -306,6 +316,12 @@ int main(int argc, char** argv) {
   app.add_option("--color", opt.color, "colour diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_flag("-v,--verbose", opt.verbose, "say what the compiler does and how long each step takes, and which schedule each graph got and why");
+  app.add_flag("--resource-usage", opt.resource_usage,
+               "print, per cubin architecture, each kernel's registers, stack and spills, shared memory and CTAs per "
+               "SM (also with -v); a kernel that cannot run on an architecture is an error either way");
+  app.add_flag("--no-check-resources", opt.no_check_resources,
+               "write the fatbin even when a kernel does not fit its architecture (saying so in a warning): for "
+               "testing the runtime's load-time check");
   app.add_option("--schedule", opt.schedule,
                  "static, dynamic or auto (default): the schedule of every graph; static and dynamic override what the "
                  "source says, auto keeps it and lets the compiler choose where the source does not")

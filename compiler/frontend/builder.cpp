@@ -602,6 +602,7 @@ class Builder {
       return std::nullopt;
     }
     bool ok = true;
+    s.dims.reserve(ref.entries.size());
     for (size_t k = 0; k < ref.entries.size(); ++k) {
       const ast::SliceEntry& e = ref.entries[k];
       ir::SliceDim dim;
@@ -736,6 +737,7 @@ class Builder {
                                info->max_outputs == 1 ? "" : "s", n_out, n_out == 1 ? "destination is" : "destinations are"));
       ok = false;
     }
+    call.args.reserve(c.args.size());
     for (const ast::TensorRef& arg : c.args) {
       auto s = tensorSlice(arg, scope);
       if (!s) {
@@ -744,11 +746,18 @@ class Builder {
       }
       call.args.push_back(std::move(*s));
     }
-    std::unordered_map<std::string_view, const ast::Attr*> seen;
-    for (const ast::Attr& a : c.attrs) {
-      if (auto [it, fresh] = seen.emplace(a.name.name, &a); !fresh) {
+    // (A call has a handful of attributes: a scan of the earlier ones beats a hash map.)
+    auto written = [&c](std::string_view name, size_t before) -> const ast::Attr* {
+      for (size_t j = 0; j < before; ++j)
+        if (c.attrs[j].name.name == name) return &c.attrs[j];
+      return nullptr;
+    };
+    call.attrs.reserve(c.attrs.size());
+    for (size_t i = 0; i < c.attrs.size(); ++i) {
+      const ast::Attr& a = c.attrs[i];
+      if (const ast::Attr* first = written(a.name.name, i)) {
         diags_.error(a.name.range.begin, fmt::format("attribute '{}' is given twice", a.name.name),
-                     {{it->second->name.range.begin, "first given here"}});
+                     {{first->name.range.begin, "first given here"}});
         ok = false;
         continue;
       }
@@ -777,7 +786,7 @@ class Builder {
       call.attrs.push_back(ir::Attr{std::string(a.name.name), std::move(*v), a.range});
     }
     for (const ir::AttrSpec& sp : info->attrs) {
-      if (sp.required && !seen.count(sp.name)) {
+      if (sp.required && !written(sp.name, c.attrs.size())) {
         diags_.error(c.callee.range.begin, fmt::format("{} needs the attribute '{}'", info->name, sp.name));
         ok = false;
       }
@@ -994,7 +1003,7 @@ class Builder {
     bool poisoned_input = false;
     if (call)
       for (const ir::Slice& s : call->args) poisoned_input = poisoned_input || poisoned_.count(s.target);
-    bool typed = ok && !poisoned_input && ir::checkOpCall(*m_, *call, slots, prover, diags_, &types);
+    bool typed = ok && !poisoned_input && ir::checkOpCall(*m_, *call, slots, prover, diags_, &types, &op_checks_);
     // Implicit results exist even when typing failed, so later uses do not cascade into
     // "undefined name" errors; they are marked poisoned and their uses are not re-checked.
     std::vector<uint32_t> ids(a.results.size());
@@ -1037,6 +1046,7 @@ class Builder {
   std::set<uint32_t> poisoned_;
   std::vector<Expr> sym_leaves_, const_leaves_, coord_leaves_;  // see symLeaf
   std::unique_ptr<ir::Prover> prover_;                          // see buildGraph
+  ir::OpCheckMemo op_checks_;                                   // layer after layer of the same calls
   NameMap<Broken> broken_;                  // value names whose declaration had errors
   NameMap<SourceLoc> broken_tasks_;         // tasks whose declaration had errors
   NameMap<SourceLoc> broken_graphs_;        // graphs whose declaration had errors

@@ -45,6 +45,11 @@ std::optional<int64_t> Prover::valueAt(const Expr& e, const SamplePoint& p) cons
   return r.value;
 }
 
+std::optional<int64_t> Prover::exactValueAt(const Expr& e, const SamplePoint& p) const {
+  if (auto v = valueAt(e, p)) return v;
+  return valueAt(simplify(inlineConsts(e), rangeEnv()), p);
+}
+
 std::vector<std::vector<int64_t>> Prover::symSamples(const Expr& e) const {
   std::set<uint32_t> used;
   std::set<int64_t> consts;

@@ -39,6 +39,10 @@ class Prover {
 
   // The value of e at a point (nullopt if it cannot be evaluated there, e.g. reads data).
   std::optional<int64_t> valueAt(const Expr& e, const SamplePoint& p) const;
+  // The same for messages about a counterexample: where e as written overflows on the way
+  // (`min(C * 4, N)` with a huge const C) the value is that of its range-simplified form, the
+  // form the prover refutes, which is the exact value there (nullopt if that fails too).
+  std::optional<int64_t> exactValueAt(const Expr& e, const SamplePoint& p) const;
   // "N = 1, i = 0": the syms and coordinates that occur in `exprs`, at p.
   std::string describe(const SamplePoint& p, const std::vector<Expr>& exprs) const;
 

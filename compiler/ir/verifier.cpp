@@ -19,6 +19,15 @@ constexpr int64_t kMaxBufferBytes = int64_t{1} << 48;
 
 std::string ordinal(size_t k) { return std::to_string(k); }
 
+// What a check is about, as messages name it ("tensor 'x'", "the grid of task '@t'"); only
+// formatted for a message (these checks run for every declaration).
+struct Subject {
+  std::string_view kind;
+  std::string_view name;
+  std::string_view sigil = "";
+  std::string str() const { return fmt::format("{} '{}{}'", kind, sigil, name); }
+};
+
 class Verifier {
  public:
   Verifier(const Module& m, DiagnosticEngine& diags) : m_(m), diags_(diags), prover_(m) {}
@@ -59,7 +68,7 @@ class Verifier {
       if (!t.implicit) {
         verifyTensor(t);
       } else if (diags_.errorCount() == before) {
-        checkSize(t.shape, {}, dtypeBytes(t.dtype), nameLoc(t.name_range, t.range), fmt::format("tensor '{}'", t.name));
+        checkSize(t.shape, {}, dtypeBytes(t.dtype), nameLoc(t.name_range, t.range), Subject{"tensor", t.name});
       }
     }
     for (uint32_t k = 0; k < m_.events.size(); ++k)
@@ -79,9 +88,16 @@ class Verifier {
     return where.empty() ? std::string() : " at " + where;
   }
 
-  std::string valueAt(const Expr& e, const Fact& f) const {
-    auto v = prover_.valueAt(e, f.at);
-    return v ? std::to_string(*v) : "?";
+  std::optional<int64_t> valueAt(const Expr& e, const Fact& f) const { return prover_.exactValueAt(e, f.at); }
+  // ": -1 at N = 1" for a refuted fact about e; just " at N = 1" when e has no value there.
+  std::string valued(const Fact& f, const Expr& e) const {
+    auto v = valueAt(e, f);
+    return v ? fmt::format(": {}{}", *v, at(f, {e})) : at(f, {e});
+  }
+  // ": 5 >= 4 at N = 4" for a refuted comparison of a and b (`op` names how it fails).
+  std::string compared(const Fact& f, const Expr& a, std::string_view op, const Expr& b) const {
+    auto va = valueAt(a, f), vb = valueAt(b, f);
+    return va && vb ? fmt::format(": {} {} {}{}", *va, op, *vb, at(f, {a, b})) : at(f, {a, b});
   }
 
   static SourceLoc nameLoc(const SourceRange& name, const SourceRange& decl) {
@@ -95,8 +111,8 @@ class Verifier {
 
   // Divisors that can be zero (literal zeros were rejected by the front end). Returns false
   // if one was reported: the expression's other checks would only repeat the problem.
-  bool checkDivisors(const Expr& e, SourceLoc loc, std::string_view context) {
-    return checkDivisorsWith(e, loc, [context] { return std::string(context); });
+  bool checkDivisors(const Expr& e, SourceLoc loc, const Subject& subject) {
+    return checkDivisorsWith(e, loc, [&subject] { return subject.str(); });
   }
   // `context()` names where e is written; it is only formatted for a message (this runs for
   // every subscript of every statement).
@@ -114,8 +130,9 @@ class Verifier {
       if (hasLoad(d)) continue;
       Fact f = prover_.positive(d);
       if (!f.refuted()) continue;
+      auto v = valueAt(d, f);
       diags_.error(loc, fmt::format("divisor '{}' in {} is {}{}; divisors must be positive", toString(d), context(),
-                                    valueAt(d, f), at(f, {d})));
+                                    v ? std::to_string(*v) : "not positive", at(f, {d})));
       ok = false;
     }
     return ok;
@@ -123,7 +140,7 @@ class Verifier {
 
   // Upper bound of a shape's element count times `bytes`, or an error.
   void checkSize(const std::vector<Expr>& shape, const std::vector<SourceRange>& ranges, int bytes, SourceLoc loc,
-                 std::string_view what) {
+                 const Subject& what) {
     RangeEnv env = m_.symRanges();
     __int128 total = bytes;
     for (size_t k = 0; k < shape.size(); ++k) {
@@ -131,12 +148,12 @@ class Verifier {
       Interval b = bounds(d, env);
       if (b.upperUnbounded()) {
         diags_.error(locOf(ranges, k, loc),
-                     fmt::format("{} has no upper bound on its size (dimension '{}')", what, toString(d)));
+                     fmt::format("{} has no upper bound on its size (dimension '{}')", what.str(), toString(d)));
         return;
       }
       total *= std::max<int64_t>(0, b.hi);
       if (total > kMaxBufferBytes) {
-        diags_.error(loc, fmt::format("{} can take more than 2^48 bytes at the top of the sym ranges", what));
+        diags_.error(loc, fmt::format("{} can take more than 2^48 bytes at the top of the sym ranges", what.str()));
         return;
       }
     }
@@ -144,7 +161,7 @@ class Verifier {
 
   // Returns false if a dimension was reported.
   bool checkDims(const std::vector<Expr>& shape, const std::vector<SourceRange>& ranges, SourceLoc loc,
-                 std::string_view what) {
+                 const Subject& what) {
     bool ok = true;
     for (size_t k = 0; k < shape.size(); ++k) {
       SourceLoc at_dim = locOf(ranges, k, loc);
@@ -154,8 +171,8 @@ class Verifier {
       }
       Fact f = prover_.nonNegative(shape[k]);
       if (f.refuted()) {
-        diags_.error(at_dim, fmt::format("dimension {} of {} ('{}') is negative: {}{}", ordinal(k), what,
-                                         toString(shape[k]), valueAt(shape[k], f), at(f, {shape[k]})));
+        diags_.error(at_dim, fmt::format("dimension {} of {} ('{}') is negative{}", ordinal(k), what.str(),
+                                         toString(shape[k]), valued(f, shape[k])));
         ok = false;
       }
     }
@@ -186,14 +203,14 @@ class Verifier {
   }
 
   void verifyTensor(const Tensor& t) {
-    std::string what = fmt::format("tensor '{}'", t.name);
+    Subject what{"tensor", t.name};
     SourceLoc at_name = nameLoc(t.name_range, t.range);
     if (checkDims(t.shape, t.shape_ranges, at_name, what))
       checkSize(t.shape, t.shape_ranges, dtypeBytes(t.dtype), at_name, what);
   }
 
   void verifyEvent(const Event& e) {
-    std::string what = fmt::format("event '{}'", e.name);
+    Subject what{"event", e.name};
     SourceLoc at_name = nameLoc(e.name_range, e.range);
     SourceLoc at_init = locOr(e.init_range, e.range.begin);
     if (checkDims(e.shape, e.shape_ranges, at_name, what)) checkSize(e.shape, e.shape_ranges, 4, at_name, what);
@@ -211,8 +228,8 @@ class Verifier {
     if (checkDivisors(e.init, at_init, what)) {
       Fact f = prover_.nonNegative(e.init);
       if (f.refuted())
-        diags_.error(at_init, fmt::format("the count of event '{}' ('{}') is negative: {}{}", e.name,
-                                          toString(e.init), valueAt(e.init, f), at(f, {e.init})));
+        diags_.error(at_init, fmt::format("the count of event '{}' ('{}') is negative{}", e.name,
+                                          toString(e.init), valued(f, e.init)));
     }
     prover_.setTask(nullptr);
   }
@@ -243,27 +260,23 @@ class Verifier {
       if (hasLoad(d.lo) || (d.is_range && hasLoad(d.hi))) continue;  // checked at run time
       if (!d.is_range) {
         if (Fact f = prover_.nonNegative(d.lo); f.refuted()) {
-          diags_.error(loc, fmt::format("index '{}' into dimension {} of '{}' is negative: {}{}", toString(d.lo), k,
-                                        name, valueAt(d.lo, f), at(f, {d.lo})));
+          diags_.error(loc, fmt::format("index '{}' into dimension {} of '{}' is negative{}", toString(d.lo), k,
+                                        name, valued(f, d.lo)));
         } else if (Fact g = lessThan(d.lo, dim); g.refuted()) {
-          diags_.error(loc, fmt::format("index '{}' is out of bounds for dimension {} of '{}' (extent '{}'): {} >= "
-                                        "{}{}",
-                                        toString(d.lo), k, name, toString(dim), valueAt(d.lo, g), valueAt(dim, g),
-                                        at(g, {d.lo, dim})));
+          diags_.error(loc, fmt::format("index '{}' is out of bounds for dimension {} of '{}' (extent '{}'){}",
+                                        toString(d.lo), k, name, toString(dim), compared(g, d.lo, ">=", dim)));
         }
         continue;
       }
       if (Fact f = prover_.nonNegative(d.lo); f.refuted()) {
-        diags_.error(loc, fmt::format("slice start '{}' in dimension {} of '{}' is negative: {}{}", toString(d.lo), k,
-                                      name, valueAt(d.lo, f), at(f, {d.lo})));
+        diags_.error(loc, fmt::format("slice start '{}' in dimension {} of '{}' is negative{}", toString(d.lo), k,
+                                      name, valued(f, d.lo)));
       } else if (Fact g = lessEqual(d.hi, dim); g.refuted()) {
-        diags_.error(hi_loc, fmt::format("slice end '{}' exceeds dimension {} of '{}' (extent '{}'): {} > {}{}",
-                                      toString(d.hi), k, name, toString(dim), valueAt(d.hi, g), valueAt(dim, g),
-                                      at(g, {d.hi, dim})));
+        diags_.error(hi_loc, fmt::format("slice end '{}' exceeds dimension {} of '{}' (extent '{}'){}",
+                                         toString(d.hi), k, name, toString(dim), compared(g, d.hi, ">", dim)));
       } else if (Fact h = lessEqual(d.lo, d.hi); h.refuted()) {
-        diags_.error(loc, fmt::format("slice start '{}' exceeds its end '{}' in dimension {} of '{}': {} > {}{}",
-                                      toString(d.lo), toString(d.hi), k, name, valueAt(d.lo, h), valueAt(d.hi, h),
-                                      at(h, {d.lo, d.hi})));
+        diags_.error(loc, fmt::format("slice start '{}' exceeds its end '{}' in dimension {} of '{}'{}",
+                                      toString(d.lo), toString(d.hi), k, name, compared(h, d.lo, ">", d.hi)));
       }
     }
   }
@@ -293,12 +306,12 @@ class Verifier {
     if (!slices_ok) return;
     // Named as written at the task level (`y[b, 0:128]`: the slice's shape is what is compared).
     for (size_t k = 0; k < dests.size(); ++k)
-      slots.push_back(OpResultSlot{&declared[k], printSlice(m_, dests[k], false), dests[k].range});
-    checkOpCall(m_, call, slots, prover_, diags_, nullptr);
+      slots.push_back(OpResultSlot{&declared[k], {}, dests[k].range, &dests[k]});
+    checkOpCall(m_, call, slots, prover_, diags_, nullptr, &op_checks_);
   }
 
   void verifyTask(const Task& t) {
-    std::string what = fmt::format("the grid of task '@{}'", t.name);
+    Subject what{"the grid of task", t.name, "@"};
     RangeEnv env = m_.symRanges();
     for (size_t k = 0; k < t.grid.size(); ++k) {
       const Expr& g = t.grid[k];
@@ -316,8 +329,8 @@ class Verifier {
         continue;
       }
       if (Fact f = prover_.nonNegative(g); f.refuted())
-        diags_.error(at_extent, fmt::format("grid extent {} of task '@{}' ('{}') is negative: {}{}", k, t.name,
-                                            toString(g), valueAt(g, f), at(f, {g})));
+        diags_.error(at_extent, fmt::format("grid extent {} of task '@{}' ('{}') is negative{}", k, t.name,
+                                            toString(g), valued(f, g)));
     }
     prover_.setTask(&t);
     for (const TaskStmt& st : t.body) {
@@ -364,6 +377,7 @@ class Verifier {
   const Module& m_;
   DiagnosticEngine& diags_;
   Prover prover_;
+  OpCheckMemo op_checks_;  // models repeat the same calls layer after layer
 };
 
 }  // namespace

@@ -172,7 +172,11 @@ Descriptor parseDescriptor(std::string_view json_text) {
   if (format != "etc.module") bad("format is \"" + format + "\", expected \"etc.module\"");
   int64_t abi = integer(j, "abi", top);
   if (abi != ETC_ABI_VERSION)
-    bad("abi " + std::to_string(abi) + " is not supported (this runtime supports abi " + std::to_string(ETC_ABI_VERSION) + ")");
+    bad("abi " + std::to_string(abi) + " is not supported (this runtime supports abi " + std::to_string(ETC_ABI_VERSION) +
+        "): " +
+        (abi > ETC_ABI_VERSION ? "the fatbin comes from a newer etcc; run it with that release's runtime or "
+                               : "the fatbin comes from an older etcc; ") +
+        "compile the module again with the etcc of this runtime");
   d.module = str(j, "module", top);
   d.compiler = j.contains("compiler") ? str(j, "compiler", top) : "";
   d.ir = str(j, "ir", top);

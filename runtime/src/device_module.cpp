@@ -45,6 +45,7 @@ DeviceModule::DeviceModule(const Descriptor& d, std::span<const uint8_t> fatbin,
   int coop = 0;
   check(cu_, cu_.cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, dev_), "cuDeviceGetAttribute");
   if (!coop) fail(ETC_STATUS_NO_DEVICE, device_name_ + " does not support cooperative launches, which the megakernel needs");
+  limits_ = deviceLimits();
 
   check(cu_, cu_.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
   try {
@@ -59,8 +60,10 @@ DeviceModule::DeviceModule(const Descriptor& d, std::span<const uint8_t> fatbin,
       check(cu_, cu_.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gk.mega.fn, static_cast<int>(gk.mega.threads), gk.mega.smem),
             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
       if (per_sm < 1)
-        fail(ETC_STATUS_CUDA, "kernel " + g.mega.name + ": not one CTA of " + std::to_string(gk.mega.threads) + " threads and " +
-                                  std::to_string(gk.mega.smem) + " bytes of shared memory fits on an SM of " + device_name_);
+        fail(ETC_STATUS_CUDA, "kernel " + g.mega.name + ": the driver fits not one CTA of " + std::to_string(gk.mega.threads) +
+                                  " threads and " + std::to_string(gk.mega.smem) + " bytes of dynamic shared memory on an SM of " +
+                                  device_name_ + " (etc's own estimate: " + std::to_string(gk.mega.ctas_per_sm) +
+                                  " CTAs, limited by " + gk.mega.limiter + "): recompile the module with etcc for this GPU");
       gk.ctas = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sms_);
       // A dynamic schedule's queue has room for one END word per CTA, up to max_ctas.
       if (g.mega.max_ctas > 0 && gk.ctas > g.mega.max_ctas) gk.ctas = static_cast<unsigned>(g.mega.max_ctas);
@@ -89,15 +92,35 @@ DeviceModule::~DeviceModule() {
   cu_.cuDevicePrimaryCtxRelease(dev_);
 }
 
+DeviceLimits DeviceModule::deviceLimits() const {
+  auto attribute = [&](CUdevice_attribute a, const char* name) -> int64_t {
+    int v = 0;
+    check(cu_, cu_.cuDeviceGetAttribute(&v, a, dev_), (std::string("cuDeviceGetAttribute(") + name + ")").c_str());
+    return v;
+  };
+  DeviceLimits d;
+  d.name = device_name_ + " (sm_" + std::to_string(major_ * 10 + minor_) + ")";
+  d.smem_per_block_optin = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN");
+  d.smem_per_sm = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR");
+  d.reserved_smem_per_block = attribute(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, "RESERVED_SHARED_MEMORY_PER_BLOCK");
+  d.regs_per_sm = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, "MAX_REGISTERS_PER_MULTIPROCESSOR");
+  d.regs_per_thread = 255;  // no attribute: the same on every architecture since Kepler
+  d.threads_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "MAX_THREADS_PER_BLOCK");
+  d.threads_per_sm = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, "MAX_THREADS_PER_MULTIPROCESSOR");
+  d.blocks_per_sm = attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, "MAX_BLOCKS_PER_MULTIPROCESSOR");
+  return d;
+}
+
+int64_t DeviceModule::funcAttribute(CUfunction fn, CUfunction_attribute a, const char* name) const {
+  int v = 0;
+  check(cu_, cu_.cuFuncGetAttribute(&v, a, fn), (std::string("cuFuncGetAttribute(") + name + ")").c_str());
+  return v;
+}
+
 DeviceModule::Kernel DeviceModule::loadKernel(const KernelDesc& k) {
   Kernel out;
   check(cu_, cu_.cuModuleGetFunction(&out.fn, mod_, k.name.c_str()), ("cuModuleGetFunction(" + k.name + ")").c_str());
   out.threads = static_cast<unsigned>(k.threads);
-  int max_threads = 0;
-  check(cu_, cu_.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, out.fn), "cuFuncGetAttribute");
-  if (k.threads > max_threads)
-    fail(ETC_STATUS_CUDA, "kernel " + k.name + " needs " + std::to_string(k.threads) + " threads per CTA, it can have at most " +
-                              std::to_string(max_threads) + " on " + device_name_);
   // The kernel's dynamic shared memory, read once from its `<kernel>_smem` device global.
   const std::string global = k.name + "_smem";
   CUdeviceptr p = 0;
@@ -105,12 +128,21 @@ DeviceModule::Kernel DeviceModule::loadKernel(const KernelDesc& k) {
   check(cu_, cu_.cuModuleGetGlobal(&p, &bytes, mod_, global.c_str()), ("cuModuleGetGlobal(" + global + ")").c_str());
   if (bytes != sizeof(unsigned)) fail(ETC_STATUS_BAD_FATBIN, global + " is " + std::to_string(bytes) + " bytes, expected 4");
   check(cu_, cu_.cuMemcpyDtoH(&out.smem, p, sizeof(unsigned)), ("cuMemcpyDtoH(" + global + ")").c_str());
-  if (out.smem > kDefaultSmemLimit) {
-    int optin = 0;
-    check(cu_, cu_.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev_), "cuDeviceGetAttribute");
-    if (out.smem > static_cast<unsigned>(optin))
-      fail(ETC_STATUS_CUDA, "kernel " + k.name + " needs " + std::to_string(out.smem) + " bytes of shared memory, " + device_name_ +
-                                " allows " + std::to_string(optin));
+  // Registers, shared memory and threads against the device, before the driver is asked to
+  // launch: its own error (CUDA_ERROR_INVALID_VALUE) would not say which limit or what to do.
+  KernelUsage use;
+  use.kernel = k.name;
+  use.threads = k.threads;
+  use.dynamic_smem = out.smem;
+  use.registers = funcAttribute(out.fn, CU_FUNC_ATTRIBUTE_NUM_REGS, "NUM_REGS");
+  use.static_smem = funcAttribute(out.fn, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "SHARED_SIZE_BYTES");
+  use.local_bytes = funcAttribute(out.fn, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "LOCAL_SIZE_BYTES");
+  use.max_threads = funcAttribute(out.fn, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "MAX_THREADS_PER_BLOCK");
+  const KernelFit fit = requireFit(limits_, use);
+  out.ctas_per_sm = fit.ctas_per_sm;
+  out.limiter = fit.limiter;
+  // Above 48 KiB in all (static + dynamic) a kernel must opt in to its dynamic share.
+  if (use.static_smem + use.dynamic_smem > kDefaultSmemLimit) {
     check(cu_, cu_.cuFuncSetAttribute(out.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(out.smem)),
           ("cuFuncSetAttribute(" + k.name + ", MAX_DYNAMIC_SHARED_SIZE_BYTES)").c_str());
   }
@@ -273,6 +305,11 @@ CUdeviceptr DeviceModule::alloc(size_t bytes) {
   CUdeviceptr p = 0;
   check(cu_, cu_.cuMemAlloc(&p, std::max<size_t>(bytes, 1)), ("cuMemAlloc(" + std::to_string(bytes) + " bytes)").c_str());
   return p;
+}
+
+void DeviceModule::memInfo(size_t* free_bytes, size_t* total_bytes) {
+  ScopedContext scope(cu_, ctx_);
+  check(cu_, cu_.cuMemGetInfo(free_bytes, total_bytes), "cuMemGetInfo");
 }
 
 void DeviceModule::free(CUdeviceptr p) {

@@ -14,6 +14,7 @@
 #include "cuda_driver.h"
 #include "etc/abi.h"
 #include "descriptor.h"
+#include "resource_fit.h"
 #include "sym_state.h"
 #include "workspace.h"
 
@@ -40,6 +41,7 @@ class DeviceModule {
                  int iters, double* times_us);
 
   CUdeviceptr alloc(size_t bytes);
+  void memInfo(size_t* free_bytes, size_t* total_bytes);
   void free(CUdeviceptr p);
   void copyToDevice(CUdeviceptr dst, const void* src, size_t bytes);
   void copyToHost(void* dst, CUdeviceptr src, size_t bytes);
@@ -51,6 +53,8 @@ class DeviceModule {
     CUfunction fn = nullptr;
     unsigned threads = 0;
     unsigned smem = 0;
+    int64_t ctas_per_sm = 0;  // etc's estimate (resource_fit), for messages
+    std::string limiter;
   };
   struct GraphKernels {
     Kernel mega;
@@ -63,6 +67,8 @@ class DeviceModule {
   };
 
   Kernel loadKernel(const KernelDesc& k);
+  DeviceLimits deviceLimits() const;
+  int64_t funcAttribute(CUfunction fn, CUfunction_attribute a, const char* name) const;
   void ensureWorkspace(uint64_t bytes);
   void enqueue(const GraphKernels& g, const std::vector<unsigned char>& params, CUstream s, bool mega);
   void releaseCaptured();
@@ -75,6 +81,7 @@ class DeviceModule {
   CUstream capture_stream_ = nullptr;
   std::string device_name_;
   int major_ = 0, minor_ = 0, sms_ = 0;
+  DeviceLimits limits_;  // what a CTA may use on this device, checked for every kernel
   std::vector<GraphKernels> graphs_;
   CUdeviceptr ws_ = 0;
   uint64_t ws_bytes_ = 0;

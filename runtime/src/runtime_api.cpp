@@ -10,6 +10,7 @@
 #include "device_module.h"
 #include "etc/runtime.h"
 #include "fatbin_contents.h"
+#include "fatbin_seal.h"
 #include "rt_error.h"
 #include "sym_state.h"
 
@@ -79,6 +80,8 @@ etc_launch_options optionsOr(const etc_launch_options* o) {
 void open(std::vector<uint8_t> bytes, etc_module* out) {
   auto m = std::make_unique<etc_module_t>();
   m->fatbin = std::move(bytes);
+  // The seal is checked before anything is read, and dropped: the driver gets the container.
+  m->fatbin.resize(etc::rt::unsealedSize(m->fatbin));
   m->contents = etc::rt::readFatbinContents(m->fatbin);
   m->desc = etc::rt::parseDescriptor(m->contents.descriptor_json);
   m->targets_text = etc::rt::targetsText(m->contents.targets);
@@ -336,6 +339,15 @@ etc_status etc_module_mem_alloc(etc_module m, size_t bytes, etc_devptr* out) {
 
 etc_status etc_module_mem_free(etc_module m, etc_devptr ptr) {
   return guarded([&] { deviceOf(m).free(ptr); });
+}
+
+etc_status etc_module_mem_info(etc_module m, size_t* free_bytes, size_t* total_bytes) {
+  return guarded([&] {
+    auto& d = deviceOf(m);
+    need(free_bytes, "the free-bytes output");
+    need(total_bytes, "the total-bytes output");
+    d.memInfo(free_bytes, total_bytes);
+  });
 }
 
 etc_status etc_module_memcpy_htod(etc_module m, etc_devptr dst, const void* src, size_t bytes) {

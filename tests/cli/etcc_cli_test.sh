@@ -73,6 +73,12 @@ LIMIT=300 run dynamic-fatbin 0 --schedule=dynamic samples/mlp.etir -arch sm_90a 
 # verify-schedule rejects a cycle; --no-verify-schedule lets it through (for watchdog tests).
 run cycle-rejected 1 tests/gpu/hang/cycle.etir --emit=tasks && stderr_has cycle-rejected "wait on each other in a cycle: @first -> @second -> @first"
 run cycle-unverified 0 tests/gpu/hang/cycle.etir --emit=tasks --no-verify-schedule
+# A starved dynamic queue names a blocked task: its waits, spun on with a short budget.
+run starved-diagnosis 0 tests/gpu/hang/missing_notify.etir --no-verify-schedule --schedule=dynamic --emit=cuda &&
+  stdout_has starved-diagnosis "__device__ __noinline__ void diagnose_consume(const EtcParams& p, long long t)" &&
+  stdout_has starved-diagnosis "if (etc::dev::sched_pending(s, g) < waits_consume(p, t)) stuck = g;" &&
+  stdout_has starved-diagnosis "diagnose_consume(q, t);"
+LIMIT=300 run starved-fatbin 0 tests/gpu/hang/cycle.etir --no-verify-schedule --schedule=dynamic -arch sm_90a -o "$tmp/cyc.fatbin"
 
 CUDA_HOME=/nonexistent run nvrtc-fails 1 samples/two_stage_sum.etir -arch sm_80 -o "$tmp/n.fatbin" &&
   stderr_has nvrtc-fails "the CUDA compile for sm_80 failed; NVRTC / nvJitLink said:" &&
@@ -131,6 +137,47 @@ printf 'include "a.etir"\nconst B = 2\n' >"$tmp/inc/b.etir"
 printf 'module @m\ninclude "a.etir"\n' >"$tmp/inc/cycle.etir"
 run include-cycle 1 "$tmp/inc/cycle.etir"
 stderr_has include-cycle "include cycle: 'a.etir' is already being included"
+
+# ---- resource limits: per-architecture shared memory, the report, the task queue ------------
+# moe_align keeps 12 bytes per expert in shared memory: 14000 experts need 168016 bytes, above
+# sm_80's 163 KiB per CTA but within sm_90's 227 KiB.
+cat >"$tmp/experts.etir" <<'ETIR'
+module @experts
+sym T in [1, 64]
+tensor ids : i32[T, 2] input
+tensor sorted : i32[(cdiv(T * 2, 16) + 14000) * 16] output
+tensor bexp : i32[cdiv(T * 2, 16) + 14000] output
+tensor nblk : i32[1] output
+graph @main {
+  sorted, bexp, nblk = moe_align(ids) { num_experts = 14000, block = 16 }
+}
+ETIR
+LIMIT=300 run smem-sm80 1 "$tmp/experts.etir" -arch sm_80 -arch sm_90a -o "$tmp/experts.fatbin" &&
+  stderr_has smem-sm80 "etcc: error: kernel etc_main_mega needs " &&
+  stderr_has smem-sm80 "of shared memory per CTA" &&
+  stderr_has smem-sm80 "more than the 166912 bytes (163 KiB) a CTA may have on sm_80: use smaller tiles in task @moe_align" &&
+  stderr_has smem-sm80 "or leave sm_80 out of --arch"
+[ -e "$tmp/experts.fatbin" ] && fail "smem-sm80: an output was left behind" || pass
+grep -q "sm_90a" "$tmp/err" && fail "smem-sm80: sm_90a reported as not fitting" || pass
+LIMIT=300 run smem-sm90 0 "$tmp/experts.etir" -arch sm_90a --resource-usage -o "$tmp/experts.fatbin" &&
+  stderr_has smem-sm90 "resources on sm_90a (232448 bytes (227 KiB) shared memory per CTA" &&
+  stderr_has smem-sm90 "etc_main_mega" && stderr_has smem-sm90 "shared memory"
+LIMIT=300 run smem-written-anyway 0 "$tmp/experts.etir" -arch sm_80 --no-check-resources -o "$tmp/experts80.fatbin" &&
+  stderr_has smem-written-anyway "etcc: warning: kernel etc_main_mega needs " &&
+  stderr_has smem-written-anyway "(written anyway: --no-check-resources)"
+[ -s "$tmp/experts80.fatbin" ] && pass || fail "smem-written-anyway: no fatbin written"
+run help-resources 0 --help && stdout_has help-resources "--resource-usage" && stdout_has help-resources "--no-check-resources"
+# A dynamic schedule whose grid can reach 2^31 tasks: the 32-bit queue cannot hold it.
+cat >"$tmp/queue.etir" <<'ETIR'
+module @queue
+sym N in [1, 140737488355328]
+tensor a : u8[N] input
+tensor b : u8[N] output
+graph @main schedule dynamic {
+  b = copy(a)
+}
+ETIR
+run queue-limit 1 --emit=cuda "$tmp/queue.etir" && stderr_has queue-limit "the dynamic schedule's queue holds at most 2^31 - 1"
 
 # ---- hostile inputs: a diagnostic and exit status 1, never a crash or a hang --------------
 : >"$tmp/empty.etir"

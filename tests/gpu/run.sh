@@ -15,10 +15,24 @@ if [ ! -x "$B/etc-run" ]; then echo "FAIL: $B/etc-run missing: run tools/gpu_bun
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
 rows=()
 fails=0
-row() { rows+=("$(printf '%-44s %-6s %s' "$1" "$2" "$3")"); [ "$2" = FAIL ] && fails=$((fails + 1)); }
+# Each row is printed as soon as it is known (a run cut off by a time limit still shows what
+# it did) and again in the table at the end.
+row() {
+  local r; r="$(printf '%-44s %-6s %s' "$1" "$2" "$3")"
+  rows+=("$r"); echo "$r"; echo "$r" >>"$out/table.txt"
+  [ "$2" = FAIL ] && fails=$((fails + 1))
+}
+# SECTIONS=ops,check,moe,debug,watchdog,stress,nocode,python,trace,decode,san,warmup,bench (default: all) picks what
+# runs, so one call fits a device time limit.
+want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
+: >"$out/table.txt"
+# Log names carry sym values: keep them to letters, digits, '.', '_' and '-'.
+logname() { echo "$out/$(echo "$1" | tr -c 'A-Za-z0-9._\n-' '_')"; }
+router_ok=0
+python3 tests/gpu/moe_router.py "$out/router.npy" 2>"$out/router.log" && router_ok=1
 
 # -- device tile ops ---------------------------------------------------------------------------
-if [ -x "$B/device_ops_test" ]; then
+if want ops && [ -x "$B/device_ops_test" ]; then
   if "$B/device_ops_test" >"$out/device_ops.log" 2>&1; then
     row "device ops ($(grep -c '^PASS' "$out/device_ops.log") cases)" PASS ""
   else
@@ -28,19 +42,19 @@ fi
 
 # -- correctness against the reference interpreter, from ONE fatbin per sample ----------------
 check() {  # name fatbin sym
-  local log="$out/check_$1_$3.log"
+  local log; log=$(logname "check_$1_$3.log")
   if "$B/etc-run" "$2" --sym "$3" --check --mode all --seed 7 >"$log" 2>&1; then
     row "check $1 $3 (mega, unfused, graph)" PASS "$(grep -o 'L2 [0-9.e+-]*' "$log" | tr '\n' ' ')"
   else
     row "check $1 $3 (mega, unfused, graph)" FAIL "$(tail -2 "$log" | tr '\n' ' ')"
   fi
 }
-for sched in static dynamic; do
+want check && for sched in static dynamic; do
   for n in 1 1023 1024 1025 1000000 100000000; do check "two_stage_sum_$sched" "$B/two_stage_sum_$sched.fatbin" "N=$n"; done
   for b in 1 3 16 128; do check "mlp_$sched" "$B/mlp_$sched.fatbin" "B=$b"; done
 done
 # The MoE block (data-dependent expert grids) with uneven routing, both schedules.
-if [ -f "$B/moe_block_static.fatbin" ] && python3 tests/gpu/moe_router.py "$out/router.npy" 2>"$out/router.log"; then
+if want moe && [ -f "$B/moe_block_static.fatbin" ] && [ "$router_ok" = 1 ]; then
   for sched in static dynamic; do
     for t in 1 2 8 33 128; do
       log="$out/check_moe_${sched}_T$t.log"
@@ -55,7 +69,7 @@ fi
 
 # Debug mode checks every notify against its count and, in the dynamic schedule, that a task
 # popped from the queue really is ready.
-for sched in static dynamic; do
+want debug && for sched in static dynamic; do
   log="$out/debug_mlp_$sched.log"
   if "$B/etc-run" "$B/mlp_$sched.fatbin" --sym B=7 --check --debug --seed 2 >"$log" 2>&1; then
     row "check mlp_$sched B=7 --debug" PASS "$(grep -o 'L2 [0-9.e+-]*' "$log" | tr '\n' ' ')"
@@ -67,45 +81,65 @@ done
 # -- programs that wait forever (compiled with --no-verify-schedule): the default watchdog --
 # -- (1 s) stops each; exit 1 with the waiting task and element, well within 2 s -------------
 for f in "$B"/hang_*.fatbin; do
-  [ -f "$f" ] || continue
+  want watchdog && [ -f "$f" ] || continue
   n=$(basename "${f%.fatbin}")
   t0=$(date +%s%N)
   "$B/etc-run" "$f" --sym N=100 >"$out/$n.log" 2>&1
   rc=$?
   ms=$((($(date +%s%N) - t0) / 1000000))
-  if [ "$rc" -eq 1 ] && grep -qE "wait timed out|queue stayed empty" "$out/$n.log" && [ "$ms" -lt 2000 ]; then
+  # Both schedules name the waiting task and the event element (the dynamic one after its
+  # queue starved: docs/backend.md, "Watchdog").
+  if [ "$rc" -eq 1 ] && grep -qE "wait timed out in task @[a-z_]+ \(.*\): event .*\[.*\] has [0-9]+ of [0-9]+ notifies" "$out/$n.log" && [ "$ms" -lt 2000 ]; then
     row "watchdog $n" PASS "${ms} ms: $(grep -m1 -oE '(wait timed out|the dynamic).*' "$out/$n.log" | cut -c1-150)"
   else
     row "watchdog $n" FAIL "exit $rc after ${ms} ms: $(tail -1 "$out/$n.log" | cut -c1-150)"
   fi
 done
 
-# -- no stale state: back-to-back launches alternating sym values, both schedules ----------
-for sched in static dynamic; do
-  log="$out/stress_mlp_$sched.log"
-  if "$B/etc-run" "$B/mlp_$sched.fatbin" --stress "${STRESS:-10000}" --sym-values B=1,5,16,33,128 --seed 4 >"$log" 2>&1; then
-    row "stress mlp_$sched" PASS "$(tail -1 "$log" | cut -c1-150)"
-  else
-    row "stress mlp_$sched" FAIL "$(tail -1 "$log" | cut -c1-150)"
-  fi
-  log="$out/stress_moe_$sched.log"
-  if [ -f "$out/router.npy" ] && [ -f "$B/moe_block_$sched.fatbin" ]; then
-    if "$B/etc-run" "$B/moe_block_$sched.fatbin" --stress "${STRESS:-10000}" --sym-values T=1,8,33 --seed 4 --param w_router="$out/router.npy" >"$log" 2>&1; then
-      row "stress moe_block_$sched" PASS "$(tail -1 "$log" | cut -c1-150)"
+# -- after a watchdog stop the same context runs the next (correct) launch right, three times --
+if want watchdog && [ -x "$B/etc-watchdog-recovery" ]; then
+  for sched in static dynamic; do
+    log="$out/watchdog_recovery_$sched.log"
+    if "$B/etc-watchdog-recovery" "$B/hang_missing_notify_$sched.fatbin" "$B/two_stage_sum_$sched.fatbin" >"$log" 2>&1; then
+      row "watchdog then correct launch, same context ($sched)" PASS "$(grep -m1 'hang stopped' "$log" | cut -c1-120)"
     else
-      row "stress moe_block_$sched" FAIL "$(tail -1 "$log" | cut -c1-150)"
+      row "watchdog then correct launch, same context ($sched)" FAIL "$(grep -m1 FAIL "$log" | cut -c1-150)"
     fi
-  fi
-  log="$out/stress_sum_$sched.log"
-  if "$B/etc-run" "$B/two_stage_sum_$sched.fatbin" --stress "${STRESS:-10000}" --sym-values N=1,1000,1025,77777,1000000 --seed 4 >"$log" 2>&1; then
-    row "stress two_stage_sum_$sched" PASS "$(tail -1 "$log" | cut -c1-150)"
+  done
+fi
+
+# -- no stale state: back-to-back launches alternating sym values and both schedules (the two --
+# -- fatbins take turns in one context), every 1000th also against the interpreter, memory flat --
+stress() {  # name sym-values [extra etc-run args]
+  local n=$1 values=$2; shift 2
+  local log="$out/stress_$n.log"
+  [ -f "$B/${n}_static.fatbin" ] || return 0
+  if "$B/etc-run" "$B/${n}_static.fatbin" --stress-also "$B/${n}_dynamic.fatbin" --stress "${STRESS:-10000}" \
+       --check-every 1000 --sym-values "$values" --seed 4 "$@" >"$log" 2>&1; then
+    row "stress $n (static + dynamic)" PASS "$(tail -1 "$log" | cut -c1-150)"
   else
-    row "stress two_stage_sum_$sched" FAIL "$(tail -1 "$log" | cut -c1-150)"
+    row "stress $n (static + dynamic)" FAIL "$(grep -m1 -E 'FAILED|GROWING|differs|error' "$log" | cut -c1-150)"
   fi
-done
+  grep -m1 '^stress memory' "$log"
+}
+if want stress; then
+  stress mlp B=1,5,16,33,128
+  [ -f "$out/router.npy" ] && stress moe_block T=1,8,33 --param w_router="$out/router.npy"
+  stress two_stage_sum N=1,1000,1025,77777,1000000
+fi
 
 # -- a fatbin with no code for this GPU (only an sm_80 cubin: it does not run on sm_90) -------
-if [ -f "$B/sm80_only.fatbin" ]; then
+if want nocode && [ -f "$B/smem_too_large.fatbin" ]; then
+  "$B/etc-run" "$B/smem_too_large.fatbin" --sym T=4 >"$out/smem_too_large.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 1 ] && grep -q "of shared memory per CTA (.*), more than the 232448 bytes (227 KiB) a CTA may have on" "$out/smem_too_large.log" &&
+     grep -q "recompile the module with smaller tiles" "$out/smem_too_large.log"; then
+    row "load-time resource check (smem too large)" PASS "$(head -1 "$out/smem_too_large.log" | cut -c1-150)"
+  else
+    row "load-time resource check (smem too large)" FAIL "exit $rc: $(head -1 "$out/smem_too_large.log" | cut -c1-150)"
+  fi
+fi
+if want nocode && [ -f "$B/sm80_only.fatbin" ]; then
   "$B/etc-run" "$B/sm80_only.fatbin" --sym N=5 >"$out/nocode.log" 2>&1
   rc=$?
   if [ "$rc" -eq 1 ] && grep -q "has no code for" "$out/nocode.log"; then
@@ -116,7 +150,7 @@ if [ -f "$B/sm80_only.fatbin" ]; then
 fi
 
 # -- the Python binding: samples run from PyTorch, checked against PyTorch references --------
-if [ -f "$B/libetcrt.so" ]; then
+if want python && [ -f "$B/libetcrt.so" ]; then
   ETC_RUNTIME_LIB="$B/libetcrt.so" PYTHONPATH=python python3 python/examples/run_from_torch.py "$B" >"$out/python.log" 2>&1
   rc=$?
   if [ "$rc" -eq 77 ]; then
@@ -132,7 +166,7 @@ fi
 for spec in "mlp B=16" "two_stage_sum N=1000000" "moe_block T=8"; do
   n=${spec% *} sym=${spec#* }
   f="$B/${n}_profile.fatbin"
-  [ -f "$f" ] || continue
+  want trace && [ -f "$f" ] || continue
   log="$out/trace_$n.log"
   extra=()
   [ "$n" = moe_block ] && [ -f "$out/router.npy" ] && extra=(--param w_router="$out/router.npy")
@@ -144,11 +178,30 @@ for spec in "mlp B=16" "two_stage_sum N=1000000" "moe_block T=8"; do
   fi
 done
 # The cost of profiling: the same module with and without --profile.
-if [ -f "$B/mlp_profile.fatbin" ]; then
+if want trace && [ -f "$B/mlp_profile.fatbin" ]; then
   for f in mlp mlp_profile; do
     "$B/etc-run" "$B/$f.fatbin" --sym B=16 --bench 200 --seed 5 >"$out/bench_$f.log" 2>&1
   done
   row "profiling cost, mlp B=16 mega" INFO "plain $(grep -o 'median [0-9.]* us' "$out/bench_mlp.log"), --profile $(grep -o 'median [0-9.]* us' "$out/bench_mlp_profile.log")"
+fi
+
+# -- decode steps (issue 5): the megakernel against a float32 PyTorch model of the same weights --
+# -- for every B and KV length, then PyTorch eager / CUDA graph / etc unfused / graph / mega ------
+if want decode; then
+  for model in llama3_2_1b qwen3_0_6b; do
+    [ -f "$B/$model.fatbin" ] || continue
+    w="${TMPDIR:-/tmp}/etc_weights_$model.safetensors"  # GBs: not under $out
+    log="$out/decode_$model.log"
+    if python3 tools/gen_decode_weights.py "$model" -o "$w" >"$log" 2>&1 &&
+       ETC_RUNTIME_LIB="$B/libetcrt.so" PYTHONPATH=python PYTHONUNBUFFERED=1 python3 tools/compare_decode.py "$model" \
+         --fatbin "$B/$model.fatbin" --weights "$w" --batches "${DECODE_BATCHES:-1,2,4,8,16,32,64,128}" \
+         --kv "${DECODE_KV:-1,511,4096}" --json "$out/decode_$model.json" >>"$log" 2>&1; then
+      row "decode $model vs PyTorch (B x KV)" PASS "$(grep -c '^check.* ok$' "$log") checks; $(grep -m1 '^warm-up' "$log" | cut -c1-100)"
+    else
+      row "decode $model vs PyTorch (B x KV)" FAIL "$(grep -m2 -E 'FAIL|Error|error' "$log" | tr '\n' ' ' | cut -c1-200)"
+    fi
+    sed -n '/decode step, KV/,$p' "$log"
+  done
 fi
 
 # -- sanitizers ------------------------------------------------------------------------------
@@ -162,7 +215,7 @@ san() {  # tool name fatbin sym
     row "compute-sanitizer $1 $2 $4" FAIL "$(grep -m1 -E 'ERROR SUMMARY|Error|error' "$log")"
   fi
 }
-if command -v compute-sanitizer >/dev/null 2>&1; then
+if want san && command -v compute-sanitizer >/dev/null 2>&1; then
   for tool in memcheck racecheck synccheck; do
     for sched in static dynamic; do
       san $tool "two_stage_sum_$sched" "$B/two_stage_sum_$sched.fatbin" N=5000
@@ -172,6 +225,7 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
 fi
 
 # -- warm-up: process start to the first checked result --------------------------------------
+if want warmup; then
 t0=$(date +%s%N)
 "$B/etc-run" "$B/mlp.fatbin" --sym B=1 --check --seed 3 >"$out/warmup.log" 2>&1
 t1=$(date +%s%N)
@@ -180,8 +234,10 @@ t0=$(date +%s%N)
 "$B/etc-run" "$B/mlp.fatbin" --sym B=1 --seed 3 --out y="$out/y.npy" >>"$out/warmup.log" 2>&1
 t1=$(date +%s%N)
 row "warm-up: start to first mlp result (no check)" INFO "$(((t1 - t0) / 1000000)) ms"
+fi
 
 # -- benchmark: mega vs unfused vs unfused-graph, and the bandwidth floor ----------------------
+if want bench; then
 bw=$(python3 - <<'PY' 2>/dev/null
 import torch
 x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
@@ -199,31 +255,33 @@ wbytes=$(( (16384 * 2048 + 2048 * 8192 + 2048) * 2 ))
 for b in 1 3 16 64 128; do
   log="$out/bench_mlp_B$b.log"
   "$B/etc-run" "$B/mlp_static.fatbin" --sym "B=$b" --bench 200 --mode all --seed 5 >"$log" 2>&1 || row "bench mlp B=$b" FAIL "$(tail -1 "$log")"
-  grep -E 'median' "$log" | sed "s/^/B=$b static /" >>"$out/bench_table.txt"
+  grep -E 'median' "$log" | sed "s/^/B=$b static /" | tee -a "$out/bench_table.txt"
   log="$out/bench_mlp_dyn_B$b.log"
   "$B/etc-run" "$B/mlp_dynamic.fatbin" --sym "B=$b" --bench 200 --mode mega --seed 5 >"$log" 2>&1 || row "bench mlp dynamic B=$b" FAIL "$(tail -1 "$log")"
-  grep -E 'median' "$log" | sed "s/^/B=$b dynamic /" >>"$out/bench_table.txt"
+  grep -E 'median' "$log" | sed "s/^/B=$b dynamic /" | tee -a "$out/bench_table.txt"
 done
 for t in 1 8 32 128; do
   for sched in static dynamic; do
     log="$out/bench_moe_${sched}_$t.log"
     "$B/etc-run" "$B/moe_block_$sched.fatbin" --sym "T=$t" --bench 100 --mode mega --seed 5 --param w_router="$out/router.npy" >"$log" 2>&1 || row "bench moe_block $sched T=$t" FAIL "$(tail -1 "$log")"
-    grep -E 'median' "$log" | sed "s/^/moe_block T=$t $sched /" >>"$out/bench_table.txt"
+    grep -E 'median' "$log" | sed "s/^/moe_block T=$t $sched /" | tee -a "$out/bench_table.txt"
   done
 done
 for n in 1000 1000000 100000000; do
   for sched in static dynamic; do
     log="$out/bench_sum_${sched}_$n.log"
     "$B/etc-run" "$B/two_stage_sum_$sched.fatbin" --sym "N=$n" --bench 200 --mode mega --seed 5 >"$log" 2>&1 || row "bench two_stage_sum $sched N=$n" FAIL "$(tail -1 "$log")"
-    grep -E 'median' "$log" | sed "s/^/two_stage_sum N=$n $sched /" >>"$out/bench_table.txt"
+    grep -E 'median' "$log" | sed "s/^/two_stage_sum N=$n $sched /" | tee -a "$out/bench_table.txt"
   done
 done
+fi
 echo
 echo "== $gpu =="
 printf '%s\n' "${rows[@]}"
 if [ -f "$out/bench_table.txt" ]; then
   echo; echo "mlp (H 2048, I 8192) bench, weights $wbytes bytes, floor = weights / copy bandwidth = $(python3 -c "print(f'{$wbytes / (${bw:-0} * 1e12) * 1e6:.1f} us')" 2>/dev/null):"
   cat "$out/bench_table.txt"
+  [ -f "$B/auto_schedules.txt" ] && { echo; echo "schedule chosen by auto (etcc -v):"; cat "$B/auto_schedules.txt"; }
 fi
 [ "$fails" -eq 0 ] && echo "ALL PASS" || echo "$fails FAILED"
 exit $((fails > 0))

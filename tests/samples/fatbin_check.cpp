@@ -16,6 +16,7 @@
 #include "compiler/passes/pipeline.h"
 #include "runtime/src/elf_symbols.h"
 #include "runtime/src/fatbin_reader.h"
+#include "runtime/src/fatbin_seal.h"
 
 namespace {
 
@@ -52,6 +53,15 @@ int main(int argc, char** argv) {
   std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(fatbin.data()), fatbin.size());
   std::vector<etc::rt::FatbinImage> images;
   std::string error;
+  // etcc seals what it writes (runtime/src/fatbin_seal.h); the container is what precedes it.
+  const size_t sealed = bytes.size();
+  try {
+    bytes = bytes.first(etc::rt::unsealedSize(bytes));
+  } catch (const std::exception& e) {
+    std::cerr << "FAIL: " << argv[2] << ": " << e.what() << '\n';
+    return 1;
+  }
+  expect(bytes.size() + etc::rt::kSealBytes == sealed, "etcc did not seal the fatbin");
   if (!etc::rt::parseFatbin(bytes, images, error)) {
     std::cerr << "FAIL: " << argv[2] << ": " << error << '\n';
     return 1;

@@ -63,7 +63,13 @@ TEST(RuntimeDescriptor, RejectsBadDescriptors) {
   EXPECT_EQ(rejection(j), "descriptor: format is \"other\", expected \"etc.module\"");
   j = sampleDescriptor();
   j["abi"] = 2;
-  EXPECT_EQ(rejection(j), "descriptor: abi 2 is not supported (this runtime supports abi 1)");
+  EXPECT_EQ(rejection(j),
+            "descriptor: abi 2 is not supported (this runtime supports abi 1): the fatbin comes from a newer etcc; run it "
+            "with that release's runtime or compile the module again with the etcc of this runtime");
+  j["abi"] = 0;
+  EXPECT_EQ(rejection(j),
+            "descriptor: abi 0 is not supported (this runtime supports abi 1): the fatbin comes from an older etcc; "
+            "compile the module again with the etcc of this runtime");
   j = sampleDescriptor();
   j.erase("syms");
   EXPECT_EQ(rejection(j), "descriptor: the descriptor has no \"syms\"");

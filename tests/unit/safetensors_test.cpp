@@ -67,4 +67,28 @@ TEST(Safetensors, BadFilesAreOneSentence) {
             "tensor 'w' needs \"dtype\", \"shape\" and two \"data_offsets\"");
 }
 
+TEST(Safetensors, RejectsOverlappingTensors) {
+  EXPECT_EQ(errorOf(file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                             "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", 12)),
+            "tensors 'a' (data_offsets [0, 8]) and 'b' ([4, 12]) overlap");
+  // The same range twice is an overlap too; touching ranges and empty tensors are not.
+  EXPECT_EQ(errorOf(file(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
+                             "b": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}})", 4)),
+            "tensors 'a' (data_offsets [0, 4]) and 'b' ([0, 4]) overlap");
+  auto m = parseSafetensors(file(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
+                                     "e": {"dtype": "U8", "shape": [0], "data_offsets": [2, 2]},
+                                     "b": {"dtype": "U8", "shape": [2], "data_offsets": [4, 6]}})", 6));
+  EXPECT_EQ(m.size(), 3u);
+}
+
+TEST(Safetensors, RejectsATensorNamedTwice) {
+  EXPECT_EQ(errorOf(file(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
+                             "w": {"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}})", 2)),
+            "the .safetensors header names tensor 'w' twice");
+  // Equal keys inside a tensor's own object are not tensor names.
+  EXPECT_EQ(errorOf(file(R"({"__metadata__": {"k": "1", "k": "2"},
+                             "w": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}})", 1)),
+            "(parsed)");
+}
+
 }  // namespace

@@ -174,6 +174,8 @@ etc_status etc_module_read_profile(etc_module m, etc_stream stream, etc_profile_
 /* ---- device memory and streams in the module's context (for tools and tests) -------------- */
 etc_status etc_module_mem_alloc(etc_module m, size_t bytes, etc_devptr* out);
 etc_status etc_module_mem_free(etc_module m, etc_devptr ptr);
+/* Free and total memory of the module's device (cuMemGetInfo), e.g. to see that use stays flat. */
+etc_status etc_module_mem_info(etc_module m, size_t* free_bytes, size_t* total_bytes);
 etc_status etc_module_memcpy_htod(etc_module m, etc_devptr dst, const void* src, size_t bytes);
 etc_status etc_module_memcpy_dtoh(etc_module m, void* dst, etc_devptr src, size_t bytes);
 etc_status etc_module_stream_create(etc_module m, etc_stream* out);

@@ -25,7 +25,8 @@
 namespace etc {
 namespace dev {
 
-constexpr unsigned kQueueEnd = 0xffffffffu;  // what sched_pop returns once every task is taken
+constexpr unsigned kQueueEnd = 0xffffffffu;      // what sched_pop returns once every task is taken
+constexpr unsigned kQueueStarved = 0xfffffffeu;  // ... when the queue stayed empty past the watchdog budget
 
 struct Sched {
   unsigned int* head;     // next queue slot to pop
@@ -55,10 +56,11 @@ __device__ __forceinline__ void sched_pend(const Sched& s, long long task, unsig
 }
 
 // The next task word for this CTA (same value in every thread): kQueueEnd once all `total`
-// tasks are taken, 0 if the queue stayed empty past the watchdog budget or another CTA
-// recorded an error (the caller leaves the kernel). Starving means no task became ready: a
-// dependency cycle or a missing notify that verification would have rejected; the record
-// says how many tasks had become ready.
+// tasks are taken, 0 if another CTA recorded an error (the caller leaves the kernel),
+// kQueueStarved if the queue stayed empty past the watchdog budget. Starving means no task
+// became ready: a dependency cycle or a missing notify that verification would have rejected.
+// The caller then names a task that never became ready (sched_pending) and finally calls
+// sched_starved.
 template <class P>
 __device__ __forceinline__ unsigned sched_pop(const P& p, const Sched& s, unsigned total, unsigned& claimed) {
   __shared__ unsigned word;
@@ -82,8 +84,7 @@ __device__ __forceinline__ unsigned sched_pop(const P& p, const Sched& s, unsign
           w = detail::ld_acquire_gpu(q);
           if (w != 0u) break;
           if (budget > 0 && detail::globaltimer_ns() - start > (unsigned long long)budget) {
-            WaitSite site{-1, -1, 0, {0, 0, 0, 0}, -1};
-            detail::record_error(p.error, ETC_ERR_QUEUE_STARVED, site, -1, *(volatile unsigned*)s.tail, total);
+            w = kQueueStarved;
             break;
           }
         }
@@ -95,6 +96,20 @@ __device__ __forceinline__ unsigned sched_pop(const P& p, const Sched& s, unsign
   unsigned w = word;
   __syncthreads();  // `word` is reused by the next pop
   return w;
+}
+
+// Wait elements of task number g completed so far (compared with its waits_T count).
+__device__ __forceinline__ unsigned sched_pending(const Sched& s, long long g) {
+  return *(volatile const unsigned*)(s.pending + g);
+}
+
+// Records that the queue starved (thread 0), unless an error is recorded already: the record
+// says how many of the `total` tasks had become ready.
+template <class P>
+__device__ __forceinline__ void sched_starved(const P& p, const Sched& s, unsigned total) {
+  if (threadIdx.x != 0) return;
+  WaitSite site{-1, -1, 0, {0, 0, 0, 0}, -1};
+  detail::record_error(p.error, ETC_ERR_QUEUE_STARVED, site, -1, *(volatile unsigned*)s.tail, total);
 }
 
 namespace detail {

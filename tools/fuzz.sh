@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs one libFuzzer target of build-fuzz (see tests/CMakeLists.txt) for SECONDS from a copy of
+# its committed corpus, and prints libFuzzer's final statistics. A crash leaves its input in
+# build-fuzz/findings/<target>/ and makes this script fail; commit that input to
+# tests/fuzz/<target>/corpus/ as a regression test once fixed.
+#   tools/fuzz.sh TARGET [SECONDS]      TARGET: frontend, fatbin, npy or safetensors
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${1:?usage: tools/fuzz.sh frontend|fatbin|npy|safetensors [SECONDS]}
+seconds=${2:-600}
+binary=build-fuzz/tests/etc_fuzz_$target
+if [ ! -x "$binary" ]; then
+  echo "fuzz: $binary is missing; build it: CC=clang CXX=clang++ cmake -S . -B build-fuzz -DETC_FUZZ=ON && cmake --build build-fuzz --target etc_fuzz_$target" >&2
+  exit 1
+fi
+findings=build-fuzz/findings/$target
+mkdir -p "$findings"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp -r "tests/fuzz/$target/corpus" "$work/corpus"
+echo "fuzz $target: ${seconds} s from $(ls "tests/fuzz/$target/corpus" | wc -l) corpus files"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  "$binary" -seed=1 -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+  -print_final_stats=1 -artifact_prefix="$findings/" "$work/corpus" 2>&1 | grep -v "^#[0-9].*\\(NEW\\|REDUCE\\|pulse\\)"
