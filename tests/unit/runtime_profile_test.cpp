@@ -8,6 +8,7 @@
 namespace {
 
 using etc::rt::parseDescriptor;
+using etc::rt::testing::rejection;
 using etc::rt::testing::sampleDescriptor;
 using nlohmann::json;
 
@@ -19,16 +20,6 @@ json profiled() {
   j["event_words"] = 20 + 2 + 3 * ETC_PROFILE_RECORD_WORDS;
   j["profile"] = {{"offset", 20}, {"max_records", 3}, {"record_bytes", 48}, {"task_ops", ops}};
   return j;
-}
-
-std::string rejection(const json& j) {
-  try {
-    parseDescriptor(j.dump());
-  } catch (const etc::rt::Error& e) {
-    EXPECT_EQ(e.status(), ETC_STATUS_BAD_DESCRIPTOR);
-    return e.what();
-  }
-  return "(accepted)";
 }
 
 TEST(RuntimeProfile, AbsentMeansNotProfiled) {
