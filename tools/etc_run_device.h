@@ -1,5 +1,4 @@
-// What etc-run's GPU paths share: device buffers that free themselves and the module's tensors
-// as host-side specs.
+// What etc-run's GPU paths share: the module's tensors as host-side specs, and --stress.
 #pragma once
 
 #include <map>
@@ -11,20 +10,6 @@
 #include "etc_run_host.h"
 
 namespace etc::tools {
-
-// A device buffer that frees itself: an error anywhere leaves no device memory behind.
-class DeviceBuffer {
- public:
-  DeviceBuffer(etc_module m, size_t bytes) : m_(m) { checkStatus(etc_module_mem_alloc(m, bytes, &p_)); }
-  ~DeviceBuffer() { etc_module_mem_free(m_, p_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  etc_devptr get() const { return p_; }
-
- private:
-  etc_module m_;
-  etc_devptr p_ = 0;
-};
 
 // The module's tensors with their shapes at the syms set now (temps: no shape).
 std::vector<TensorSpec> specsOf(const Module& m);

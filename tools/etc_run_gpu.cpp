@@ -81,7 +81,7 @@ int runFatbin(Module& m, const RunOptions& opt) {
   std::map<std::string, std::unique_ptr<DeviceBuffer>> buffers;
   for (const TensorSpec& s : specs) {
     if (s.role == "temp") continue;
-    const interp::HostTensor t = s.role == "output" ? interp::zeros(s.dtype, s.shape) : host.at(s.name);
+    const interp::HostTensor t = s.role == "output" ? initialOutput(s, host) : host.at(s.name);
     auto buf = std::make_unique<DeviceBuffer>(h, t.bytes.size());
     checkStatus(etc_module_memcpy_htod(h, buf->get(), t.bytes.data(), t.bytes.size()));
     m.bind(s.name, buf->get(), static_cast<etc_dtype>(s.dtype), s.shape);
@@ -93,12 +93,13 @@ int runFatbin(Module& m, const RunOptions& opt) {
   std::map<std::string, interp::HostTensor> first_results;
   for (etc_mode mode : opt.modes) {
     lo.mode = mode;
-    // Traced before the checked launch, which then starts from zeroed outputs like every other.
+    // Traced before the checked launch, which then starts from its initial outputs like every other.
     if (mode == ETC_MODE_MEGA && !opt.trace.empty()) writeTrace(m, graph, syms, opt);
-    // Outputs start from zeros in every mode, as in the reference run.
+    // Outputs start from the same contents in every mode (zeros, or random with
+    // --random-outputs), as in the reference run.
     for (const TensorSpec& s : specs) {
       if (s.role != "output") continue;
-      interp::HostTensor z = interp::zeros(s.dtype, s.shape);
+      interp::HostTensor z = initialOutput(s, host);
       checkStatus(etc_module_memcpy_htod(h, buffers[s.name]->get(), z.bytes.data(), z.bytes.size()));
     }
     m.launch(graph, nullptr, lo);

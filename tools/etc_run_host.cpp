@@ -1,5 +1,6 @@
 #include "etc_run_host.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -85,18 +86,36 @@ interp::TensorMap gatherInputs(const std::vector<TensorSpec>& specs, const RunIn
   std::map<std::string, std::pair<interp::HostTensor, std::string>> weights;  // name -> tensor, file
   for (const std::string& file : ri.weights)
     for (auto& [name, t] : readSafetensors(file)) weights.insert_or_assign(name, std::make_pair(std::move(t), file));
+  // .etir names cannot contain '.': a param also binds to the entry whose name has '_' for
+  // every '.' (model_norm_weight <- model.norm.weight), unless two entries read the same.
+  std::map<std::string, std::vector<std::string>> dotted;
+  for (const auto& [name, entry] : weights) {
+    std::string plain = name;
+    std::replace(plain.begin(), plain.end(), '.', '_');
+    if (plain != name) dotted[plain].push_back(name);
+  }
+  auto findWeight = [&](const std::string& param) {
+    if (auto w = weights.find(param); w != weights.end()) return w;
+    auto d = dotted.find(param);
+    if (d == dotted.end()) return weights.end();
+    if (d->second.size() > 1)
+      bad("param " + param + " matches several --weights entries ('" + d->second[0] + "', '" + d->second[1] +
+          "'): name one exactly");
+    return weights.find(d->second.front());
+  };
 
   interp::TensorMap out;
   for (const TensorSpec& s : specs) {
+    if (s.role == "output" && ri.random_outputs) out.emplace(s.name, randomTensor(s.dtype, s.shape, ri.seed, s.name));
     if (s.role != "input" && s.role != "param") continue;
     const auto& files = s.role == "input" ? ri.in : ri.param;
     interp::HostTensor t;
     if (auto it = files.find(s.name); it != files.end()) {
       t = readNpy(it->second);
       checkMatches(s, t, it->second);
-    } else if (auto w = weights.find(s.name); s.role == "param" && w != weights.end()) {
+    } else if (auto w = s.role == "param" ? findWeight(s.name) : weights.end(); w != weights.end()) {
       t = w->second.first;
-      checkMatches(s, t, w->second.second + " tensor '" + s.name + "'");
+      checkMatches(s, t, w->second.second + " tensor '" + w->first + "'");
     } else if (s.role == "param" && !ri.weights.empty()) {
       bad("param " + s.name + " is in none of the --weights files (and no --param gives it)");
     } else {
@@ -105,6 +124,11 @@ interp::TensorMap gatherInputs(const std::vector<TensorSpec>& specs, const RunIn
     out.emplace(s.name, std::move(t));
   }
   return out;
+}
+
+interp::HostTensor initialOutput(const TensorSpec& s, const interp::TensorMap& host) {
+  auto it = host.find(s.name);
+  return it != host.end() ? it->second : interp::zeros(s.dtype, s.shape);
 }
 
 Comparison compareOutput(const std::string& name, const interp::HostTensor& got, const interp::HostTensor& ref) {

@@ -23,6 +23,7 @@ struct RunInputs {
   std::map<std::string, std::string> in, param, out;  // tensor -> file (--in, --param, --out)
   std::vector<std::string> weights;                    // --weights files
   uint64_t seed = 0;
+  bool random_outputs = false;  // --random-outputs: outputs start random (a KV cache's past), not zero
 };
 
 // Parses "name=value" (--sym, --in, ...); throws "--in expects NAME=VALUE, got 'x'".
@@ -31,7 +32,8 @@ std::pair<std::string, std::string> splitAssignment(const std::string& text, con
 std::pair<std::string, int64_t> parseSymAssignment(const std::string& text);
 
 // Every input and param the run needs: from --in / --param .npy files and --weights
-// .safetensors (dtype and shape checked against the spec), else random from the seed.
+// .safetensors (dtype and shape checked against the spec), else random from the seed. With
+// random_outputs, every output too (random from the seed): its initial contents.
 // Throws std::runtime_error with one sentence for any bad input. Also checks that every name in
 // --in, --param and --out is a tensor of the right role.
 interp::TensorMap gatherInputs(const std::vector<TensorSpec>& specs, const RunInputs& ri);
@@ -51,5 +53,8 @@ struct Comparison {
 Comparison compareOutput(const std::string& name, const interp::HostTensor& got, const interp::HostTensor& ref);
 
 std::string shapeText(const std::vector<int64_t>& shape);  // "[4, 32]"
+
+// What output `s` holds before a launch: its entry in `host` (random_outputs), else zeros.
+interp::HostTensor initialOutput(const TensorSpec& s, const interp::TensorMap& host);
 
 }  // namespace etc::tools

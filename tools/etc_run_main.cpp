@@ -117,6 +117,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", outs, "write an output to a .npy file: NAME=FILE (repeatable)");
   app.add_option("--seed", opt.inputs.seed, "seed of the random inputs and params (default 0)");
   app.add_option("--graph", opt.graph, "the graph to run (default: the module's only graph)");
+  app.add_flag("--random-outputs", opt.inputs.random_outputs,
+               "outputs start random from the seed instead of zero (a KV cache then holds a random past)");
   app.add_flag("--check", opt.check, "compare with the reference interpreter on the fatbin's embedded IR");
   app.add_option("--bench", opt.bench, "time N launches (after warm-up) per mode")->check(CLI::PositiveNumber);
   app.add_option("--mode", mode, "mega, unfused, unfused-graph or all")
@@ -153,6 +155,8 @@ int main(int argc, char** argv) {
     opt.inputs.out = assignments(outs, "--out");
     if (opt.stress > 0 || !sym_values.empty()) {
       if (opt.stress == 0 || sym_values.empty()) throw std::runtime_error("--stress and --sym-values go together");
+      if (opt.inputs.random_outputs)
+        throw std::runtime_error("--stress poisons the outputs before every launch: it does not take --random-outputs");
     }
     if (!opt.stress_also.empty() && opt.stress == 0) throw std::runtime_error("--stress-also needs --stress");
     if (opt.stress > 0) {

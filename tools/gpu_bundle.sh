@@ -12,9 +12,11 @@ strip -o gpu-bundle/etc-run "$build/tools/etc-run"
 strip -o gpu-bundle/etc-watchdog-recovery "$build/tests/etc-watchdog-recovery"
 # The runtime library for the Python binding (python/ travels with the working tree).
 strip -o gpu-bundle/libetcrt.so "$build/runtime/libetcrt.so"
-# Every sample as the compiler chooses, and forced to each schedule.
+# Every sample as the compiler chooses, and forced to each schedule (the decode models below).
+decode_models="llama3_2_1b qwen3_0_6b"
 for s in samples/*.etir; do
   n=$(basename "${s%.etir}")
+  case " $decode_models " in *" $n "*) continue ;; esac
   # -v says which schedule auto picked and why: run.sh prints it beside the timings.
   "$build/etcc" "$s" -v -o "gpu-bundle/$n.fatbin" 2>&1 | grep -E ': schedule ' | sed "s|^|$n: |" >>gpu-bundle/auto_schedules.txt
   "$build/etcc" "$s" --schedule=static -o "gpu-bundle/${n}_static.fatbin"
@@ -23,6 +25,14 @@ done
 # Profiled builds (etcc --profile) for etc-run --trace.
 for n in mlp two_stage_sum moe_block; do
   "$build/etcc" samples/$n.etir --profile -o "gpu-bundle/${n}_profile.fatbin"
+done
+# The decode models: NVRTC takes about a minute (Llama) to two (Qwen3) per model and target,
+# so one fatbin each for the GPU's sm_90a; and reduced variants (2 layers, a 2048-word vocabulary) for the checks against
+# the CPU interpreter.
+for n in $decode_models; do
+  "$build/etcc" "samples/$n.etir" -arch sm_90a -o "gpu-bundle/$n.fatbin"
+  python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 >"gpu-bundle/${n}_small.etir"
+  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a -o "gpu-bundle/${n}_small.fatbin"
 done
 # Programs that wait forever, compiled without verify-schedule: the watchdog must stop them.
 for s in tests/gpu/hang/*.etir; do

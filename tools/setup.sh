@@ -3,7 +3,7 @@
 # Safe to run again: it installs only what is missing and says what it does.
 set -euo pipefail
 
-packages=(cmake make g++ re2c bison libfmt-dev libcli11-dev googletest libgtest-dev nlohmann-json3-dev)
+packages=(cmake make g++ re2c bison libfmt-dev libcli11-dev googletest libgtest-dev nlohmann-json3-dev python3 python3-numpy)
 
 missing=()
 for p in "${packages[@]}"; do

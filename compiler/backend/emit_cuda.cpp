@@ -31,7 +31,9 @@ std::string floatLiteral(double v) {
 const std::set<std::string_view> kDeviceOps = {"copy",       "fill",         "cast",      "add",
                                                "mul",        "silu_mul",     "reduce_sum", "reduce_max",
                                                "rmsnorm",    "matmul",       "topk_softmax", "moe_align",
-                                               "grouped_matmul", "moe_combine"};
+                                               "grouped_matmul", "moe_combine", "add_rmsnorm",
+                                               "embedding", "argmax", "rope", "kv_append", "split_lens",
+                                               "attention_decode", "attention_merge"};
 
 class Emitter {
  public:
@@ -59,8 +61,10 @@ class Emitter {
             "constexpr int kUnfused = 0, kStatic = 1, kDynamic = 2;\n\n";
     out_ += "// Makes the waiters of a completed event element pending (dynamic schedules), per kernel.\n"
             "template <int kKernel>\n__device__ void etc_ready(const EtcParams& p, int event, const long long* e);\n\n";
+    const size_t ops_at = out_.size();
     for (uint32_t t = 0; t < m_.tasks.size(); ++t)
       if (!emitTask(t)) return false;
+    out_.insert(ops_at, op_functions_);
     for (uint32_t k = 0; k < m_.kernels.size(); ++k)
       if (sched_[k].offset >= 0 && !emitReady(k)) return false;
     out_ += "}  // namespace\n\n";
@@ -264,6 +268,10 @@ class Emitter {
           diags_.error(c.range.begin, fmt::format("op '{}' has no device kernel yet", c.call.op));
           return false;
         }
+        if (std::string why = unsupportedForm(c); !why.empty()) {
+          diags_.error(c.range.begin, fmt::format("{} has no device kernel for this form: {}", c.call.op, why));
+          return false;
+        }
         openOps();
         body += "  {\n";
         std::vector<std::string> args;
@@ -277,7 +285,7 @@ class Emitter {
           body += view(s, true, v, names);
           args.push_back(v);
         }
-        body += "    " + callCode(t, c, args, smem) + "\n  }\n";
+        body += "    " + opFunction(t, c, args, smem) + "\n  }\n";
       }
     }
     closeOps();
@@ -438,11 +446,16 @@ class Emitter {
       if (axis < 0) axis += rank;
       return fmt::format("etc::dev::{}(ctx, {}, {}, {});", op, v[0], axis, v[1]);
     }
-    if (op == "rmsnorm") {
+    if (op == "rmsnorm" || op == "add_rmsnorm") {
+      // The device op normalizes groups of the weight's length: head_dim needs no argument.
       const Attr* a = c.call.findAttr("eps");
       double eps = a ? a->value.f : 1e-6;
-      return fmt::format("etc::dev::rmsnorm(ctx, {}, {}, {}f, {});", v[0], v[1], floatLiteral(eps), v[2]);
+      if (op == "rmsnorm") return fmt::format("etc::dev::rmsnorm(ctx, {}, {}, {}f, {});", v[0], v[1], floatLiteral(eps), v[2]);
+      return fmt::format("etc::dev::add_rmsnorm(ctx, {}, {}, {}, {}f, {}, {});", v[0], v[1], v[2], floatLiteral(eps), v[3],
+                         v[4]);
     }
+    if (op == "rope" || op == "attention_decode" || op == "attention_merge" || op == "split_lens")
+      return decodeCallCode(t, c, v, smem);
     if (op == "matmul") {
       bool tb = tiling::attrBool(c.call, "transpose_b");
       RangeEnv env = m_.gridRanges(t.grid);
@@ -510,6 +523,84 @@ class Emitter {
     return fmt::format("etc::dev::{}(ctx{});", op, list());
   }
 
+  // The call of a tile op through a __noinline__ function shared by every call with the same
+  // view types and the same code: a model of many layers then compiles each op instantiation
+  // once instead of once per task and schedule mode (NVRTC time and code size; a one-layer
+  // Llama decode step had 118 task functions of up to 5800 PTX lines each).
+  std::string opFunction(const Task& t, const CallStmt& c, const std::vector<std::string>& views,
+                         std::vector<std::string>& smem) {
+    std::vector<std::string> params;
+    std::string signature;
+    for (size_t i = 0; i < views.size(); ++i) {
+      const bool dest = i >= c.call.args.size();
+      const Slice& s = dest ? c.dests[i - c.call.args.size()] : c.call.args[i];
+      std::string ty = cudaType(m_.tensors[s.target].dtype);
+      signature += fmt::format("{}etc::dev::View<{}{}> a{}", i ? ", " : "", dest ? "" : "const ", ty, i);
+      params.push_back(fmt::format("a{}", i));
+    }
+    std::string code = callCode(t, c, params, smem);
+    auto [it, added] = op_function_names_.try_emplace(signature + "|" + code, fmt::format("etc_op{}", op_function_names_.size()));
+    if (added)
+      op_functions_ += fmt::format("__device__ __noinline__ void {}(const etc::dev::Ctx& ctx, {}) {{\n  {}\n}}\n\n",
+                                   it->second, signature, code);
+    std::string call = it->second + "(ctx";
+    for (const std::string& v : views) call += ", " + v;
+    return call + ");";
+  }
+
+  // The decode kernels take the tile ranks that lower-ops produces (one request per call);
+  // "" when the call has them, else what differs.
+  std::string unsupportedForm(const CallStmt& c) const {
+    auto rank = [&](const Slice& s) { return static_cast<int>(sliceType(m_, s).shape.size()); };
+    const std::vector<Slice>& a = c.call.args;
+    const std::string& op = c.call.op;
+    auto need = [&](bool ok, const char* what) { return ok ? std::string() : std::string(what); };
+    if (op == "attention_decode")
+      return need(rank(a[0]) == 1 && rank(a[1]) == 2 && rank(a[2]) == 2 && rank(a[3]) == 0,
+                  "q must be one row [Hq * head_dim], the caches [positions, Hk * head_dim] and lens a scalar");
+    if (op == "attention_merge")
+      return need(rank(a[0]) == 2 && rank(a[1]) == 2, "the parts must be [P, Hq * head_dim] and [P, Hq] (one row)");
+    if (op == "kv_append")
+      return need(rank(a[0]) == 1 && rank(a[2]) == 0, "k and v must be one row and pos a scalar");
+    if (op == "rope") return need(rank(a[0]) <= 2 && rank(a[2]) == rank(a[0]) - 1, "q and k must be one row or rows");
+    if (op == "embedding") return need(rank(a[0]) <= 1, "ids must be a scalar or a vector");
+    if (op == "argmax") {
+      DType t = sliceType(m_, a[0]).dtype;
+      return need(rank(a[0]) <= 2 && (isFloat(t) || t == DType::I32), "x must be one row or rows of a float or i32");
+    }
+    if (op == "split_lens") return need(rank(a[0]) <= 1, "lens must be a scalar or a vector");
+    return "";
+  }
+
+  // The decode ops whose calls carry attributes (docs/ops.md); the device kernels take the
+  // task-level forms that lower-ops produces, checked here.
+  std::string decodeCallCode(const Task& t, const CallStmt& c, const std::vector<std::string>& v,
+                             std::vector<std::string>& smem) {
+    const std::string& op = c.call.op;
+    if (op == "split_lens") return fmt::format("etc::dev::split_lens(ctx, {}, {}, {}LL);", v[0], v[1], tiling::attrInt(c.call, "chunk"));
+    if (op == "rope") {
+      const bool llama3 = tiling::attrString(c.call, "scaling") == "llama3";
+      return fmt::format("etc::dev::rope(ctx, {}, {}, {}, {}, {}, etc::dev::RopeParams{{{}, {}, {}, {}, {}, {}, {}}});",
+                         v[0], v[1], v[2], v[3], v[4], tiling::attrInt(c.call, "head_dim"), floatLiteral(tiling::attrFloat(c.call, "theta")),
+                         llama3 ? "true" : "false", floatLiteral(tiling::attrFloat(c.call, "scaling_factor")),
+                         floatLiteral(tiling::attrFloat(c.call, "low_freq_factor")), floatLiteral(tiling::attrFloat(c.call, "high_freq_factor")),
+                         floatLiteral(static_cast<double>(tiling::attrInt(c.call, "original_max_position"))));
+    }
+    const int64_t d = tiling::attrInt(c.call, "head_dim");
+    std::string lse = c.dests.size() > 1 ? ", " + v.back() : "";
+    if (op == "attention_merge") return fmt::format("etc::dev::attention_merge(ctx, {}, {}, {}{}, {});", v[0], v[1], v[2], lse, d);
+    // attention_decode: G = Hq / Hk query heads per cache head, from the tile's constant widths.
+    RangeEnv env = m_.gridRanges(t.grid);
+    OperandType q = sliceType(m_, c.call.args[0]), kc = sliceType(m_, c.call.args[1]);
+    int64_t qw = bounds(q.shape.back(), env).hi, cw = bounds(kc.shape.back(), env).hi;
+    int64_t g = cw > 0 && d > 0 ? (qw / d) / (cw / d) : 1;
+    double scale = tiling::attrFloat(c.call, "scale");
+    if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(d));
+    smem.push_back(fmt::format("etc::dev::attention_decode_smem_bytes<{}, {}>()", d, g));
+    return fmt::format("etc::dev::attention_decode<{}, {}>(ctx, {}, {}, {}, {}, {}{}, {}f);", d, g, v[0], v[1], v[2], v[3],
+                       v[4], lse, floatLiteral(scale));
+  }
+
   // ---- kernels ------------------------------------------------------------------------------
 
   void emitKernel(uint32_t ki) {
@@ -558,13 +649,7 @@ class Emitter {
     out_ += "  // Seed the queue with the tasks that wait on nothing; the threads of all CTAs split them.\n";
     out_ += "  for (long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += (long long)gridDim.x * blockDim.x) {\n";
     out_ += "    long long t = g;\n";
-    for (size_t i = 0; i < k.tasks.size(); ++i) {
-      const Task& t = m_.tasks[k.tasks[i]];
-      out_ += fmt::format("    if (t < n{}) {{\n      if (waits_{}(p, t) == 0u) etc::dev::sched_push(s, (unsigned)g + 1u);\n"
-                          "      continue;\n    }}\n",
-                          i, t.name);
-      if (i + 1 < k.tasks.size()) out_ += fmt::format("    t -= n{};\n", i);
-    }
+    out_ += taskChain(k, "    ", "if (waits_{0}(p, t) == 0u) etc::dev::sched_push(s, (unsigned)g + 1u);");
     out_ += "  }\n";
     out_ += "  unsigned claimed = threadIdx.x == 0 ? atomicAdd(s.head, 1u) : 0u;\n";
     out_ += "  for (;;) {\n";
@@ -575,13 +660,7 @@ class Emitter {
     out_ += "      __shared__ long long stuck;\n";
     out_ += "      if (threadIdx.x == 0) {\n        stuck = -1;\n";
     out_ += "        for (long long g = 0; g < total && stuck < 0; ++g) {\n          long long t = g;\n";
-    for (size_t i = 0; i < k.tasks.size(); ++i) {
-      const Task& t = m_.tasks[k.tasks[i]];
-      out_ += fmt::format("          if (t < n{}) {{\n            if (etc::dev::sched_pending(s, g) < waits_{}(p, t)) stuck = g;\n"
-                          "            continue;\n          }}\n",
-                          i, t.name);
-      if (i + 1 < k.tasks.size()) out_ += fmt::format("          t -= n{};\n", i);
-    }
+    out_ += taskChain(k, "          ", "if (etc::dev::sched_pending(s, g) < waits_{0}(p, t)) stuck = g;");
     out_ += "        }\n      }\n      __syncthreads();\n";
     out_ += "      if (stuck >= 0) {\n        EtcParams q = p;\n        q.watchdog_ns = 1000000LL;\n";
     out_ += "        long long t = stuck;\n        do {\n";
@@ -595,6 +674,18 @@ class Emitter {
     out_ += "    const long long g = (long long)w - 1;\n";
     out_ += "    {\n" + dispatch("      ", "return;") + "    }\n";
     out_ += "  }\n}\n\n";
+  }
+
+  // Inside a loop over task numbers g with `long long t = g`: for the task whose grid holds g,
+  // `stmt` (its {0} is the task's name, t its number within the grid), then the next g.
+  std::string taskChain(const Kernel& k, const std::string& indent, std::string_view stmt) {
+    std::string out;
+    for (size_t i = 0; i < k.tasks.size(); ++i) {
+      out += fmt::format("{0}if (t < n{1}) {{\n{0}  {2}\n{0}  continue;\n{0}}}\n", indent, i,
+                         fmt::format(fmt::runtime(stmt), m_.tasks[k.tasks[i]].name));
+      if (i + 1 < k.tasks.size()) out += fmt::format("{}t -= n{};\n", indent, i);
+    }
+    return out;
   }
 
   // A task call between profile::begin and profile::end (the record with its coordinates).
@@ -624,6 +715,8 @@ class Emitter {
   std::vector<EventLayout> layout_;
   std::vector<SchedLayout> sched_;
   std::string out_;
+  std::string op_functions_;                              // the shared tile-op calls (opFunction)
+  std::map<std::string, std::string> op_function_names_;  // signature and code -> function name
 };
 
 }  // namespace

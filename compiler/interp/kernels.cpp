@@ -41,6 +41,7 @@ OpKernel findKernel(std::string_view op) {
       {"kv_append", opKvAppend},
       {"attention_decode", opAttentionDecode},
       {"attention_merge", opAttentionMerge},
+      {"split_lens", opSplitLens},
       {"embedding", opEmbedding},
       {"argmax", opArgmax},
       {"topk_softmax", opTopkSoftmax},

@@ -1,8 +1,10 @@
 // Decode attention references: kv_append (the in-place cache update), attention_decode (one
-// query row against the cached positions, grouped-query heads) and attention_merge (combining
-// split-KV partials through their log-sum-exps).
+// query row against the cached positions, grouped-query heads), split_lens (the lengths of a
+// split-KV attention's parts) and attention_merge (combining the partials through their
+// log-sum-exps).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "compiler/interp/kernels.h"
@@ -70,6 +72,19 @@ std::string opAttentionDecode(OpArgs& a) {
   }
   writeFloats(a.out[0], o.data());
   if (a.out.size() > 1) writeFloats(a.out[1], lse.data());
+  return "";
+}
+
+std::string opSplitLens(OpArgs& a) {
+  std::vector<int64_t> lens = readInts(a.in[0]);
+  const int64_t chunk = a.attrInt("chunk"), splits = a.attrInt("splits");
+  if (chunk <= 0 || splits <= 0) return "chunk and splits must be positive";
+  if (a.out[0].numel() != static_cast<int64_t>(lens.size()) * splits)
+    return fmt::format("the destination does not hold {} rows of {}", lens.size(), splits);
+  std::vector<int64_t> y;
+  for (int64_t n : lens)
+    for (int64_t p = 0; p < splits; ++p) y.push_back(std::clamp<int64_t>(n - p * chunk, 0, chunk));
+  writeInts(a.out[0], y.data());
   return "";
 }
 

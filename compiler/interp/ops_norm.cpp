@@ -27,7 +27,10 @@ void rmsnormRows(const std::vector<double>& x, const std::vector<double>& w, dou
 
 std::string opRmsnorm(OpArgs& a) {
   const View &x = a.in[0], &w = a.in[1], &out = a.out[0];
-  if (x.numel() != out.numel() || x.lastDim() != w.numel())
+  // With head_dim, the weight covers one head and each head of a row is a row of its own.
+  const int64_t hd = a.attrInt("head_dim");
+  const bool heads_ok = hd > 0 ? w.numel() == hd && x.lastDim() % hd == 0 : x.lastDim() == w.numel();
+  if (x.numel() != out.numel() || !heads_ok)
     return fmt::format("shapes disagree: x has {} elements in rows of {}, weight {}, destination {}", x.numel(),
                        x.lastDim(), w.numel(), out.numel());
   std::vector<double> y;

@@ -383,8 +383,19 @@ void checkNormWeight(Rule& r, int x, int w) {
 bool inferRmsnorm(OpContext& ctx, std::vector<OperandType>& out) {
   Rule r(ctx, {"x", "weight"});
   r.isFloatOperand(0);
-  r.rankAtLeast(0, 1);
-  checkNormWeight(r, 0, 1);
+  bool x_rank = r.rankAtLeast(0, 1);
+  // head_dim > 0: every group of head_dim elements of the last axis is normalized on its own
+  // (Qwen3's per-head q/k norm over [B, H * D] without a reshape).
+  int64_t hd = ctx.attrInt("head_dim");
+  if (hd < 0) {
+    r.attrFail("head_dim", fmt::format("must be >= 0 (0: the whole last dimension); got {}", hd));
+  } else if (hd == 0) {
+    checkNormWeight(r, 0, 1);
+  } else {
+    r.isFloatOperand(1);
+    if (r.rankIs(1, 1)) r.extentIs(1, 0, intConst(hd), "(head_dim)");
+    if (x_rank) r.multipleOf(0, r.rank(0) - 1, hd, "head_dim");
+  }
   r.nonNegativeFloat("eps");
   if (!r.ok) return false;
   setOutputs(ctx, out, {r.in(0)});
@@ -604,6 +615,18 @@ bool inferAttentionMerge(OpContext& ctx, std::vector<OperandType>& out) {
   return true;
 }
 
+bool inferSplitLens(OpContext& ctx, std::vector<OperandType>& out) {
+  Rule r(ctx, {"lens"});
+  r.dtypeIs(0, DType::I32);
+  r.positiveInt("chunk");
+  r.positiveInt("splits");
+  if (!r.ok) return false;
+  Shape s = r.in(0).shape;
+  s.push_back(intConst(ctx.attrInt("splits")));
+  setOutputs(ctx, out, {{DType::I32, std::move(s)}});
+  return true;
+}
+
 bool inferEmbedding(OpContext& ctx, std::vector<OperandType>& out) {
   Rule r(ctx, {"ids", "table"});
   r.dtypeIs(0, DType::I32);
@@ -754,9 +777,12 @@ std::vector<OpInfo> buildOps() {
   ops.push_back(op("reduce_max", 1, 1, 1, 1, {axis},
                    "reduce_max(x) {axis} -> y: maximum over one axis (the axis is dropped)",
                    inferReduce));
-  ops.push_back(op("rmsnorm", 2, 2, 1, 1, {epsAttr()},
-                   "rmsnorm(x [..., H], weight [H]) {eps} -> y [..., H]: "
-                   "x / sqrt(mean(x^2) + eps) * weight over the last axis",
+  ops.push_back(op("rmsnorm", 2, 2, 1, 1,
+                   {epsAttr(), optional("head_dim", intV(0),
+                                        "normalize each group of head_dim elements of the last "
+                                        "axis on its own (weight [head_dim]); 0: the whole axis")},
+                   "rmsnorm(x [..., H], weight [H or head_dim]) {eps, head_dim} -> y [..., H]: "
+                   "x / sqrt(mean(x^2) + eps) * weight over the last axis (or each head)",
                    inferRmsnorm));
   ops.push_back(op("add_rmsnorm", 3, 3, 2, 2, {epsAttr()},
                    "add_rmsnorm(x [..., H], residual [..., H], weight [H]) {eps} -> "
@@ -810,6 +836,13 @@ std::vector<OpInfo> buildOps() {
                    "attention_merge(o_parts [P, ..., Hq*D], lse_parts f32[P, ..., Hq]) "
                    "{head_dim} -> (o [..., Hq*D], lse f32[..., Hq]): merges split-KV partials",
                    inferAttentionMerge));
+  ops.push_back(op("split_lens", 1, 1, 1, 1,
+                   {required("chunk", T::Int, "cache positions per split"),
+                    required("splits", T::Int, "number of splits")},
+                   "split_lens(lens i32[...]) {chunk, splits} -> i32[..., splits]: "
+                   "y[r, p] = clamp(lens[r] - p * chunk, 0, chunk), the lengths of a split-KV "
+                   "attention's parts",
+                   inferSplitLens));
   ops.push_back(op("embedding", 2, 2, 1, 1, {},
                    "embedding(ids i32[...], table [V, H]) -> y [..., H]: y[t] = table[ids[t]]",
                    inferEmbedding));

@@ -427,6 +427,10 @@ class Eliminator {
   // Is every tile p of n's task that `need` links to a tile c of w's task ordered before c by
   // a chain of live waits other than w, starting at a notify that publishes at least what n
   // does and ending at a wait that guards at least what w does?
+  // The search only follows waits of tasks run no later than w's task in the graph: a path
+  // through a later task is not looked for (a missed path only keeps a wait). Lowered programs
+  // order every event forwards, and without the bound a deep model (a decode step of 28
+  // layers) explores everything downstream of each notifier for each wait.
   bool orderedElsewhere(const Site& n, const Site& w, const Relation& need, const std::set<uint32_t>& in_graph) {
     struct State {
       Site wait;
@@ -445,6 +449,7 @@ class Eliminator {
         if (!ns || deleted(nsite) || !ok(nsite)) continue;
         for (const Site& ws : sites(ns->event.target, true)) {
           if (ws == w || ws.task == from || !in_graph.count(ws.task)) continue;
+          if (run_position_[ws.task] > run_position_[w.task]) continue;
           if (auto rel = relate(nsite, ws, true)) each(ws, *rel);
         }
       }
@@ -486,9 +491,11 @@ class Eliminator {
   void reduce(uint32_t g) {
     std::set<uint32_t> in_graph;
     std::vector<uint32_t> order;
+    run_position_.assign(m_.tasks.size(), 0);
     for (const GraphStmt& st : m_.graphs[g].body)
       if (const auto* r = std::get_if<RunStmt>(&st)) {
         in_graph.insert(r->task);
+        run_position_[r->task] = order.size();
         order.push_back(r->task);
       }
     for (uint32_t t : order) {
@@ -565,6 +572,7 @@ class Eliminator {
   std::vector<bool> had_waits_;   // some task waited on the event before this pass
   std::set<Site> deleted_;        // statements to drop at the end (indices stay valid until then)
   std::map<uint32_t, uint32_t> merged_into_;
+  std::vector<size_t> run_position_;   // per task: its run statement's index in the graph being reduced
 };
 
 }  // namespace

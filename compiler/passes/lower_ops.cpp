@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <variant>
 
 #include "compiler/ir/op_check.h"
 #include "compiler/ir/ops.h"
@@ -32,6 +34,9 @@ constexpr int64_t kTopkRows = 8;
 // grouped_matmul: the widest column tile, and the narrowest it is cut to for parallelism.
 constexpr int64_t kGroupedTileN = 64;
 constexpr int64_t kGroupedMinTileN = 16;
+// attention_decode: cache positions per split-KV task (B = 1 with a 4096-position cache and 8
+// cache heads gives 128 tasks; B = 128 gives 16384 of 64 KiB of K and V each).
+constexpr int64_t kAttentionChunk = 256;
 
 const char* kCoordNames[] = {"i", "j", "k", "l"};
 
@@ -141,6 +146,7 @@ class Lowerer {
         }
         std::vector<uint32_t> tasks;
         if (!lower(*a, tasks)) return false;
+        forgetSplitLens(*a);
         for (uint32_t t : tasks) body.push_back(RunStmt{t, a->range});
       }
       g.body = std::move(body);
@@ -223,6 +229,10 @@ class Lowerer {
     if (op == "moe_align") return lowerWhole(a, tasks);
     if (op == "grouped_matmul") return lowerGroupedMatmul(a, tasks);
     if (op == "moe_combine") return lowerMoeCombine(a, tasks);
+    if (op == "embedding") return lowerEmbedding(a, tasks);
+    if (op == "argmax" || op == "rope" || op == "kv_append" || op == "split_lens") return lowerPerRow(a, tasks);
+    if (op == "attention_decode") return lowerAttentionDecode(a, tasks);
+    if (op == "attention_merge") return lowerAttentionMerge(a, tasks);
     diags_.error(a.range.begin, fmt::format("op '{}' has no task-level lowering yet; write it at the task level "
                                             "(a task grid with explicit slices) instead",
                                             op));
@@ -375,6 +385,210 @@ class Lowerer {
     return true;
   }
 
+  // ---- decode ops -----------------------------------------------------------------------------
+
+  // y [..., H] tiled like an element-wise op; each task reads the ids of its rows and the
+  // table's columns of its tile (all rows: which ones it needs depends on the data).
+  bool lowerEmbedding(const AssignStmt& a, std::vector<uint32_t>& tasks) {
+    OperandMap ym = resultMaps(a).front();
+    TilePlan p = planGrid(m_, ym.extent, elementwiseTiles(m_, ym.extent));
+    LogicalTile it(p.ranges.begin(), p.ranges.end() - 1);
+    OpCall call = a.call;
+    call.args[0] = tileSlice(m_, mapOperand(m_, call.args[0]), it);
+    call.args[1] = tileSlice(m_, mapOperand(m_, call.args[1]), {std::nullopt, p.ranges.back()});
+    tasks.push_back(addTask(baseName(a), p, std::move(call), {tileSlice(m_, ym, p.ranges)}, a.range));
+    return true;
+  }
+
+  // One task per row (a point in every leading dimension of the first operand): argmax, rope,
+  // kv_append and split_lens. Operands and results are indexed by the row in their leading
+  // dimensions and whole in the rest (a kv_append destination: the row's whole cache).
+  bool lowerPerRow(const AssignStmt& a, std::vector<uint32_t>& tasks) {
+    const OpCall& c = a.call;
+    const bool rows_of_lens = c.op == "split_lens";  // its operand is all leading dimensions
+    OperandMap x = mapOperand(m_, c.args[0]);
+    const size_t lead = rows_of_lens ? x.extent.size() : x.extent.size() - 1;
+    TilePlan p;
+    std::vector<Expr> idx;
+    for (size_t d = 0; d < lead; ++d) {
+      auto id = static_cast<uint32_t>(d);
+      p.grid.push_back(x.extent[d]);
+      p.coords.push_back(kCoordNames[id]);
+      idx.push_back(coordRef(id, kCoordNames[id]));
+    }
+    if (p.grid.empty()) {
+      p.grid.push_back(intConst(1));
+      p.coords.push_back("i");
+    }
+    OpCall call = c;
+    for (Slice& s : call.args) s = pointSlice(mapOperand(m_, s), idx);
+    std::vector<Slice> dests;
+    for (const OperandMap& r : resultMaps(a)) dests.push_back(pointSlice(r, idx));
+    tasks.push_back(addTask(baseName(a), p, std::move(call), std::move(dests), a.range));
+    return true;
+  }
+
+  // Split-KV decode attention over q [B, Hq*D] and caches [B, S, Hk*D]: split_lens gives each
+  // part's length (kept for later layers that use the same lens), the grid [B, Hk, parts]
+  // runs one task per (row, cache head, part) on the part's positions with the cache head's
+  // group of query heads, writing f32 partials, and a grid [B, Hk] merges them. A part past a
+  // row's length has length 0: its task only writes o = 0, lse = -inf, so the work follows the
+  // sequence lengths. With one part, the tasks write the results directly.
+  bool lowerAttentionDecode(const AssignStmt& a, std::vector<uint32_t>& tasks) {
+    const OpCall& c = a.call;
+    OperandMap qm = mapOperand(m_, c.args[0]), km = mapOperand(m_, c.args[1]), vm = mapOperand(m_, c.args[2]);
+    OperandMap lm = mapOperand(m_, c.args[3]);
+    std::vector<OperandMap> results = resultMaps(a);
+    const int64_t d = tiling::attrInt(c, "head_dim");
+    auto q_width = asInt(inlineConsts(qm.extent.back())), c_width = asInt(inlineConsts(km.extent.back()));
+    if (qm.extent.size() != 2 || !q_width || !c_width) {
+      diags_.error(a.range.begin, "attention_decode at the op level needs q of rank 2 ([rows, Hq * head_dim]) with "
+                                  "constant head counts; write other forms at the task level");
+      return false;
+    }
+    const int64_t hq = *q_width / d, hk = *c_width / d, group = hq / hk;
+    const Expr& rows = qm.extent[0];
+    const Expr& len = km.extent[1];
+    const int64_t len_hi = std::max<int64_t>(1, tiling::upperBound(m_, len));
+    int64_t splits = tiling::attrInt(c, "kv_splits");
+    int64_t chunk = splits > 0 ? (len_hi + splits - 1) / splits : std::min(len_hi, kAttentionChunk);
+    splits = (len_hi + chunk - 1) / chunk;  // at the largest cache length; the grid has cdiv(S, chunk)
+    const Expr parts = simplify(cdiv(len, intConst(chunk)), m_.symRanges());
+
+    Expr b = coordRef(0, "b"), g = coordRef(1, "g"), part = coordRef(2, "p");
+    auto heads = [&](int64_t width) {  // cache head g's columns of a row of heads of `width`
+      return std::make_pair(mul(g, intConst(width)), add(mul(g, intConst(width)), intConst(width)));
+    };
+    TilePlan p;
+    p.grid = {rows, intConst(hk)};
+    p.coords = {"b", "g"};
+    OpCall call = c;
+    call.attrs.clear();
+    call.attrs.push_back(tiling::intAttr("head_dim", d));
+    if (const Attr* sc = c.findAttr("scale")) call.attrs.push_back(*sc);
+    call.args[0] = slice(qm, {b, heads(group * d)});
+    if (splits == 1) {
+      call.args[1] = slice(km, {b, All{}, heads(d)});
+      call.args[2] = slice(vm, {b, All{}, heads(d)});
+      call.args[3] = pointSlice(lm, {b});
+      std::vector<Slice> dests{slice(results[0], {b, heads(group * d)})};
+      if (results.size() > 1) dests.push_back(slice(results[1], {b, heads(group)}));
+      tasks.push_back(addTask(baseName(a), p, std::move(call), std::move(dests), a.range));
+      return true;
+    }
+    // The part lengths: one split_lens per (lens slice, chunk, parts) until lens is written again.
+    Slice lens_slice = c.args[3];
+    std::string key = fmt::format("{}:{}:{}", lens_slice.target, chunk, splits);
+    for (const SliceDim& sd : lens_slice.dims)
+      key += fmt::format(":{}{}{}", sd.is_range ? "r" : "p", toString(sd.lo), sd.is_range ? "," + toString(sd.hi) : "");
+    uint32_t part_lens = 0;
+    if (auto it = split_lens_.find(key); it != split_lens_.end()) {
+      part_lens = it->second;
+    } else {
+      std::vector<Expr> shape = lm.extent;
+      shape.push_back(intConst(splits));
+      part_lens = addTemp(m_.tensors[lens_slice.target].name + "_parts", DType::I32, shape, a.range);
+      AssignStmt sl;
+      sl.call.op = "split_lens";
+      sl.call.args = {lens_slice};
+      sl.call.attrs = {tiling::intAttr("chunk", chunk), tiling::intAttr("splits", splits)};
+      sl.results = {part_lens};
+      sl.range = a.range;
+      if (!lowerPerRow(sl, tasks)) return false;
+      split_lens_[key] = part_lens;
+      split_lens_readers_[lens_slice.target].push_back(key);
+    }
+    const std::string oname = m_.tensors[results[0].tensor].name;  // a copy: addTemp grows the tensors
+    uint32_t o_parts = addTemp(oname + "_parts", DType::F32, {intConst(splits), rows, intConst(hq * d)}, a.range);
+    uint32_t lse_parts = addTemp(oname + "_lse_parts", DType::F32, {intConst(splits), rows, intConst(hq)}, a.range);
+    OperandMap om = wholeMap(o_parts), lsm = wholeMap(lse_parts), plm = wholeMap(part_lens);
+    p.grid.push_back(parts);
+    p.coords.push_back("p");
+    std::pair<Expr, Expr> positions{mul(part, intConst(chunk)), min(len, add(mul(part, intConst(chunk)), intConst(chunk)))};
+    call.args[1] = slice(km, {b, positions, heads(d)});
+    call.args[2] = slice(vm, {b, positions, heads(d)});
+    call.args[3] = slice(plm, {b, part});
+    tasks.push_back(addTask(baseName(a), p,
+                            std::move(call), {slice(om, {part, b, heads(group * d)}), slice(lsm, {part, b, heads(group)})},
+                            a.range));
+
+    TilePlan mp;
+    mp.grid = {rows, intConst(hk)};
+    mp.coords = {"b", "g"};
+    OpCall merge;
+    merge.op = "attention_merge";
+    // Only the parts that the grid has for this cache length (all of them with a constant S).
+    std::pair<Expr, Expr> written{intConst(0), parts};
+    merge.args = {slice(om, {written, b, heads(group * d)}), slice(lsm, {written, b, heads(group)})};
+    merge.attrs = {tiling::intAttr("head_dim", d)};
+    std::vector<Slice> dests{slice(results[0], {b, heads(group * d)})};
+    if (results.size() > 1) dests.push_back(slice(results[1], {b, heads(group)}));
+    tasks.push_back(addTask("attention_merge_" + oname, mp, std::move(merge), std::move(dests), a.range));
+    return true;
+  }
+
+  // attention_merge at the op level: one task per row of the result (all parts, all heads).
+  bool lowerAttentionMerge(const AssignStmt& a, std::vector<uint32_t>& tasks) {
+    OperandMap om = mapOperand(m_, a.call.args[0]), lm = mapOperand(m_, a.call.args[1]);
+    std::vector<OperandMap> results = resultMaps(a);
+    TilePlan p;
+    std::vector<Entry> parts{All{}}, row;
+    for (size_t d = 1; d + 1 < om.extent.size(); ++d) {
+      auto id = static_cast<uint32_t>(d - 1);
+      p.grid.push_back(om.extent[d]);
+      p.coords.push_back(kCoordNames[id]);
+      parts.push_back(coordRef(id, kCoordNames[id]));
+      row.push_back(coordRef(id, kCoordNames[id]));
+    }
+    if (p.grid.empty()) {
+      p.grid.push_back(intConst(1));
+      p.coords.push_back("i");
+    }
+    OpCall call = a.call;
+    call.args[0] = slice(om, parts);
+    call.args[1] = slice(lm, parts);
+    std::vector<Slice> dests;
+    for (const OperandMap& r : results) dests.push_back(slice(r, row));
+    tasks.push_back(addTask(baseName(a), p, std::move(call), std::move(dests), a.range));
+    return true;
+  }
+
+  // A subscript entry per logical dimension: the whole dimension, a point, or a range, all
+  // relative to the operand's start.
+  struct All {};
+  using Entry = std::variant<All, Expr, std::pair<Expr, Expr>>;
+
+  Slice slice(OperandMap op, const std::vector<Entry>& entries) const {
+    for (size_t l = 0; l < op.logical_to_tensor.size() && l < entries.size(); ++l) {
+      DimRange& r = op.dims[op.logical_to_tensor[l]];
+      if (const auto* pt = std::get_if<Expr>(&entries[l])) {
+        r.point = true;
+        r.lo = add(r.lo, *pt);
+      } else if (const auto* rg = std::get_if<std::pair<Expr, Expr>>(&entries[l])) {
+        Expr base = r.lo;
+        r.lo = add(base, rg->first);
+        r.hi = add(base, rg->second);
+      }
+    }
+    return tiling::makeSlice(m_, op.tensor, op.dims);
+  }
+
+  OperandMap wholeMap(uint32_t tensor) const {
+    Slice whole;
+    whole.target = tensor;
+    return mapOperand(m_, whole);
+  }
+
+  // Forgets the split_lens results of a lens tensor that a statement writes.
+  void forgetSplitLens(const AssignStmt& a) {
+    for (uint32_t r : a.results) {
+      auto it = split_lens_readers_.find(r);
+      if (it == split_lens_readers_.end()) continue;
+      for (const std::string& key : it->second) split_lens_.erase(key);
+      split_lens_readers_.erase(it);
+    }
+  }
+
   // ---- mixture of experts ------------------------------------------------------------------
 
   // A few whole rows per task (one per warp of the device kernel); the expert axis stays whole.
@@ -512,6 +726,8 @@ class Lowerer {
   Module& m_;
   DiagnosticEngine& diags_;
   std::vector<uint32_t> new_temps_, new_tasks_;
+  std::map<std::string, uint32_t> split_lens_;                        // lens slice, chunk, parts -> part lengths
+  std::map<uint32_t, std::vector<std::string>> split_lens_readers_;  // lens tensor -> keys above
 };
 
 }  // namespace

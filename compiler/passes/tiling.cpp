@@ -73,6 +73,16 @@ int64_t attrInt(const OpCall& c, std::string_view name) {
   return asInt(inlineConsts(v->i)).value_or(0);
 }
 
+double attrFloat(const OpCall& c, std::string_view name) {
+  const AttrValue* v = valueOf(c, name);
+  return v && v->type == AttrType::Float ? v->f : 0.0;
+}
+
+std::string attrString(const OpCall& c, std::string_view name) {
+  const AttrValue* v = valueOf(c, name);
+  return v && v->type == AttrType::String ? v->text : std::string();
+}
+
 Attr boolAttr(std::string name) {
   Attr a;
   a.name = std::move(name);

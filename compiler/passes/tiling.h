@@ -32,6 +32,8 @@ ir::Slice makeSlice(const ir::Module& m, uint32_t t, const std::vector<DimRange>
 // The value of an attribute as written, else the op registry's default.
 bool attrBool(const ir::OpCall& c, std::string_view name);
 int64_t attrInt(const ir::OpCall& c, std::string_view name);
+double attrFloat(const ir::OpCall& c, std::string_view name);
+std::string attrString(const ir::OpCall& c, std::string_view name);
 ir::Attr boolAttr(std::string name);
 ir::Attr intAttr(std::string name, int64_t v);
 

@@ -61,7 +61,7 @@ cmp -s "$tmp/ops.fatbin" "$tmp/tasks.fatbin" && pass || fail "tasks-roundtrip: t
 run schedule-auto 0 --emit=tasks -v samples/mlp.etir && stderr_has schedule-auto "etcc: graph @main: schedule static (cost model" &&
   stdout_has schedule-auto "graph @main schedule static {"
 run schedule-data 0 --emit=tasks -v samples/moe_block.etir &&
-  stderr_has schedule-data "schedule dynamic (the grid of @grouped_matmul_act reads data"
+  stderr_has schedule-data "schedule static (cost model at the sym upper bounds and the data-dependent grid of @grouped_matmul_act at its bound"
 run schedule-forced 0 --emit=tasks -v --schedule=dynamic samples/two_stage_sum.etir &&
   stderr_has schedule-forced "etcc: graph @main: schedule dynamic (--schedule)" && stdout_has schedule-forced "graph @main schedule dynamic {"
 run schedule-written 0 --emit=tasks -v samples/two_stage_sum.etir && stderr_has schedule-written "schedule static (written in the source)"
@@ -84,8 +84,9 @@ CUDA_HOME=/nonexistent run nvrtc-fails 1 samples/two_stage_sum.etir -arch sm_80 
   stderr_has nvrtc-fails "the CUDA compile for sm_80 failed; NVRTC / nvJitLink said:" &&
   stderr_has nvrtc-fails 'could not open source file "cuda_fp16.h"'
 [ -e "$tmp/n.fatbin" ] && fail "nvrtc-fails: output written on error" || pass
-run op-without-lowering 1 tests/golden/print/llama_layer.etir -o "$tmp/l.fatbin" && stderr_has op-without-lowering "op 'rope' has no task-level lowering yet"
-[ -e "$tmp/l.fatbin" ] && fail "op-without-lowering: output written on error" || pass
+# A decode layer with a symbolic cache length lowers (split-KV parts follow S).
+run decode-layer-lowers 0 tests/golden/print/llama_layer.etir --emit=tasks -o "$tmp/l.tasks"
+grep -q "attention_merge" "$tmp/l.tasks" && pass || fail "decode-layer-lowers: no attention_merge in the task-level form"
 run no-file 1
 run print-after-unknown 1 --print-after=bogus samples/mlp.etir
 run color-bad 1 --color=sometimes samples/mlp.etir

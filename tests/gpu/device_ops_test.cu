@@ -504,6 +504,8 @@ static void t_rms(const char* what, long long rows, long long H, long long row_p
          err);
 }
 
+#include "device_decode_tests.cuh"
+
 // ---- matmul ---------------------------------------------------------------------------------------
 
 // a: [M, K] at offset aoff with row pitch lda (avec: rank 1 [K]); b: [N, K] (tb) or [K, N]
@@ -1098,6 +1100,8 @@ int main() {
   t_combine<bf16, float>("3x2x37_unaligned", 3, 2, 37, 39, 1);
   t_combine<float, float>("30x8x64_unstaged", 30, 8, 64, 64, 0);
   t_combine<f16, f16>("1x8x1024", 1, 8, 1024, 1024, 8);
+
+  run_decode_tests();
 
   t_events();
 

@@ -22,7 +22,7 @@ row() {
   rows+=("$r"); echo "$r"; echo "$r" >>"$out/table.txt"
   [ "$2" = FAIL ] && fails=$((fails + 1))
 }
-# SECTIONS=ops,check,moe,debug,watchdog,stress,nocode,python,trace,decode,san,warmup,bench (default: all) picks what
+# SECTIONS=ops,check,moe,decodecheck,debug,watchdog,stress,nocode,python,trace,decode,san,warmup,bench (default: all) picks what
 # runs, so one call fits a device time limit.
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
@@ -66,6 +66,49 @@ if want moe && [ -f "$B/moe_block_static.fatbin" ] && [ "$router_ok" = 1 ]; then
     done
   done
 fi
+
+# The decode models (tools/gen_decode_sample.py): ONE fatbin per model for every B and every
+# position. Caches start random (--random-outputs: a random past), positions come from files:
+# short (random 1..7), mixed (0, 1, 255, 256, 511, 4095, 4096 in turn) and all 4096 (the
+# longest: 17 KV splits of 256). Float outputs must meet the bf16 tolerance; next_token (the
+# argmax of bf16 logits, where near-ties can flip) may differ in at most 1% of the rows.
+decode_check() {  # label fatbin B pos-kind [extra etc-run args...]
+  local label=$1 f=$2 b=$3 kind=$4; shift 4
+  local log="$out/check_${label}_B${b}_$kind.log" posf="$out/pos_${kind}_$b.npy"
+  python3 - "$posf" "$b" "$kind" <<'PY'
+import sys
+import numpy as np
+path, b, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+if kind == "short":
+    pos = np.random.default_rng(b).integers(1, 8, b)
+elif kind == "mixed":
+    pos = np.resize(np.array([0, 1, 255, 256, 511, 4095, 4096]), b)
+else:
+    pos = np.full(b, 4096)
+np.save(path, pos.astype(np.int32))
+PY
+  "$B/etc-run" "$f" --sym "B=$b" --in pos="$posf" --random-outputs --check --seed 9 "$@" >"$log" 2>&1
+  local flo=$(grep -c ' ok$' "$log") bad=$(grep -v next_token "$log" | grep -c 'FAIL')
+  local diff=$(grep -m1 -oE 'next_token: i32 \[[0-9]+\] [0-9]+ of' "$log" | grep -oE '[0-9]+ of' | grep -oE '[0-9]+')
+  if [ "$bad" -eq 0 ] && [ "$flo" -gt 0 ] && [ -n "$diff" ] && [ $((diff * 100)) -le "$b" ]; then
+    row "check $label B=$b pos $kind" PASS "$(grep -oE '(logits|k_cache_0).*L2 [0-9.e+-]*' "$log" | head -2 | tr '\n' ' ') argmax differs in $diff"
+  else
+    row "check $label B=$b pos $kind" FAIL "$(grep -E 'FAIL|etc-run' "$log" | head -2 | tr '\n' ' ' | cut -c1-200)"
+  fi
+}
+for n in llama3_2_1b qwen3_0_6b; do
+  want decodecheck && [ -f "$B/${n}_small.fatbin" ] || continue
+  for b in 1 7 128; do for kind in short mixed long; do decode_check "${n}_small" "$B/${n}_small.fatbin" $b $kind; done; done
+  # Weights from a .safetensors in Hugging Face names (model.layers.0.self_attn.q_proj.weight).
+  if python3 tools/gen_decode_weights.py "$n" --layers 2 --vocab 2048 -o "$out/${n}_small.safetensors" 2>"$out/weights_$n.log"; then
+    decode_check "${n}_small_hf_weights" "$B/${n}_small.fatbin" 16 mixed --weights "$out/${n}_small.safetensors"
+  else
+    row "weights ${n}_small" FAIL "$(tail -1 "$out/weights_$n.log")"
+  fi
+  # The full model against the interpreter at B = 1 (the CPU reference of all layers and the
+  # whole vocabulary takes a while).
+  [ -f "$B/$n.fatbin" ] && decode_check "$n" "$B/$n.fatbin" 1 mixed
+done
 
 # Debug mode checks every notify against its count and, in the dynamic schedule, that a task
 # popped from the queue really is ready.
@@ -259,6 +302,17 @@ for b in 1 3 16 64 128; do
   log="$out/bench_mlp_dyn_B$b.log"
   "$B/etc-run" "$B/mlp_dynamic.fatbin" --sym "B=$b" --bench 200 --mode mega --seed 5 >"$log" 2>&1 || row "bench mlp dynamic B=$b" FAIL "$(tail -1 "$log")"
   grep -E 'median' "$log" | sed "s/^/B=$b dynamic /" | tee -a "$out/bench_table.txt"
+done
+# The decode models: a whole decode step, all positions 511 (mixed past lengths are in the
+# checks above), one fatbin per model.
+for n in llama3_2_1b qwen3_0_6b; do
+  [ -f "$B/$n.fatbin" ] || continue
+  for b in 1 16 64 128; do
+    python3 -c "import numpy as np; np.save('$out/pos511_$b.npy', np.full($b, 511, dtype=np.int32))"
+    log="$out/bench_${n}_B$b.log"
+    "$B/etc-run" "$B/$n.fatbin" --sym "B=$b" --in pos="$out/pos511_$b.npy" --bench 50 --mode mega --seed 5 >"$log" 2>&1 || row "bench $n B=$b" FAIL "$(tail -1 "$log")"
+    grep -E 'median' "$log" | sed "s/^/$n B=$b pos 511 /" >>"$out/bench_table.txt"
+  done
 done
 for t in 1 8 32 128; do
   for sched in static dynamic; do

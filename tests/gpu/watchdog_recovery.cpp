@@ -15,18 +15,7 @@
 
 namespace {
 
-class DeviceBuffer {
- public:
-  DeviceBuffer(etc_module m, size_t bytes) : m_(m) { etc::checkStatus(etc_module_mem_alloc(m, bytes, &p_)); }
-  ~DeviceBuffer() { etc_module_mem_free(m_, p_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  etc_devptr get() const { return p_; }
-
- private:
-  etc_module m_;
-  etc_devptr p_ = 0;
-};
+using etc::DeviceBuffer;
 
 int failures = 0;
 

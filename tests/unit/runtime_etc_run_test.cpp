@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 
@@ -82,6 +84,73 @@ TEST(EtcRunHost, BadInputsAreOneSentence) {
   std::remove(path.c_str());
   EXPECT_THROW(splitAssignment("x", "--in"), std::runtime_error);
   EXPECT_EQ(splitAssignment("a=b=c", "--in"), (std::pair<std::string, std::string>{"a", "b=c"}));
+}
+
+// A .safetensors file of bf16 [8, 8] entries named `names` (entry k holds k everywhere).
+void writeWeights(const std::string& path, const std::vector<std::string>& names) {
+  std::string header = "{";
+  for (size_t k = 0; k < names.size(); ++k)
+    header += (k ? "," : "") + ("\"" + names[k] + "\": {\"dtype\": \"BF16\", \"shape\": [8, 8], \"data_offsets\": [") +
+              std::to_string(k * 128) + ", " + std::to_string(k * 128 + 128) + "]}";
+  header += "}";
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  uint64_t n = header.size();
+  std::fwrite(&n, 8, 1, f);
+  std::fwrite(header.data(), 1, header.size(), f);
+  for (size_t k = 0; k < names.size(); ++k) {
+    std::vector<uint16_t> v(64);
+    const float x = static_cast<float>(k);
+    uint32_t bits;
+    std::memcpy(&bits, &x, 4);
+    std::fill(v.begin(), v.end(), static_cast<uint16_t>(bits >> 16));
+    std::fwrite(v.data(), 2, v.size(), f);
+  }
+  std::fclose(f);
+}
+
+TEST(EtcRunHost, ParamsBindToDottedSafetensorsNames) {
+  std::vector<TensorSpec> sp = {{"model_norm_weight", DType::BF16, "param", {8, 8}, {"8", "8"}},
+                                {"w", DType::BF16, "param", {8, 8}, {"8", "8"}}};
+  const std::string path = ::testing::TempDir() + "/etc_run_dotted.safetensors";
+  RunInputs ri;
+  ri.weights.push_back(path);
+  // '.' in the file reads as '_' in the module; an exact name is taken as it is.
+  writeWeights(path, {"other", "model.norm.weight", "w"});
+  etc::interp::TensorMap m = gatherInputs(sp, ri);
+  EXPECT_EQ(etc::interp::toDoubles(m["model_norm_weight"])[0], 1.0);
+  EXPECT_EQ(etc::interp::toDoubles(m["w"])[0], 2.0);
+  // The exact name wins over a dotted one.
+  writeWeights(path, {"model.norm.weight", "model_norm_weight", "w"});
+  EXPECT_EQ(etc::interp::toDoubles(gatherInputs(sp, ri)["model_norm_weight"])[0], 1.0);
+  // Two dotted names that read the same: an error naming both.
+  writeWeights(path, {"model.norm.weight", "model.norm_weight", "w"});
+  try {
+    gatherInputs(sp, ri);
+    ADD_FAILURE() << "ambiguous names accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "param model_norm_weight matches several --weights entries ('model.norm.weight', "
+                                     "'model.norm_weight'): name one exactly");
+  }
+  // A name that matches nothing is still missing.
+  writeWeights(path, {"model.norm.bias", "w"});
+  try {
+    gatherInputs(sp, ri);
+    ADD_FAILURE() << "missing param accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "param model_norm_weight is in none of the --weights files (and no --param gives it)");
+  }
+  std::remove(path.c_str());
+}
+
+TEST(EtcRunHost, RandomOutputsStartFromTheSeed) {
+  RunInputs ri;
+  EXPECT_EQ(gatherInputs(specs(), ri).count("y"), 0u);  // zeros by default (initialOutput)
+  EXPECT_EQ(etc::interp::toDoubles(initialOutput(specs()[3], gatherInputs(specs(), ri)))[0], 0.0);
+  ri.random_outputs = true;
+  etc::interp::TensorMap m = gatherInputs(specs(), ri);
+  ASSERT_EQ(m.count("y"), 1u);
+  EXPECT_EQ(m["y"].bytes, randomTensor(DType::F32, {4, 8}, 0, "y").bytes);
+  EXPECT_EQ(initialOutput(specs()[3], m).bytes, m["y"].bytes);
 }
 
 TEST(EtcRunHost, ComparisonUsesBenchmarkTolerances) {

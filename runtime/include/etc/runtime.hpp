@@ -126,4 +126,19 @@ class Module {
   etc_module m_ = nullptr;
 };
 
+// Device memory in a loaded module's context that frees itself: an error anywhere leaves no
+// device memory behind.
+class DeviceBuffer {
+ public:
+  DeviceBuffer(etc_module m, size_t bytes) : m_(m) { checkStatus(etc_module_mem_alloc(m, bytes, &p_)); }
+  ~DeviceBuffer() { etc_module_mem_free(m_, p_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  etc_devptr get() const { return p_; }
+
+ private:
+  etc_module m_;
+  etc_devptr p_ = 0;
+};
+
 }  // namespace etc

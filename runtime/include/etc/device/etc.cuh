@@ -15,6 +15,12 @@
 //   grouped_matmul<BLOCK, RG, KC, NC>(ctx, x, w, sorted, bexp, nblk, [w_up,] y, top_k[, silu_mul])
 //                            smem: grouped_matmul_smem_bytes<T, BLOCK, RG, KC, NC>()
 //   moe_combine(ctx, y, weights, out)
+//   add_rmsnorm(ctx, x, residual, w, eps, normed, residual_out)
+//   embedding(ctx, ids, table, y)      argmax(ctx, x, y)      split_lens(ctx, lens, y, chunk)
+//   rope(ctx, q, k, pos, q_out, k_out, RopeParams)    kv_append(ctx, k, v, pos, k_cache, v_cache)
+//   attention_decode<D, G>(ctx, q, k_cache, v_cache, lens, o, [lse,] scale)
+//                            smem: attention_decode_smem_bytes<D, G>()
+//   attention_merge(ctx, o_parts, lse_parts, o, [lse,] head_dim)
 //   other ops need at most kSmallOpSmem bytes of ctx.smem
 //   notify(p, counter[, n_elements])   notify_checked(p, counter, n, initial, site)
 //   wait(p, counter, target, site) -> bool      aborted(p) -> bool
@@ -26,4 +32,6 @@
 #include "etc/device/reduce.cuh"
 #include "etc/device/matmul.cuh"
 #include "etc/device/moe.cuh"
+#include "etc/device/decode.cuh"
+#include "etc/device/attention.cuh"
 #include "etc/device/events.cuh"

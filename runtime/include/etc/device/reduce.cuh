@@ -146,66 +146,172 @@ __device__ void reduce_impl(const Ctx& ctx, const View<TX>& x, int axis, const V
 }
 
 // One row of rmsnorm, by a warp (Block = false) or by the whole CTA; V elements per access.
-template <int V, bool Block, class TX, class TW, class TY>
-__device__ __forceinline__ void rms_row(TX* xr, long long xs, TW* wp, long long ws, TY* yr,
-                                        long long ys, long long H, float eps, float* scratch) {
+// With a residual (add_rmsnorm), the row is s = x + r first, rounded to ro's dtype and stored
+// in ro, and normalized from the rounded values. Each thread reads back only elements that it
+// wrote itself, so ro may be r (in place).
+template <int V, bool Block, class TX, class TR, class TO, class TW, class TY>
+__device__ __forceinline__ void rms_row(TX* xr, long long xs, TR* rr, long long rs, TO* ror, long long os,
+                                        TW* wp, long long ws, TY* yr, long long ys, long long H, float eps,
+                                        float* scratch) {
   using X = bare_t<TX>;
   using W = bare_t<TW>;
+  constexpr bool kAdd = !same_v<TR, void>;
   const long long t0 = Block ? threadIdx.x : (threadIdx.x & 31);
   const long long nt = Block ? blockDim.x : 32;
   float ss = 0.0f;
   if constexpr (V == 1) {
     for (long long h = t0; h < H; h += nt) {
       float v = to_f32(ld(xr + h * xs));
+      if constexpr (kAdd) {
+        const TO s = from_f32<TO>(v + to_f32(ld(rr + h * rs)));
+        ror[h * os] = s;
+        v = to_f32(s);
+      }
       ss += v * v;
     }
   } else {
     for (long long h = t0 * V; h < H; h += nt * V) {
       Vec<X, V> v = ldv<V>(xr + h);
+      float f[V];
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        float f = to_f32(v.v[j]);
-        ss += f * f;
+      for (int j = 0; j < V; ++j) f[j] = to_f32(v.v[j]);
+      if constexpr (kAdd) {
+        Vec<bare_t<TR>, V> r = ldv<V>(rr + h);
+        Vec<TO, V> s;
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          s.v[j] = from_f32<TO>(f[j] + to_f32(r.v[j]));
+          f[j] = to_f32(s.v[j]);
+        }
+        stv<V>(ror + h, s);
       }
+#pragma unroll
+      for (int j = 0; j < V; ++j) ss += f[j] * f[j];
     }
   }
   ss = Block ? block_sum(ss, scratch) : warp_sum(ss);
   const float inv = 1.0f / sqrtf(ss / (float)H + eps);
+  // The second pass reads the normalized row's input again: x, or the sum this thread stored.
   if constexpr (V == 1) {
-    for (long long h = t0; h < H; h += nt)
-      yr[h * ys] = from_f32<TY>(to_f32(ld(xr + h * xs)) * inv * to_f32(ld(wp + h * ws)));
+    for (long long h = t0; h < H; h += nt) {
+      float v;
+      if constexpr (kAdd) v = to_f32(ld(ror + h * os));
+      else v = to_f32(ld(xr + h * xs));
+      yr[h * ys] = from_f32<TY>(v * inv * to_f32(ld(wp + h * ws)));
+    }
   } else {
     for (long long h = t0 * V; h < H; h += nt * V) {
-      Vec<X, V> v = ldv<V>(xr + h);
+      float f[V];
+      if constexpr (kAdd) {
+        Vec<TO, V> v = ldv<V>(ror + h);
+#pragma unroll
+        for (int j = 0; j < V; ++j) f[j] = to_f32(v.v[j]);
+      } else {
+        Vec<X, V> v = ldv<V>(xr + h);
+#pragma unroll
+        for (int j = 0; j < V; ++j) f[j] = to_f32(v.v[j]);
+      }
       Vec<W, V> w = ldv<V>(wp + h);
       Vec<TY, V> o;
 #pragma unroll
-      for (int j = 0; j < V; ++j) o.v[j] = from_f32<TY>(to_f32(v.v[j]) * inv * to_f32(w.v[j]));
+      for (int j = 0; j < V; ++j) o.v[j] = from_f32<TY>(f[j] * inv * to_f32(w.v[j]));
       stv<V>(yr + h, o);
     }
   }
 }
 
-template <int V, bool Block, class TX, class TW, class TY>
-__device__ __forceinline__ void rms_rows(const View<TX>& x, const View<TW>& w, float eps,
-                                         const View<TY>& y, long long rows, long long H,
+// The normalized rows of a tile: its leading dimensions times the groups of the last
+// dimension (H / G elements each: a head with head_dim, else the whole row).
+struct NormRows {
+  long long rows, groups, H;
+};
+
+// Offsets of row r of the tile in a view with the tile's shape: leading coordinates from
+// r / groups, then the group's start.
+template <class T>
+__device__ __forceinline__ long long row_offset(const View<T>& v, long long r, long long groups, long long H) {
+  const int lead = v.rank - 1;
+  long long off = (r % groups) * H * pick(v.stride, lead), q = r / groups;
+#pragma unroll
+  for (int d = ETC_MAX_RANK - 2; d >= 0; --d) {
+    if (d >= lead) continue;
+    long long c = q % v.ext[d];
+    q /= v.ext[d];
+    off += c * v.stride[d];
+  }
+  return off;
+}
+
+template <int V, bool Block, class TX, class TR, class TO, class TW, class TY>
+__device__ __forceinline__ void rms_rows(const View<TX>& x, const View<TR>* r, const View<TO>* ro,
+                                         const View<TW>& w, float eps, const View<TY>& y, NormRows n,
                                          float* scratch) {
   const int lead = x.rank - 1;
   const long long first = Block ? 0 : (threadIdx.x >> 5);
   const long long step = Block ? 1 : (blockDim.x >> 5);
   const long long xs = pick(x.stride, lead), ys = pick(y.stride, lead);
-  for (long long r = first; r < rows; r += step) {
-    long long xo = 0, yo = 0, q = r;
-#pragma unroll
-    for (int d = ETC_MAX_RANK - 2; d >= 0; --d) {
-      if (d >= lead) continue;
-      long long c = q % x.ext[d];
-      q /= x.ext[d];
-      xo += c * x.stride[d];
-      yo += c * y.stride[d];
+  for (long long i = first; i < n.rows; i += step) {
+    TR* rp = nullptr;
+    TO* op = nullptr;
+    long long rs = 0, os = 0;
+    if constexpr (!same_v<TR, void>) {
+      rp = r->ptr + row_offset(*r, i, n.groups, n.H);
+      op = ro->ptr + row_offset(*ro, i, n.groups, n.H);
+      rs = pick(r->stride, lead);
+      os = pick(ro->stride, lead);
     }
-    rms_row<V, Block>(x.ptr + xo, xs, w.ptr, w.stride[0], y.ptr + yo, ys, H, eps, scratch);
+    rms_row<V, Block>(x.ptr + row_offset(x, i, n.groups, n.H), xs, rp, rs, op, os, w.ptr, w.stride[0],
+                      y.ptr + row_offset(y, i, n.groups, n.H), ys, n.H, eps, scratch);
   }
+}
+
+template <class T>
+__device__ __forceinline__ bool rows_vectorizable(const View<T>& v, int V, long long H) {
+  const int lead = v.rank - 1;
+  bool ok = pick(v.stride, lead) == 1 && aligned_to(v.ptr, V * sizeof(bare_t<T>)) && H % V == 0;
+#pragma unroll
+  for (int d = 0; d < ETC_MAX_RANK; ++d)
+    if (d < lead) ok = ok && v.stride[d] % V == 0;
+  return ok;
+}
+
+// rmsnorm and add_rmsnorm over the rows of a tile (r and ro null for rmsnorm): a warp per row,
+// or the whole CTA when there are fewer rows than warps; 16-byte accesses where every view
+// allows them.
+template <class TX, class TR, class TO, class TW, class TY>
+__device__ __forceinline__ void rmsnorm_impl(const Ctx& ctx, const View<TX>& x, const View<TR>* r,
+                                             const View<TO>* ro, const View<TW>& w, float eps,
+                                             const View<TY>& y) {
+  using X = bare_t<TX>;
+  using W = bare_t<TW>;
+  static_assert(is_float_v<X> && is_float_v<W> && is_float_v<TY>, "rmsnorm: float dtypes only");
+  const int lead = x.rank - 1;
+  const long long width = pick(x.ext, lead), H = w.ext[0];
+  long long lead_rows = 1;
+#pragma unroll
+  for (int d = 0; d < ETC_MAX_RANK; ++d)
+    if (d < lead) lead_rows *= x.ext[d];
+  if (H > 0 && lead_rows > 0 && width % H == 0) {
+    const NormRows n{lead_rows * (width / H), width / H, H};
+    constexpr int V = 16 / (sizeof(X) > sizeof(W) ? (sizeof(X) > sizeof(TY) ? sizeof(X) : sizeof(TY))
+                                                   : (sizeof(W) > sizeof(TY) ? sizeof(W) : sizeof(TY)));
+    bool vec = rows_vectorizable(x, V, H) && rows_vectorizable(y, V, H) && w.stride[0] == 1 &&
+               aligned_to(w.ptr, V * sizeof(W));
+    if constexpr (!same_v<TR, void>) {
+      static_assert(sizeof(bare_t<TR>) <= sizeof(X) && sizeof(TO) <= sizeof(X), "add_rmsnorm: residual wider than x");
+      vec = vec && rows_vectorizable(*r, V, H) && rows_vectorizable(*ro, V, H);
+    }
+    float* scratch = reinterpret_cast<float*>(ctx.smem);
+    const bool block = n.rows < (long long)(blockDim.x >> 5);
+    if (vec) {
+      if (block) rms_rows<V, true>(x, r, ro, w, eps, y, n, scratch);
+      else rms_rows<V, false>(x, r, ro, w, eps, y, n, scratch);
+    } else {
+      if (block) rms_rows<1, true>(x, r, ro, w, eps, y, n, scratch);
+      else rms_rows<1, false>(x, r, ro, w, eps, y, n, scratch);
+    }
+  }
+  __syncthreads();
 }
 
 }  // namespace detail
@@ -220,40 +326,20 @@ __device__ void reduce_max(const Ctx& ctx, const View<TX>& x, int axis, const Vi
   detail::reduce_impl<true>(ctx, x, axis, y);
 }
 
-// y = x / sqrt(mean(x^2) + eps) * w over the last axis; leading dimensions are rows.
+// y = x / sqrt(mean(x^2) + eps) * w over the last axis (leading dimensions are rows); with a
+// weight shorter than the last axis (head_dim), over each group of w.ext[0] elements.
 template <class TX, class TW, class TY>
 __device__ void rmsnorm(const Ctx& ctx, const View<TX>& x, const View<TW>& w, float eps,
                         const View<TY>& y) {
-  using X = bare_t<TX>;
-  using W = bare_t<TW>;
-  static_assert(is_float_v<X> && is_float_v<W> && is_float_v<TY>, "rmsnorm: float dtypes only");
-  const int lead = x.rank - 1;
-  const long long H = pick(x.ext, lead);
-  long long rows = 1;
-#pragma unroll
-  for (int d = 0; d < ETC_MAX_RANK; ++d)
-    if (d < lead) rows *= x.ext[d];
-  if (H > 0 && rows > 0) {
-    constexpr int V = 16 / (sizeof(X) > sizeof(W) ? (sizeof(X) > sizeof(TY) ? sizeof(X) : sizeof(TY))
-                                                   : (sizeof(W) > sizeof(TY) ? sizeof(W) : sizeof(TY)));
-    // Vector accesses need every row start aligned: check the first row and the row strides.
-    bool vec = pick(x.stride, lead) == 1 && pick(y.stride, lead) == 1 && w.stride[0] == 1 &&
-               H % V == 0 && aligned_to(x.ptr, V * sizeof(X)) && aligned_to(y.ptr, V * sizeof(TY)) &&
-               aligned_to(w.ptr, V * sizeof(W));
-#pragma unroll
-    for (int d = 0; d < ETC_MAX_RANK; ++d)
-      if (d < lead) vec = vec && x.stride[d] % V == 0 && y.stride[d] % V == 0;
-    float* scratch = reinterpret_cast<float*>(ctx.smem);
-    const bool block = rows < (long long)(blockDim.x >> 5);
-    if (vec) {
-      if (block) detail::rms_rows<V, true>(x, w, eps, y, rows, H, scratch);
-      else detail::rms_rows<V, false>(x, w, eps, y, rows, H, scratch);
-    } else {
-      if (block) detail::rms_rows<1, true>(x, w, eps, y, rows, H, scratch);
-      else detail::rms_rows<1, false>(x, w, eps, y, rows, H, scratch);
-    }
-  }
-  __syncthreads();
+  detail::rmsnorm_impl<TX, void, bare_t<TY>>(ctx, x, (const View<void>*)nullptr, (const View<bare_t<TY>>*)nullptr,
+                                             w, eps, y);
+}
+
+// s = x + r rounded to ro's dtype into ro (ro may be r), y = rmsnorm(s, w).
+template <class TX, class TR, class TW, class TY, class TO>
+__device__ void add_rmsnorm(const Ctx& ctx, const View<TX>& x, const View<TR>& r, const View<TW>& w,
+                            float eps, const View<TY>& y, const View<TO>& ro) {
+  detail::rmsnorm_impl(ctx, x, &r, &ro, w, eps, y);
 }
 
 }  // namespace dev

@@ -1,0 +1,260 @@
+// Decode attention: attention_decode (one request's query heads against its cached positions,
+// grouped-query: every cache head serves G query heads) and attention_merge (combining split-KV
+// partials through their log-sum-exps). Inputs bf16/f16/f32, f32 softmax and accumulation.
+#pragma once
+
+#include "etc/device/common.cuh"
+
+namespace etc {
+namespace dev {
+
+// Cache positions per softmax block (the scores of a block live in shared memory), and the
+// most warps a CTA may have (the cross-warp reduction of o has a slot per warp).
+constexpr int kAttnBlock = 256;
+constexpr int kAttnMaxWarps = 16;
+
+template <int D, int G>
+__host__ __device__ constexpr unsigned attention_decode_smem_bytes() {
+  return (unsigned)sizeof(float) * (G * D + G * kAttnBlock + 4 * G + kAttnMaxWarps * G * D);
+}
+
+namespace detail {
+
+// How a warp reads cache rows: with Vec, L lanes read a row with one 16-byte load each (PE
+// elements, lane c holds elements c*PE ..); otherwise the warp reads a row with scalar loads,
+// lane c holding elements c, c+32, ... The warp covers R = 32 / L rows at a time.
+template <int D, bool kVec, class TK>
+struct AttnLanes {
+  static constexpr int PE = kVec ? 16 / (int)sizeof(TK) : (D + 31) / 32;
+  static constexpr int L = kVec ? D / PE : 32;
+  static constexpr int R = 32 / L;
+  static __device__ __forceinline__ int elem(int c, int e) { return kVec ? c * PE + e : c + 32 * e; }
+};
+
+template <int D, bool kVec, class TK>
+__device__ __forceinline__ void attn_load_row(TK* row, long long cs, int c, bool valid, float (&out)[AttnLanes<D, kVec, bare_t<TK>>::PE]) {
+  using K = bare_t<TK>;
+  using Ln = AttnLanes<D, kVec, K>;
+  if constexpr (kVec) {
+    if (valid) {
+      Vec<K, Ln::PE> v = ldv<Ln::PE>(row + c * Ln::PE);
+#pragma unroll
+      for (int e = 0; e < Ln::PE; ++e) out[e] = to_f32(v.v[e]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < Ln::PE; ++e) out[e] = 0.0f;
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < Ln::PE; ++e) {
+      const int d = Ln::elem(c, e);
+      out[e] = valid && d < D ? to_f32(ld(row + d * cs)) : 0.0f;
+    }
+  }
+}
+
+// One cache head and its G query heads: online softmax over blocks of kAttnBlock positions.
+template <int D, int G, bool kVec, class TQ, class TK, class TV, class TO>
+__device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, TK* kp, long long krs, long long kcs, TV* vp,
+                          long long vrs, long long vcs, long long n, float scale, TO* op, long long os, float* lsep,
+                          long long ls) {
+  using Ln = AttnLanes<D, kVec, bare_t<TK>>;
+  static_assert(Ln::L * Ln::R == 32, "attention_decode: lanes per row must divide 32");
+  float* q_s = reinterpret_cast<float*>(ctx.smem);
+  float* s_s = q_s + G * D;
+  float* m_s = s_s + G * kAttnBlock;  // running maximum per head
+  float* l_s = m_s + G;               // running sum of exp(s - m)
+  float* a_s = l_s + G;               // rescale factor of the current block
+  float* red = a_s + 2 * G;
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+  const int c = lane % Ln::L, rg = lane / Ln::L;
+  for (int i = tid; i < G * D; i += nt) q_s[i] = to_f32(ld(qp + i * qs)) * scale;
+  if (tid < G) m_s[tid] = __int_as_float(0xff800000), l_s[tid] = 0.0f;
+  __syncthreads();
+  float acc[G][Ln::PE];
+#pragma unroll
+  for (int h = 0; h < G; ++h)
+#pragma unroll
+    for (int e = 0; e < Ln::PE; ++e) acc[h][e] = 0.0f;
+
+  for (long long b0 = 0; b0 < n; b0 += kAttnBlock) {
+    const int nb = (int)(n - b0 < kAttnBlock ? n - b0 : kAttnBlock);
+    // Scores: the L lanes of a row each take PE elements of the dot product.
+    for (int jb = warp * Ln::R; jb < nb; jb += nw * Ln::R) {
+      const int j = jb + rg;
+      float kv[Ln::PE];
+      attn_load_row<D, kVec>(kp + (b0 + j) * krs, kcs, c, j < nb, kv);
+#pragma unroll
+      for (int h = 0; h < G; ++h) {
+        float part = 0.0f;
+#pragma unroll
+        for (int e = 0; e < Ln::PE; ++e) {
+          const int d = Ln::elem(c, e);
+          if (kVec || d < D) part += q_s[h * D + d] * kv[e];
+        }
+#pragma unroll
+        for (int o = Ln::L / 2; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+        if (j < nb && c == 0) s_s[h * kAttnBlock + j] = part;
+      }
+    }
+    __syncthreads();
+    // Softmax statistics, a warp per head: the block's maximum, its probabilities (in place)
+    // and the running sum rescaled to the new maximum.
+    for (int h = warp; h < G; h += nw) {
+      float mx = __int_as_float(0xff800000);
+      for (int j = lane; j < nb; j += 32) mx = fmaxf(mx, s_s[h * kAttnBlock + j]);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      const float m_new = fmaxf(m_s[h], mx);
+      float sum = 0.0f;
+      for (int j = lane; j < nb; j += 32) {
+        const float p = __expf(s_s[h * kAttnBlock + j] - m_new);
+        s_s[h * kAttnBlock + j] = p;
+        sum += p;
+      }
+      sum = warp_sum(sum);
+      if (lane == 0) {
+        const float alpha = __expf(m_s[h] - m_new);  // 0 for the first block (m = -inf)
+        a_s[h] = alpha;
+        l_s[h] = l_s[h] * alpha + sum;
+        m_s[h] = m_new;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      const float alpha = a_s[h];
+#pragma unroll
+      for (int e = 0; e < Ln::PE; ++e) acc[h][e] *= alpha;
+    }
+    for (int jb = warp * Ln::R; jb < nb; jb += nw * Ln::R) {
+      const int j = jb + rg;
+      if (j >= nb) continue;
+      float vv[Ln::PE];
+      attn_load_row<D, kVec>(vp + (b0 + j) * vrs, vcs, c, true, vv);
+#pragma unroll
+      for (int h = 0; h < G; ++h) {
+        const float p = s_s[h * kAttnBlock + j];
+#pragma unroll
+        for (int e = 0; e < Ln::PE; ++e) acc[h][e] += p * vv[e];
+      }
+    }
+    __syncthreads();  // s_s is rewritten by the next block
+  }
+  // Sum the warp's row groups, then the warps.
+#pragma unroll
+  for (int h = 0; h < G; ++h)
+#pragma unroll
+    for (int e = 0; e < Ln::PE; ++e)
+#pragma unroll
+      for (int o = Ln::L; o < 32; o <<= 1) acc[h][e] += __shfl_xor_sync(0xffffffffu, acc[h][e], o);
+  if (rg == 0) {
+#pragma unroll
+    for (int h = 0; h < G; ++h)
+#pragma unroll
+      for (int e = 0; e < Ln::PE; ++e) {
+        const int d = Ln::elem(c, e);
+        if (kVec || d < D) red[(warp * G + h) * D + d] = acc[h][e];
+      }
+  }
+  __syncthreads();
+  for (int i = tid; i < G * D; i += nt) {
+    const int h = i / D, d = i % D;
+    float s = 0.0f;
+    for (int w = 0; w < nw; ++w) s += red[(w * G + h) * D + d];
+    const float l = l_s[h];
+    op[i * os] = from_f32<TO>(l > 0.0f ? s / l : 0.0f);
+  }
+  if (lsep && tid < G) lsep[tid * ls] = l_s[tid] > 0.0f ? m_s[tid] + logf(l_s[tid]) : __int_as_float(0xff800000);
+  __syncthreads();
+}
+
+}  // namespace detail
+
+// o[h] = softmax(scale * q[h] . k[j]) v[j] over the first lens positions of the caches, for
+// q [Hq*D] (one request), caches [n, Hk*D], lens a scalar, o [Hq*D], lse [Hq] (lse.ptr may be
+// null: not written). Query head h uses cache head h / (Hq / Hk), G = Hq / Hk.
+template <int D, int G, class TQ, class TK, class TV, class TL, class TO>
+__device__ void attention_decode(const Ctx& ctx, const View<TQ>& q, const View<TK>& kc, const View<TV>& vc,
+                                 const View<TL>& lens, const View<TO>& o, const View<float>& lse, float scale) {
+  using K = bare_t<TK>;
+  using V = bare_t<TV>;
+  static_assert(sizeof(K) == sizeof(V), "attention_decode: k and v caches of one dtype");
+  long long n = ld(lens.ptr);
+  n = n < 0 ? 0 : n > kc.ext[0] ? kc.ext[0] : n;
+  const long long hk = kc.ext[1] / D;
+  constexpr int PE = 16 / (int)sizeof(K);
+  constexpr bool kCanVec = D % PE == 0 && D / PE <= 32 && 32 % (D / PE) == 0;
+  bool vec = kCanVec && kc.stride[1] == 1 && vc.stride[1] == 1 && kc.stride[0] % PE == 0 && vc.stride[0] % PE == 0 &&
+             aligned_to(kc.ptr, 16) && aligned_to(vc.ptr, 16);
+  for (long long g = 0; g < hk; ++g) {
+    TQ* qp = q.ptr + g * G * D * q.stride[0];
+    TK* kp = kc.ptr + g * D * kc.stride[1];
+    TV* vp = vc.ptr + g * D * vc.stride[1];
+    TO* op = o.ptr + g * G * D * o.stride[0];
+    float* lp = lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr;
+    if constexpr (kCanVec) {
+      if (vec) {
+        detail::attn_head<D, G, true>(ctx, qp, q.stride[0], kp, kc.stride[0], kc.stride[1], vp, vc.stride[0],
+                                      vc.stride[1], n, scale, op, o.stride[0], lp, lse.stride[0]);
+        continue;
+      }
+    }
+    detail::attn_head<D, G, false>(ctx, qp, q.stride[0], kp, kc.stride[0], kc.stride[1], vp, vc.stride[0],
+                                   vc.stride[1], n, scale, op, o.stride[0], lp, lse.stride[0]);
+  }
+}
+
+template <int D, int G, class TQ, class TK, class TV, class TL, class TO>
+__device__ void attention_decode(const Ctx& ctx, const View<TQ>& q, const View<TK>& kc, const View<TV>& vc,
+                                 const View<TL>& lens, const View<TO>& o, float scale) {
+  View<float> none{};
+  none.ptr = nullptr;
+  none.rank = 1;
+  none.stride[0] = 0;
+  attention_decode<D, G>(ctx, q, kc, vc, lens, o, none, scale);
+}
+
+// o = sum_p exp(lse_p - lse) o_p with lse = log(sum_p exp(lse_p)), for o_parts [P, W] and
+// lse_parts [P, W / head_dim]; parts with lse_p = -inf contribute nothing.
+template <class TP, class TL, class TO>
+__device__ void attention_merge(const Ctx&, const View<TP>& op, const View<TL>& lp, const View<TO>& o,
+                                const View<float>& lse, int head_dim) {
+  const long long parts = op.ext[0], width = op.ext[1], heads = lp.ext[1];
+  for (long long i = threadIdx.x; i < width + heads; i += blockDim.x) {
+    const long long h = i < width ? i / head_dim : i - width;
+    float mx = __int_as_float(0xff800000);
+    for (long long p = 0; p < parts; ++p) mx = fmaxf(mx, ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1]));
+    float total = mx;
+    if (mx != __int_as_float(0xff800000)) {
+      float sum = 0.0f;
+      for (long long p = 0; p < parts; ++p) sum += expf(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1]) - mx);
+      total = mx + logf(sum);
+    }
+    if (i >= width) {
+      if (lse.ptr) lse.ptr[h * lse.stride[0]] = total;
+      continue;
+    }
+    float acc = 0.0f;
+    if (mx != __int_as_float(0xff800000))
+      for (long long p = 0; p < parts; ++p) {
+        const float w = expf(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1]) - total);
+        if (w != 0.0f) acc += w * to_f32(ld(op.ptr + p * op.stride[0] + i * op.stride[1]));
+      }
+    o.ptr[i * o.stride[0]] = from_f32<TO>(acc);
+  }
+  __syncthreads();
+}
+
+template <class TP, class TL, class TO>
+__device__ void attention_merge(const Ctx& ctx, const View<TP>& op, const View<TL>& lp, const View<TO>& o,
+                                int head_dim) {
+  View<float> none{};
+  none.ptr = nullptr;
+  none.rank = 1;
+  none.stride[0] = 0;
+  attention_merge(ctx, op, lp, o, none, head_dim);
+}
+
+}  // namespace dev
+}  // namespace etc

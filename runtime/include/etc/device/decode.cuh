@@ -1,0 +1,198 @@
+// Decode tile ops: embedding, argmax, rope, kv_append, split_lens. The attention ops are in
+// attention.cuh. Ids and positions outside their range are skipped on the device (the rows stay
+// unwritten); the reference interpreter reports them.
+#pragma once
+
+#include "etc/device/common.cuh"
+
+namespace etc {
+namespace dev {
+namespace detail {
+
+// Copies n contiguous elements from src to dst with the CTA's threads (16-byte accesses when
+// both are aligned), without the final barrier.
+template <class TS, class TD>
+__device__ __forceinline__ void copy_run(TS* src, long long ss, TD* dst, long long ds, long long n, long long t0,
+                                         long long nt) {
+  using S = bare_t<TS>;
+  static_assert(sizeof(S) == sizeof(TD), "copy_run: same element size");
+  constexpr int V = 16 / sizeof(TD);
+  if (ss == 1 && ds == 1 && n % V == 0 && aligned_to(src, 16) && aligned_to(dst, 16)) {
+    for (long long i = t0 * V; i < n; i += nt * V) {
+      Vec<S, V> v = ldv<V>(src + i);
+      Vec<TD, V> w;
+      memcpy(&w, &v, sizeof(w));
+      stv<V>(dst + i, w);
+    }
+  } else {
+    for (long long i = t0; i < n; i += nt) {
+      S v = ld(src + i * ss);
+      memcpy(dst + i * ds, &v, sizeof(TD));
+    }
+  }
+}
+
+// argmax order: a NaN beats every number (the first NaN wins), then the larger value, then the
+// lower index.
+__device__ __forceinline__ bool argmax_better(float a, long long ia, float b, long long ib) {
+  const bool an = a != a, bn = b != b;
+  if (an || bn) return an && (!bn || ia < ib);
+  return a > b || (a == b && ia < ib);
+}
+
+template <class X> __device__ __forceinline__ float argmax_key(X v) { return to_f32(v); }
+__device__ __forceinline__ float argmax_key(int v) { return (float)v; }
+
+}  // namespace detail
+
+// y[r, :] = table[ids[r], :] over the rows of the tile (ids rank 0 or 1, y rank 1 or 2; the
+// table tile [V, C] holds y's columns).
+template <class TI, class TT, class TY>
+__device__ void embedding(const Ctx&, const View<TI>& ids, const View<TT>& table, const View<TY>& y) {
+  const long long rows = ids.rank ? ids.ext[0] : 1, cols = table.ext[1], vocab = table.ext[0];
+  const long long ys = y.rank == 2 ? y.stride[0] : 0, yc = y.rank == 2 ? y.stride[1] : y.stride[0];
+  const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  // A warp per row; the rows of a decode batch are short (a tile of the hidden size).
+  for (long long r = warp; r < rows; r += warps) {
+    const long long id = ld(ids.ptr + (ids.rank ? r * ids.stride[0] : 0));
+    if (id < 0 || id >= vocab) continue;
+    detail::copy_run(table.ptr + id * table.stride[0], table.stride[1], y.ptr + r * ys, yc, cols, lane, 32);
+  }
+  __syncthreads();
+}
+
+// y[r] = the index of the maximum of x[r, :] (x rank 1 or 2, y rank 0 or 1), by the whole CTA.
+template <class TX>
+__device__ void argmax(const Ctx& ctx, const View<TX>& x, const View<int>& y) {
+  using X = bare_t<TX>;
+  const long long rows = x.rank == 2 ? x.ext[0] : 1, n = x.ext[x.rank == 2 ? 1 : 0];
+  const long long rs = x.rank == 2 ? x.stride[0] : 0, cs = x.stride[x.rank == 2 ? 1 : 0];
+  float* sv = reinterpret_cast<float*>(ctx.smem);
+  long long* si = reinterpret_cast<long long*>(ctx.smem + 128);  // 16 warps at most
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  constexpr int V = 16 / sizeof(X);
+  for (long long r = 0; r < rows; ++r) {
+    TX* xr = x.ptr + r * rs;
+    float best = __int_as_float(0xff800000);
+    long long bi = n;  // no element yet: loses to everything
+    if (cs == 1 && n % V == 0 && aligned_to(xr, 16)) {
+      for (long long i = (long long)threadIdx.x * V; i < n; i += (long long)blockDim.x * V) {
+        Vec<X, V> v = ldv<V>(xr + i);
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const float f = detail::argmax_key(v.v[j]);
+          if (detail::argmax_better(f, i + j, best, bi)) best = f, bi = i + j;
+        }
+      }
+    } else {
+      for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+        const float f = detail::argmax_key(ld(xr + i * cs));
+        if (detail::argmax_better(f, i, best, bi)) best = f, bi = i;
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+      const long long oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (detail::argmax_better(ov, oi, best, bi)) best = ov, bi = oi;
+    }
+    if (lane == 0) sv[warp] = best, si[warp] = bi;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < warps; ++w)
+        if (detail::argmax_better(sv[w], si[w], best, bi)) best = sv[w], bi = si[w];
+      y.ptr[y.rank ? r * y.stride[0] : 0] = (int)(bi < n ? bi : 0);
+    }
+    __syncthreads();
+  }
+}
+
+// The rotary frequencies of rope (docs/ops.md), in double: theta^(-2j/D), rescaled as in
+// Llama 3.1 when llama3.
+struct RopeParams {
+  int head_dim;
+  double theta;
+  bool llama3;
+  double factor, low, high, original;
+};
+
+__device__ __forceinline__ double rope_freq(const RopeParams& rp, int j) {
+  double f = pow(rp.theta, -2.0 * j / rp.head_dim);
+  if (rp.llama3) {
+    const double wavelen = 2 * 3.14159265358979323846 / f, lo = rp.original / rp.low, hi = rp.original / rp.high;
+    if (wavelen > lo) {
+      f = f / rp.factor;
+    } else if (wavelen >= hi) {
+      const double s = (rp.original / wavelen - rp.low) / (rp.high - rp.low);
+      f = (1 - s) * f / rp.factor + s * f;
+    }
+  }
+  return f;
+}
+
+namespace detail {
+
+// Rotates every head of one row (x rank 1) or of each row (rank 2) by the row's position.
+template <class TX, class TP, class TY>
+__device__ __forceinline__ void rope_rows(const RopeParams& rp, const View<TX>& x, const View<TP>& pos,
+                                          const View<TY>& y) {
+  const long long rows = x.rank == 2 ? x.ext[0] : 1, width = x.ext[x.rank == 2 ? 1 : 0];
+  const long long xr = x.rank == 2 ? x.stride[0] : 0, xc = x.stride[x.rank == 2 ? 1 : 0];
+  const long long yr = y.rank == 2 ? y.stride[0] : 0, yc = y.stride[y.rank == 2 ? 1 : 0];
+  const int half = rp.head_dim / 2;
+  const long long pairs = width / rp.head_dim * half;
+  for (long long i = threadIdx.x; i < rows * pairs; i += blockDim.x) {
+    const long long r = i / pairs, k = i % pairs, head = k / half;
+    const int j = (int)(k % half);
+    const long long p = ld(pos.ptr + (pos.rank ? r * pos.stride[0] : 0));
+    // The angle reduced modulo 2 pi in double: positions up to millions keep f32 accuracy.
+    double angle = fmod((double)p * rope_freq(rp, j), 2 * 3.14159265358979323846);
+    float s, c;
+    sincosf((float)angle, &s, &c);
+    const long long a = head * rp.head_dim + j, b = a + half;
+    const float x0 = to_f32(ld(x.ptr + r * xr + a * xc)), x1 = to_f32(ld(x.ptr + r * xr + b * xc));
+    y.ptr[r * yr + a * yc] = from_f32<TY>(x0 * c - x1 * s);
+    y.ptr[r * yr + b * yc] = from_f32<TY>(x1 * c + x0 * s);
+  }
+}
+
+}  // namespace detail
+
+// q_out, k_out = q, k with each head rotated by its row's position (rotate-half convention).
+template <class TQ, class TK, class TP, class TQO, class TKO>
+__device__ void rope(const Ctx&, const View<TQ>& q, const View<TK>& k, const View<TP>& pos, const View<TQO>& qo,
+                     const View<TKO>& ko, RopeParams rp) {
+  detail::rope_rows(rp, q, pos, qo);
+  detail::rope_rows(rp, k, pos, ko);
+  __syncthreads();
+}
+
+// k_cache[pos, :] = k and v_cache[pos, :] = v for one row (k, v rank 1, pos rank 0, caches
+// [S, X]); a position outside [0, S) writes nothing.
+template <class TK, class TV, class TP, class TC>
+__device__ void kv_append(const Ctx&, const View<TK>& k, const View<TV>& v, const View<TP>& pos, const View<TC>& kc,
+                          const View<TC>& vc) {
+  const long long p = ld(pos.ptr), x = k.ext[0];
+  if (p >= 0 && p < kc.ext[0]) {
+    const long long half = blockDim.x / 2, t = threadIdx.x;
+    if (t < half) detail::copy_run(k.ptr, k.stride[0], kc.ptr + p * kc.stride[0], kc.stride[1], x, t, half);
+    else detail::copy_run(v.ptr, v.stride[0], vc.ptr + p * vc.stride[0], vc.stride[1], x, t - half, blockDim.x - half);
+  }
+  __syncthreads();
+}
+
+// y[r, p] = clamp(lens[r] - p * chunk, 0, chunk) (lens rank 0 or 1, y rank 1 or 2).
+template <class TL>
+__device__ void split_lens(const Ctx&, const View<TL>& lens, const View<int>& y, long long chunk) {
+  const long long rows = lens.rank ? lens.ext[0] : 1, parts = y.ext[y.rank - 1];
+  const long long ys = y.rank == 2 ? y.stride[0] : 0, yp = y.stride[y.rank - 1];
+  for (long long i = threadIdx.x; i < rows * parts; i += blockDim.x) {
+    const long long r = i / parts, p = i % parts;
+    const long long n = ld(lens.ptr + (lens.rank ? r * lens.stride[0] : 0)) - p * chunk;
+    y.ptr[r * ys + p * yp] = (int)(n < 0 ? 0 : n > chunk ? chunk : n);
+  }
+  __syncthreads();
+}
+
+}  // namespace dev
+}  // namespace etc
