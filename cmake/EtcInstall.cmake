@@ -15,7 +15,7 @@ install(TARGETS etcrt EXPORT etcTargets LIBRARY DESTINATION lib)
 install(FILES runtime/include/etc/runtime.h runtime/include/etc/runtime.hpp runtime/include/etc/abi.h
         DESTINATION include/etc)
 install(DIRECTORY runtime/include/etc/device DESTINATION include/etc FILES_MATCHING PATTERN "*.cuh")
-install(DIRECTORY python/etc DESTINATION lib/python FILES_MATCHING PATTERN "*.py")
+install(DIRECTORY python/etc DESTINATION lib/python FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 install(EXPORT etcTargets NAMESPACE etc:: DESTINATION lib/cmake/etc)
 configure_package_config_file(cmake/etcConfig.cmake.in ${CMAKE_BINARY_DIR}/etcConfig.cmake
                               INSTALL_DESTINATION lib/cmake/etc)

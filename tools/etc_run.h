@@ -37,8 +37,9 @@ void printInfo(const Module& m);
 // Runs the fatbin on the GPU (and the interpreter with --check). Returns the exit status;
 // throws std::runtime_error / RuntimeError for bad input.
 int runFatbin(Module& m, const RunOptions& opt);
-// --trace: launches the megakernel of a profiled fatbin once more (inputs bound, after the
-// checked launch), writes its timeline as a Chrome trace to `path` and prints the summary.
+// --trace: launches the megakernel of a profiled fatbin twice (inputs bound; before the checked
+// launch, which starts again from zeroed outputs), writes the second launch's timeline as a
+// Chrome trace to opt.trace and prints the summary.
 void writeTrace(Module& m, const std::string& graph, const std::map<std::string, int64_t>& syms, const RunOptions& opt);
 // Runs an .etir file on the CPU reference interpreter.
 int runEtir(const RunOptions& opt);

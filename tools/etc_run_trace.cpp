@@ -1,4 +1,4 @@
-// etc-run --trace: one more megakernel launch of a profiled fatbin, its records read back and
+// etc-run --trace: a warm-up and a traced megakernel launch of a profiled fatbin, its records read back and
 // written as a Chrome trace (tools/trace.h), the summary on standard output.
 #include <fmt/format.h>
 
@@ -13,9 +13,11 @@ namespace etc::tools {
 void writeTrace(Module& m, const std::string& graph, const std::map<std::string, int64_t>& syms, const RunOptions& opt) {
   const etc_module h = m.handle();
   etc_launch_options lo{ETC_MODE_MEGA, opt.watchdog_ms * 1000000, opt.debug ? 1u : 0u};
-  // The launch before this one (checked) warmed up the caches and the workspace: this one is traced.
-  m.launch(graph, nullptr, lo);
-  m.checkError(nullptr);
+  // Two launches: the first warms up the workspace and the caches, the second is traced.
+  for (int i = 0; i < 2; ++i) {
+    m.launch(graph, nullptr, lo);
+    m.checkError(nullptr);
+  }
   TraceInput in;
   in.records.resize(static_cast<size_t>(etc_module_profile_capacity(h)));
   size_t written = 0;

@@ -50,6 +50,12 @@ struct Options {
 
 bool wantsDepfile(const Options& opt) { return opt.write_deps || !opt.dep_file.empty(); }
 
+// Like gcc: -MF names the file, else the output with its extension replaced by .d.
+std::string depfilePath(const Options& opt) {
+  if (!opt.dep_file.empty()) return opt.dep_file;
+  return std::filesystem::path(opt.output).replace_extension(".d").string();
+}
+
 // Combinations of the dependency options that cannot mean anything; empty if fine.
 std::string depfileOptionProblem(const Options& opt) {
   if (!wantsDepfile(opt)) {
@@ -60,13 +66,9 @@ std::string depfileOptionProblem(const Options& opt) {
   bool to_stdout = opt.output.empty() || opt.output == "-";
   if (to_stdout && opt.dep_file.empty()) return "-MD without -o needs -MF FILE: there is no output name to derive it from";
   if (to_stdout && opt.dep_targets.empty()) return "a dependency file for standard output needs -MT TARGET";
+  if (!to_stdout && depfilePath(opt) == opt.output)
+    return fmt::format("the dependency file would overwrite the output '{}': name it with -MF", opt.output);
   return {};
-}
-
-// Like gcc: -MF names the file, else the output with its extension replaced by .d.
-std::string depfilePath(const Options& opt) {
-  if (!opt.dep_file.empty()) return opt.dep_file;
-  return std::filesystem::path(opt.output).replace_extension(".d").string();
 }
 
 double msSince(std::chrono::steady_clock::time_point start) {
@@ -92,7 +94,7 @@ bool writeOutput(const std::string& path, const std::string& text, std::string* 
   return etc::writeFileAtomically(path, text, error);
 }
 
-// -MD/-MF/-MT/-MP: the Make rule "output: every file read", written atomically after the output.
+// -MD/-MF/-MT/-MP: the Make rule "output: every file read", written atomically (before the output).
 bool writeDepfile(const Options& opt, const etc::SourceManager& sources, std::string* error) {
   etc::DepfileOptions d;
   d.targets = opt.dep_targets.empty() ? std::vector<std::string>{opt.output} : opt.dep_targets;

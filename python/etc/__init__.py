@@ -198,9 +198,19 @@ class Module:
                 if self._device is not None and device != self._device:
                     raise ValueError(f"tensor {name} is on cuda:{device}, the module on cuda:{self._device}")
                 self._device = device
-            dims = (ctypes.c_int64 * max(1, len(shape)))(*shape)
-            _check(lib.etc_module_bind(self._h, name.encode(), ptr, _capi.DTYPES.index(dtype), len(shape), dims))
+            self.bind_pointer(name, ptr, dtype, shape)
             self._bound[name] = obj
+
+    def bind_pointer(self, name, ptr, dtype, shape):
+        """Binds a raw device pointer (an int, a CUdeviceptr in the module's device's primary
+        context) holding a C-contiguous `dtype` ("f32", "bf16", ...) array of `shape`. The caller
+        keeps the memory alive."""
+        if dtype not in _capi.DTYPES:
+            raise ValueError(f"tensor {name}: dtype {dtype!r} is not one of {', '.join(_capi.DTYPES)}")
+        shape = tuple(int(d) for d in shape)
+        dims = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+        _check(lib.etc_module_bind(self._h, name.encode(), int(ptr), _capi.DTYPES.index(dtype), len(shape), dims))
+        self._bound.pop(name, None)
 
     # ---- the device ---------------------------------------------------------------------------
     def load_device(self, device=None):

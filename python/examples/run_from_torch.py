@@ -78,6 +78,7 @@ def mlp(path, b):
     y = torch.empty(m.tensor_shape("y"), **bf16)
     m.bind(x=x, ln=ln, w_gate_up=w_gate_up, w_down=w_down, y=y)
     stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())  # the inputs were made on the default stream
     with torch.cuda.stream(stream):  # the launch follows torch's current stream
         m.launch()
     m.check_error(stream)

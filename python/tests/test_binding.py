@@ -86,6 +86,10 @@ class BindingTest(unittest.TestCase):
         self.assertStatus("BAD_BINDING", self.m.bind, p=FakeCudaArray((1,)))  # a temp
         self.assertStatus("NOT_FOUND", self.m.bind, nope=FakeCudaArray((1,)))
         self.m.bind(a=FakeTorchTensor(shape=(10,)))
+        self.m.bind_pointer("a", 0x7F0000002000, "f32", (10,))
+        self.assertStatus("BAD_BINDING", self.m.bind_pointer, "a", 0x7F0000002000, "i32", (10,))
+        with self.assertRaisesRegex(ValueError, "dtype 'f64'"):
+            self.m.bind_pointer("a", 0x7F0000002000, "f64", (10,))
 
     def test_bind_refuses_what_is_not_a_contiguous_cuda_tensor(self):
         self.m.set_syms(N=4)

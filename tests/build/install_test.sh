@@ -18,6 +18,10 @@ if nm -D --defined-only "$prefix/lib/libetcrt.so" | awk '{print $3}' | grep -v '
   fail "libetcrt.so exports more than etc_*: $(nm -D --defined-only "$prefix/lib/libetcrt.so" | awk '{print $3}' | grep -v '^etc_' | head -5 | tr '\n' ' ')"
 fi
 "$prefix/bin/etcc" --version >/dev/null || fail "the installed etcc does not run"
+find "$prefix/lib/python" -name __pycache__ | grep -q . && fail "__pycache__ was installed"
+# The installed binding finds the installed library by itself (no ETC_RUNTIME_LIB).
+env -u ETC_RUNTIME_LIB PYTHONPATH="$prefix/lib/python" python3 -c 'import etc; assert etc._capi.lib._name.endswith("lib/python/etc/../../libetcrt.so")' ||
+  fail "the installed Python binding does not load the installed libetcrt.so"
 
 cp -r "$src/tests/build/consumer" "$tmp/consumer"
 proj="$tmp/consumer"

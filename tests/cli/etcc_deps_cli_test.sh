@@ -62,7 +62,8 @@ run mt-alone 1 "$m" --emit=tasks -o "$tmp/f.etir" -MT x && err_has mt-alone "-MT
 run md-stdout 1 "$m" -MD && err_has md-stdout "-MD without -o needs -MF FILE"
 run mf-stdout 1 "$m" -MF "$tmp/g.d" && err_has mf-stdout "needs -MT TARGET"
 run verify 1 "$m" --verify-diagnostics -MD -o "$tmp/h.etir" && err_has verify "--verify-diagnostics writes no output"
-[ -e "$tmp/f.etir" ] || [ -e "$tmp/g.d" ] || [ -e "$tmp/h.d" ] && fail "an option error left a file"
+run same-file 1 "$m" --emit=tasks -o "$tmp/x.d" -MD && err_has same-file "the dependency file would overwrite the output"
+[ -e "$tmp/f.etir" ] || [ -e "$tmp/g.d" ] || [ -e "$tmp/h.d" ] || [ -e "$tmp/x.d" ] && fail "an option error left a file"
 
 # A failed compile writes neither the output nor the dependency file.
 echo "tensor z : f32[Q] input" >>"$s"
@@ -73,6 +74,16 @@ echo 'sym N in [1, 64]' >"$s"
 run unwritable 1 "$m" --emit=tasks -o "$tmp/j.etir" -MF "$tmp/nodir/j.d" && err_has unwritable "cannot write '$tmp/nodir/j.d'"
 [ -e "$tmp/j.etir" ] && fail "unwritable: the output was written although the dependency file failed"
 ls "$tmp" | grep -q '\.tmp\.' && fail "a temporary file was left: $(ls "$tmp")"
+
+# An interrupted compile leaves nothing: no fatbin, no .d, no temporary. (SIGTERM: a background
+# job of a non-interactive shell ignores SIGINT.)
+mkdir -p "$tmp/int"
+"$etcc" samples/mlp.etir -o "$tmp/int/mlp.fatbin" -MD </dev/null >/dev/null 2>&1 &
+pid=$!
+sleep 0.5
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"
+[ -z "$(ls -A "$tmp/int")" ] || fail "an interrupted compile left: $(ls "$tmp/int")"
 
 # -v: one line per stage with its duration, front end to the written file.
 run verbose 0 "$m" -arch sm_80 -o "$tmp/k.fatbin" -MD -v &&

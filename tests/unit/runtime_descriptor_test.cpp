@@ -7,18 +7,9 @@
 namespace {
 
 using etc::rt::parseDescriptor;
+using etc::rt::testing::rejection;
 using etc::rt::testing::sampleDescriptor;
 using nlohmann::json;
-
-std::string rejection(const json& j) {
-  try {
-    parseDescriptor(j.dump());
-  } catch (const etc::rt::Error& e) {
-    EXPECT_EQ(e.status(), ETC_STATUS_BAD_DESCRIPTOR);
-    return e.what();
-  }
-  return "(accepted)";
-}
 
 TEST(RuntimeDescriptor, ParsesTheSample) {
   etc::rt::Descriptor d = parseDescriptor(sampleDescriptor().dump());
