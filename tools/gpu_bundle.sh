@@ -33,6 +33,7 @@ for n in $decode_models; do
   "$build/etcc" "samples/$n.etir" -arch sm_90a -o "gpu-bundle/$n.fatbin"
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 >"gpu-bundle/${n}_small.etir"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a -o "gpu-bundle/${n}_small.fatbin"
+  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --schedule=dynamic -o "gpu-bundle/${n}_small_dynamic.fatbin"
 done
 # The full Llama decode step with a timeline (etc-run --trace; about as long again to compile).
 "$build/etcc" samples/llama3_2_1b.etir --profile -arch sm_90a -o gpu-bundle/llama3_2_1b_profile.fatbin

@@ -102,6 +102,7 @@ for n in llama3_2_1b qwen3_0_6b; do
   for bk in 1:short 1:long 7:mixed 33:short 128:mixed; do
     decode_check "${n}_small" "$B/${n}_small.fatbin" "${bk%%:*}" "${bk##*:}"
   done
+  [ -f "$B/${n}_small_dynamic.fatbin" ] && decode_check "${n}_small_dynamic" "$B/${n}_small_dynamic.fatbin" 7 mixed
   # Weights from a .safetensors in Hugging Face names (model.layers.0.self_attn.q_proj.weight).
   if python3 tools/gen_decode_weights.py "$n" --layers 2 --vocab 2048 -o "$out/${n}_small.safetensors" 2>"$out/weights_$n.log"; then
     decode_check "${n}_small_hf_weights" "$B/${n}_small.fatbin" 16 mixed --weights "$out/${n}_small.safetensors"
