@@ -16,7 +16,8 @@ namespace etc::rt::testing {
 // graph @main with a megakernel and two unfused kernels.
 nlohmann::json sampleDescriptor();
 
-// The message with which parseDescriptor refuses `j` (expecting ETC_STATUS_BAD_DESCRIPTOR), or
+// The message with which parseDescriptor refuses `j` (prefixed "(status N) " unless the status
+// is ETC_STATUS_BAD_DESCRIPTOR), or
 // "(accepted)".
 std::string rejection(const nlohmann::json& j);
 
