@@ -2,6 +2,7 @@
 
 #include "runtime/src/descriptor.h"
 #include "runtime/src/rt_error.h"
+#include "descriptor_rejection.h"
 #include "runtime_fixtures.h"
 
 namespace {

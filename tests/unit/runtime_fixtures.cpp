@@ -3,8 +3,6 @@
 #include <cstring>
 
 #include "compiler/backend/fatbin_writer.h"
-#include "runtime/src/descriptor.h"
-#include "runtime/src/rt_error.h"
 
 namespace etc::rt::testing {
 namespace {
@@ -113,18 +111,6 @@ std::vector<uint8_t> makeFatbin(const std::string& descriptor_json) {
   return backend::writeFatbin({{Target{Target::Kind::Cubin, 90, true}, elf},
                                {Target{Target::Kind::Cubin, 80, false}, elf},
                                {Target{Target::Kind::Ptx, 90, false}, std::vector<uint8_t>(ptx.begin(), ptx.end())}});
-}
-
-std::string rejection(const nlohmann::json& j) {
-  try {
-    parseDescriptor(j.dump());
-  } catch (const Error& e) {
-    // Returned, not asserted: the fuzz targets link these fixtures without GoogleTest.
-    if (e.status() != ETC_STATUS_BAD_DESCRIPTOR)
-      return "(status " + std::to_string(static_cast<int>(e.status())) + ") " + e.what();
-    return e.what();
-  }
-  return "(accepted)";
 }
 
 }  // namespace etc::rt::testing

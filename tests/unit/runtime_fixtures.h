@@ -16,11 +16,6 @@ namespace etc::rt::testing {
 // graph @main with a megakernel and two unfused kernels.
 nlohmann::json sampleDescriptor();
 
-// The message with which parseDescriptor refuses `j` (prefixed "(status N) " unless the status
-// is ETC_STATUS_BAD_DESCRIPTOR), or
-// "(accepted)".
-std::string rejection(const nlohmann::json& j);
-
 // A 64-bit little-endian ELF whose symbol `symbol` holds `payload` in a PROGBITS section.
 std::vector<uint8_t> makeElf(const std::string& payload, const std::string& symbol = "etc_descriptor");
 
