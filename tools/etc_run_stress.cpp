@@ -69,9 +69,9 @@ int runStress(Module& m, const RunOptions& opt, const std::string& graph, std::m
                                " (its name, syms or tensors differ)");
     modules.push_back(others.back().get());
   }
-  for (Module* mod : modules) mod->loadDevice(opt.device);
-
-  // One reference per value: every fatbin of the module must match it.
+  // Inputs and references first, so that a bad input file is reported before the GPU is
+  // touched; then the device and one set of buffers per case. One reference per value: every
+  // fatbin of the module must match it.
   std::map<int64_t, std::map<std::string, interp::HostTensor>> references;
   std::map<int64_t, interp::TensorMap> inputs;
   std::vector<Case> cases;
@@ -88,15 +88,18 @@ int runStress(Module& m, const RunOptions& opt, const std::string& graph, std::m
           if (s.role == "output") references[v][s.name] = ref.at(s.name);
       }
       c.reference = &references[v];
-      const etc_module h = mod->handle();
-      for (const TensorSpec& s : c.specs) {
-        if (s.role == "temp") continue;
-        const interp::HostTensor t = s.role == "output" ? interp::zeros(s.dtype, s.shape) : inputs[v].at(s.name);
-        auto buf = std::make_unique<DeviceBuffer>(h, t.bytes.size());
-        checkStatus(etc_module_memcpy_htod(h, buf->get(), t.bytes.data(), t.bytes.size()));
-        c.buffers[s.name] = std::move(buf);
-      }
       cases.push_back(std::move(c));
+    }
+  }
+  for (Module* mod : modules) mod->loadDevice(opt.device);
+  for (Case& c : cases) {
+    const etc_module h = c.module->handle();
+    for (const TensorSpec& s : c.specs) {
+      if (s.role == "temp") continue;
+      const interp::HostTensor t = s.role == "output" ? interp::zeros(s.dtype, s.shape) : inputs[c.value].at(s.name);
+      auto buf = std::make_unique<DeviceBuffer>(h, t.bytes.size());
+      checkStatus(etc_module_memcpy_htod(h, buf->get(), t.bytes.data(), t.bytes.size()));
+      c.buffers[s.name] = std::move(buf);
     }
   }
 

@@ -18,6 +18,9 @@ expect values-without-stress 1 "etc-run: --stress and --sym-values go together" 
 expect other-module 1 "holds a different module than $mlp (its name, syms or tensors differ)" \
   "$mlp" --stress 4 --sym-values B=1,2 --stress-also "$sum"
 expect bad-check-every 1 "--check-every" "$mlp" --stress 4 --sym-values B=1,2 --check-every -3
+# A bad input file is reported before any device is needed.
+printf 'not an npy file' >"$tmp/bad.npy"
+expect bad-input-first 1 "bad.npy" "$mlp" --stress 4 --sym-values B=1,2 --in x="$tmp/bad.npy"
 # The same module under the other schedule (its IR differs in the schedule) gets as far as the
 # device, which this machine may lack.
 "$etcc" samples/mlp.etir --schedule=dynamic -arch sm_90a -o "$tmp/mlp_dynamic.fatbin" || fail "etcc --schedule=dynamic"
