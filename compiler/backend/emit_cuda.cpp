@@ -663,12 +663,9 @@ class Emitter {
     out_ += taskChain(k, "          ", "if (etc::dev::sched_pending(s, g) < waits_{0}(p, t)) stuck = g;");
     out_ += "        }\n      }\n      __syncthreads();\n";
     out_ += "      if (stuck >= 0) {\n        EtcParams q = p;\n        q.watchdog_ns = 1000000LL;\n";
+    // In a do-while(false), taskChain's `continue` leaves the block once the task is found.
     out_ += "        long long t = stuck;\n        do {\n";
-    for (size_t i = 0; i < k.tasks.size(); ++i) {
-      out_ += fmt::format("          if (t < n{}) {{\n            diagnose_{}(q, t);\n            break;\n          }}\n", i,
-                          m_.tasks[k.tasks[i]].name);
-      if (i + 1 < k.tasks.size()) out_ += fmt::format("          t -= n{};\n", i);
-    }
+    out_ += taskChain(k, "          ", "diagnose_{0}(q, t);");
     out_ += "        } while (false);\n      }\n      etc::dev::sched_starved(p, s, (unsigned)total);\n      return;\n    }\n";
     out_ += "    if (w == 0u || w == etc::dev::kQueueEnd) return;\n";
     out_ += "    const long long g = (long long)w - 1;\n";
