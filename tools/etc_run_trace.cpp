@@ -25,8 +25,7 @@ void writeTrace(Module& m, const std::string& graph, const std::map<std::string,
   in.written = written;
   in.records.resize(std::min(written, in.records.size()));
 
-  size_t size = 0;
-  const nlohmann::json d = nlohmann::json::parse(std::string(etc_module_descriptor_json(h, &size), size));
+  const nlohmann::json d = nlohmann::json::parse(m.descriptorJson());
   for (const nlohmann::json& t : d.at("tasks")) in.task_names.push_back(t.at("name").get<std::string>());
   in.task_ops = d.at("profile").at("task_ops").get<std::vector<std::vector<std::string>>>();
   in.title = m.name() + " @" + graph;

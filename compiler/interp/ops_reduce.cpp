@@ -56,12 +56,15 @@ std::string reduce(OpArgs& a, Reduce reduceFloats, bool is_max) {
 }
 
 // Softmax of one row in double.
-void softmax(const double* x, int64_t n, double* p) {
+// NaN logits take no part (p = 0), as the device kernel never picks one: a row's NaN must
+// not turn every weight of that row into NaN.
+void softmaxSkippingNaN(const double* x, int64_t n, double* p) {
   double m = -HUGE_VAL;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isnan(x[i])) m = std::max(m, x[i]);
   double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += p[i] = std::exp(x[i] - m);
-  for (int64_t i = 0; i < n; ++i) p[i] /= s;
+  for (int64_t i = 0; i < n; ++i) s += p[i] = std::isnan(x[i]) ? 0.0 : std::exp(x[i] - m);
+  for (int64_t i = 0; i < n; ++i) p[i] = s > 0 ? p[i] / s : 0.0;
 }
 
 }  // namespace
@@ -124,16 +127,21 @@ std::string opTopkSoftmax(OpArgs& a) {
   if (w.numel() != rows * k || ids.numel() != rows * k)
     return fmt::format("the destinations do not hold {} rows of {}", rows, k);
   std::vector<double> in = readFloats(x), p(static_cast<size_t>(e)), wout(static_cast<size_t>(rows * k));
-  std::vector<int64_t> order(static_cast<size_t>(e)), iout(static_cast<size_t>(rows * k));
+  std::vector<int64_t> order, iout(static_cast<size_t>(rows * k));
   for (int64_t r = 0; r < rows; ++r) {
-    softmax(in.data() + r * e, e, p.data());
-    std::iota(order.begin(), order.end(), 0);
+    const double* xr = in.data() + r * e;
+    softmaxSkippingNaN(xr, e, p.data());
+    order.clear();
+    for (int64_t i = 0; i < e; ++i)
+      if (!std::isnan(xr[i])) order.push_back(i);
     std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return p[i] > p[j]; });
+    const int64_t picked = std::min<int64_t>(k, static_cast<int64_t>(order.size()));
     double chosen = 0;
-    for (int64_t j = 0; j < k; ++j) chosen += p[order[j]];
-    for (int64_t j = 0; j < k; ++j) {
-      iout[r * k + j] = order[j];
-      wout[r * k + j] = a.attrBool("renormalize") ? p[order[j]] / chosen : p[order[j]];
+    for (int64_t j = 0; j < picked; ++j) chosen += p[order[j]];
+    for (int64_t j = 0; j < k; ++j) {  // fewer than k numbers: the rest is id 0, weight 0
+      iout[r * k + j] = j < picked ? order[j] : 0;
+      const double pj = j < picked ? p[order[j]] : 0.0;
+      wout[r * k + j] = a.attrBool("renormalize") ? (chosen > 0 ? pj / chosen : 0.0) : pj;
     }
   }
   writeFloats(w, wout.data());

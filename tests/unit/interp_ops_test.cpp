@@ -184,6 +184,19 @@ TEST(InterpOps, TopkSoftmax) {
   EXPECT_EQ(k.i("id1"), k.i("id"));
 }
 
+TEST(InterpOps, TopkSoftmaxLeavesNaNLogitsOut) {
+  // As the device kernel does: a NaN is never picked and is not in the denominator; a row
+  // with fewer than k numbers fills the rest with id 0, weight 0.
+  const double nan = std::nan("");
+  TensorMap in;
+  in["x"] = makeTensor(F::F32, {2, 3}, {nan, 0, std::log(3.0), nan, nan, 1});
+  OneTask k("tensor x : f32[2, 3] input\ntensor w : f32[2, 2] output\ntensor id : i32[2, 2] output",
+            "topk_softmax(x) { k = 2, renormalize = false } -> w, id", in);
+  EXPECT_RUNS(k);
+  EXPECT_EQ(k.i("id"), (Ints{2, 1, 2, 0}));
+  EXPECT_EQ(k.f("w"), (Doubles{0.75, 0.25, 1, 0}));
+}
+
 // ---- rmsnorm, add_rmsnorm, rope --------------------------------------------------------------
 
 TEST(InterpOps, Rmsnorm) {

@@ -81,11 +81,15 @@ __device__ void topk_softmax(const Ctx&, const View<TX>& x, const View<TW>& w, c
       if (lane + 32LL * i < E) m = fmaxf(m, v[i]);  // fmaxf ignores NaN
     for (long long e = lane + 32LL * EPL; e < E; e += 32) m = fmaxf(m, to_f32(ld(xr + e * xs)));
     m = detail::warp_max(m);
+    // NaN logits are left out of the denominator as they are out of the choice.
     float sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < EPL; ++i)
-      if (lane + 32LL * i < E) sum += expf(v[i] - m);
-    for (long long e = lane + 32LL * EPL; e < E; e += 32) sum += expf(to_f32(ld(xr + e * xs)) - m);
+      if (lane + 32LL * i < E && v[i] == v[i]) sum += expf(v[i] - m);
+    for (long long e = lane + 32LL * EPL; e < E; e += 32) {
+      const float t = to_f32(ld(xr + e * xs));
+      if (t == t) sum += expf(t - m);
+    }
     sum = warp_sum(sum);
 
     float pv = __int_as_float(0x7f800000);  // +inf, index -1: before every element
