@@ -85,7 +85,7 @@ CUDA_HOME=/nonexistent run nvrtc-fails 1 samples/two_stage_sum.etir -arch sm_80 
   stderr_has nvrtc-fails 'could not open source file "cuda_fp16.h"'
 [ -e "$tmp/n.fatbin" ] && fail "nvrtc-fails: output written on error" || pass
 # A decode layer with a symbolic cache length lowers (split-KV parts follow S).
-run decode-layer-lowers 0 tests/golden/print/llama_layer.etir --emit=tasks -o "$tmp/l.tasks"
+run decode-layer-lowers 0 samples/llama_layer.etir --emit=tasks -o "$tmp/l.tasks"
 grep -q "attention_merge" "$tmp/l.tasks" && pass || fail "decode-layer-lowers: no attention_merge in the task-level form"
 run no-file 1
 run print-after-unknown 1 --print-after=bogus samples/mlp.etir
@@ -111,7 +111,7 @@ stderr_has unwritable-output "cannot write '$tmp/no/such/dir/out.etir'"
 timeout 10 "$etcc" - <samples/mlp.etir >"$tmp/out" 2>"$tmp/err" && pass || fail "stdin: rejected"
 stdout_has stdin "module @mlp"
 
-run summary 0 tests/golden/print/llama_layer.etir --summary -o "$tmp/l.etir"
+run summary 0 samples/llama_layer.etir --summary -o "$tmp/l.etir"
 stderr_has summary "module @llama_layer: verified"
 stderr_has summary "w_gate_up"
 

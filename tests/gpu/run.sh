@@ -24,7 +24,8 @@ row() {
   [ "$2" = FAIL ] && fails=$((fails + 1))
 }
 # SECTIONS=ops,check,moe,decodecheck,debug,watchdog,stress,nocode,python,trace,decode,san,warmup,bench (default: all) picks what
-# runs, so one call fits a device time limit.
+# runs, so one call fits a device time limit. LOGS_TGZ=FILE packs every log into one archive at the end
+# (a lent GPU machine returns only a few files).
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
 # Log names carry sym values: keep them to letters, digits, '.', '_' and '-'.
@@ -42,17 +43,20 @@ if want ops && [ -x "$B/device_ops_test" ]; then
 fi
 
 # -- correctness against the reference interpreter, from ONE fatbin per sample ----------------
-check() {  # name fatbin sym
+check() {  # name fatbin sym [extra etc-run args]
   local log; log=$(logname "check_$1_$3.log")
-  if "$B/etc-run" "$2" --sym "$3" --check --mode all --seed 7 >"$log" 2>&1; then
-    row "check $1 $3 (mega, unfused, graph)" PASS "$(grep -o 'L2 [0-9.e+-]*' "$log" | tr '\n' ' ')"
+  local name=$1 f=$2 sym=$3; shift 3
+  if "$B/etc-run" "$f" --sym "$sym" "$@" --check --mode all --seed 7 >"$log" 2>&1; then
+    row "check $name $sym (mega, unfused, graph)" PASS "$(grep -o 'L2 [0-9.e+-]*' "$log" | sort -u | tr '\n' ' ' | cut -c1-120)"
   else
-    row "check $1 $3 (mega, unfused, graph)" FAIL "$(tail -2 "$log" | tr '\n' ' ')"
+    row "check $name $sym (mega, unfused, graph)" FAIL "$(tail -2 "$log" | tr '\n' ' ' | cut -c1-200)"
   fi
 }
 want check && for sched in static dynamic; do
   for n in 1 1023 1024 1025 1000000 100000000; do check "two_stage_sum_$sched" "$B/two_stage_sum_$sched.fatbin" "N=$n"; done
   for b in 1 3 16 128; do check "mlp_$sched" "$B/mlp_$sched.fatbin" "B=$b"; done
+  # One decode layer (S = cache capacity; random positions and lengths in [1, 8), a random past).
+  for b in 1 8 128; do check "llama_layer_$sched" "$B/llama_layer_$sched.fatbin" "B=$b" --sym S=4096 --random-outputs; done
 done
 # The MoE block (data-dependent expert grids) with uneven routing, both schedules.
 if want moe && [ -f "$B/moe_block_static.fatbin" ] && [ "$router_ok" = 1 ]; then
@@ -266,21 +270,32 @@ if want decode; then
 fi
 
 # -- sanitizers ------------------------------------------------------------------------------
-san() {  # tool name fatbin sym
-  local log="$out/san_$1_$2.log"
+san() {  # tool name fatbin sym [extra etc-run args]
+  local tool=$1 name=$2 f=$3 sym=$4; shift 4
+  local log; log=$(logname "san_${tool}_${name}.log")
   # Sanitizers slow waits down by orders of magnitude: a generous watchdog.
-  if compute-sanitizer --tool "$1" --error-exitcode 9 "$B/etc-run" "$3" --sym "$4" --mode mega --watchdog-ms 120000 >"$log" 2>&1 &&
-     compute-sanitizer --tool "$1" --error-exitcode 9 "$B/etc-run" "$3" --sym "$4" --mode unfused --watchdog-ms 120000 >>"$log" 2>&1; then
-    row "compute-sanitizer $1 $2 $4" PASS "$(grep -m1 'ERROR SUMMARY' "$log")"
+  if compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/etc-run" "$f" --sym "$sym" "$@" --mode mega --watchdog-ms 300000 >"$log" 2>&1 &&
+     compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/etc-run" "$f" --sym "$sym" "$@" --mode unfused --watchdog-ms 300000 >>"$log" 2>&1; then
+    row "compute-sanitizer $tool $name $sym" PASS "$(grep 'ERROR SUMMARY' "$log" | sort -u | tr '\n' ' ')"
   else
-    row "compute-sanitizer $1 $2 $4" FAIL "$(grep -m1 -E 'ERROR SUMMARY|Error|error' "$log")"
+    row "compute-sanitizer $tool $name $sym" FAIL "$(grep -m1 -E 'ERROR SUMMARY|Error|error' "$log" | cut -c1-150)"
   fi
 }
+# SAN_TOOLS picks the tools (default all three), so the list can be split over calls.
 if want san && command -v compute-sanitizer >/dev/null 2>&1; then
-  for tool in memcheck racecheck synccheck; do
+  for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
     for sched in static dynamic; do
       san $tool "two_stage_sum_$sched" "$B/two_stage_sum_$sched.fatbin" N=5000
       san $tool "mlp_$sched" "$B/mlp_$sched.fatbin" B=3
+      san $tool "llama_layer_$sched" "$B/llama_layer_$sched.fatbin" B=2 --sym S=64 --random-outputs
+      [ -f "$out/router.npy" ] && san $tool "moe_block_$sched" "$B/moe_block_$sched.fatbin" T=3 --param w_router="$out/router.npy"
+    done
+    # The decode models in their reduced form (2 layers, a 2048-word vocabulary; the same task
+    # code per layer as the full models, which are too slow under the sanitizers).
+    for n in llama3_2_1b qwen3_0_6b; do
+      python3 -c "import numpy as np; np.save('$out/san_pos.npy', np.array([3, 700], dtype=np.int32))"
+      san $tool "${n}_small" "$B/${n}_small.fatbin" B=2 --in pos="$out/san_pos.npy" --random-outputs
+      san $tool "${n}_small_dynamic" "$B/${n}_small_dynamic.fatbin" B=2 --in pos="$out/san_pos.npy" --random-outputs
     done
   done
 fi
@@ -321,6 +336,16 @@ for b in 1 3 16 64 128; do
   "$B/etc-run" "$B/mlp_dynamic.fatbin" --sym "B=$b" --bench 200 --mode mega --seed 5 >"$log" 2>&1 || row "bench mlp dynamic B=$b" FAIL "$(tail -1 "$log")"
   grep -E 'median' "$log" | sed "s/^/B=$b dynamic /" | tee -a "$out/bench_table.txt"
 done
+# One decode layer, both schedules (issue 4's trade-off study): positions 511 of a 4096 cache.
+for b in 1 16 64 128; do
+  python3 -c "import numpy as np; np.save('$out/ll_pos_$b.npy', np.full($b, 511, dtype=np.int32)); np.save('$out/ll_lens_$b.npy', np.full($b, 512, dtype=np.int32))"
+  for sched in static dynamic; do
+    log="$out/bench_llama_layer_${sched}_B$b.log"
+    "$B/etc-run" "$B/llama_layer_$sched.fatbin" --sym "B=$b" --sym S=4096 --in pos="$out/ll_pos_$b.npy" --in lens="$out/ll_lens_$b.npy" \
+      --bench 100 --mode mega --seed 5 >"$log" 2>&1 || row "bench llama_layer $sched B=$b" FAIL "$(tail -1 "$log")"
+    grep -E 'median' "$log" | sed "s/^/llama_layer B=$b $sched /" | tee -a "$out/bench_table.txt"
+  done
+done
 # The decode models: a whole decode step, all positions 511 (mixed past lengths are in the
 # checks above), one fatbin per model.
 # etc-run keeps host copies of every output, and Qwen3's 28 layers of 4097-position caches are
@@ -358,5 +383,6 @@ if [ -f "$out/bench_table.txt" ]; then
   cat "$out/bench_table.txt"
   [ -f "$B/auto_schedules.txt" ] && { echo; echo "schedule chosen by auto (etcc -v):"; cat "$B/auto_schedules.txt"; }
 fi
+[ -n "${LOGS_TGZ:-}" ] && tar czf "$LOGS_TGZ" -C "$out" --exclude='*.json' --exclude='*.npy' --exclude='*.safetensors' .
 [ "$fails" -eq 0 ] && echo "ALL PASS" || echo "$fails FAILED"
 exit $((fails > 0))

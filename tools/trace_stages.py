@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Where a megakernel launch's time goes, stage by stage, from an `etc-run --trace` file.
+
+    python3 tools/trace_stages.py trace.json [--top N]
+
+One line per task grid, in order of its first start: how many runs, when the first run started
+and the last one ended (us from the launch's first task), the median time a run spent waiting
+on events and working (its time minus the wait), and the span from the previous grid's last end
+to this grid's last end: on a chain of dependent grids (a decode layer) these spans add up to
+the launch, so the largest ones are the critical path's cost.
+"""
+import argparse
+import json
+import statistics
+import sys
+
+
+def stages(events):
+    by = {}
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        s = by.setdefault(e["name"], {"n": 0, "first": float("inf"), "end": 0.0, "wait": [], "work": [], "op": e["args"]["op"]})
+        s["n"] += 1
+        s["first"] = min(s["first"], e["ts"])
+        s["end"] = max(s["end"], e["ts"] + e["dur"])
+        w = e["args"].get("wait_us", 0.0)
+        s["wait"].append(w)
+        s["work"].append(e["dur"] - w)
+    return sorted(by.items(), key=lambda kv: kv[1]["first"])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("--top", type=int, default=0, help="also list the N grids with the largest spans")
+    a = ap.parse_args()
+    with open(a.trace) as f:
+        doc = json.load(f)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    rows = stages(events)
+    if not rows:
+        sys.exit(f"{a.trace}: no task runs")
+    t0 = rows[0][1]["first"]
+    prev_end = t0
+    print(f"{'task':28} {'op':18} {'runs':>5} {'first':>9} {'last end':>9} {'wait med':>9} {'work med':>9} {'span':>8}")
+    spans = []
+    for name, s in rows:
+        span = max(0.0, s["end"] - prev_end)
+        spans.append((span, name))
+        print(f"{name:28} {s['op'][:18]:18} {s['n']:5d} {s['first'] - t0:9.1f} {s['end'] - t0:9.1f} "
+              f"{statistics.median(s['wait']):9.2f} {statistics.median(s['work']):9.2f} {span:8.1f}")
+        prev_end = max(prev_end, s["end"])
+    print(f"launch: {prev_end - t0:.1f} us")
+    if a.top:
+        print(f"largest spans:")
+        for span, name in sorted(spans, reverse=True)[:a.top]:
+            print(f"  {span:8.1f} us  {name}")
+
+
+if __name__ == "__main__":
+    main()
