@@ -23,7 +23,7 @@ for s in samples/*.etir; do
   "$build/etcc" "$s" --schedule=dynamic -o "gpu-bundle/${n}_dynamic.fatbin"
 done
 # Profiled builds (etcc --profile) for etc-run --trace.
-for n in mlp two_stage_sum moe_block; do
+for n in mlp two_stage_sum moe_block llama_layer; do
   "$build/etcc" samples/$n.etir --profile -o "gpu-bundle/${n}_profile.fatbin"
 done
 # The decode models: NVRTC takes about a minute (Llama) to two (Qwen3) per model and target,
@@ -34,6 +34,7 @@ for n in $decode_models; do
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 >"gpu-bundle/${n}_small.etir"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a -o "gpu-bundle/${n}_small.fatbin"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --schedule=dynamic -o "gpu-bundle/${n}_small_dynamic.fatbin"
+  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"
 done
 # The full Llama decode step with a timeline (etc-run --trace; about as long again to compile).
 "$build/etcc" samples/llama3_2_1b.etir --profile -arch sm_90a -o gpu-bundle/llama3_2_1b_profile.fatbin

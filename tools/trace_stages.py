@@ -30,10 +30,29 @@ def stages(events):
     return sorted(by.items(), key=lambda kv: kv[1]["first"])
 
 
+def cold_vs_warm(events):
+    runs = sorted((e for e in events if e.get("ph") == "X"), key=lambda e: e["ts"])
+    seen, cold, warm = set(), {}, {}
+    for e in runs:
+        op, sm = e["args"]["op"], e["args"].get("sm", e.get("tid"))
+        work = e["dur"] - e["args"].get("wait_us", 0.0)
+        (warm if (op, sm) in seen else cold).setdefault(op, []).append(work)
+        seen.add((op, sm))
+    lines = [f"{'op':18} {'first runs':>10} {'work med':>9} {'later runs':>10} {'work med':>9}"]
+    for op in sorted(cold):
+        w = warm.get(op, [])
+        lines.append(f"{op[:18]:18} {len(cold[op]):10d} {statistics.median(cold[op]):9.2f} {len(w):10d} "
+                     f"{(statistics.median(w) if w else float('nan')):9.2f}")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("trace")
     ap.add_argument("--top", type=int, default=0, help="also list the N grids with the largest spans")
+    ap.add_argument("--cold", action="store_true",
+                    help="per op: median work of each SM's first run of that op against its later runs "
+                         "(a cold instruction cache shows as a slower first run)")
     a = ap.parse_args()
     with open(a.trace) as f:
         doc = json.load(f)
@@ -52,6 +71,8 @@ def main():
               f"{statistics.median(s['wait']):9.2f} {statistics.median(s['work']):9.2f} {span:8.1f}")
         prev_end = max(prev_end, s["end"])
     print(f"launch: {prev_end - t0:.1f} us")
+    if a.cold:
+        print(cold_vs_warm(events))
     if a.top:
         print(f"largest spans:")
         for span, name in sorted(spans, reverse=True)[:a.top]:

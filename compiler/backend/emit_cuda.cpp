@@ -228,6 +228,14 @@ class Emitter {
       ops_open = false;
       body += "    }\n  }\n";
     };
+    const CallStmt* prefetch = prefetchableMatmul(t);
+    if (prefetch) {
+      // The static schedule spins in the waits below: the weights start streaming in first.
+      body += "  bool etc_prefetched = false;\n  if constexpr (kMode == kStatic) {\n";
+      body += view(prefetch->call.args[0], false, "pa", names);
+      body += view(prefetch->call.args[1], false, "pb", names);
+      body += "    " + prefetchFunction(t, *prefetch) + "(ctx, pa, pb);\n    etc_prefetched = true;\n  }\n";
+    }
     for (const TaskStmt& st : t.body) {
       if (const auto* w = std::get_if<WaitStmt>(&st)) {
         closeOps();
@@ -285,7 +293,7 @@ class Emitter {
           body += view(s, true, v, names);
           args.push_back(v);
         }
-        body += "    " + opFunction(t, c, args, smem) + "\n  }\n";
+        body += "    " + opFunction(t, c, args, smem, &c == prefetch) + "\n  }\n";
       }
     }
     closeOps();
@@ -426,6 +434,39 @@ class Emitter {
     return code;
   }
 
+  // The matmul tile instantiations of one call: one fatbin serves every sym value, so tile_m
+  // covers the largest M; at run time the smallest instantiation that holds the tile's actual
+  // rows runs (a 16-row tile at decode sizes keeps every warp busy and leaves room for a deeper
+  // load pipeline). prefetch: the same dispatch calling matmul_prefetch (a and b only).
+  std::string matmulDispatch(const Task& t, const CallStmt& c, const std::vector<std::string>& v,
+                             std::vector<std::string>& smem, bool prefetch) {
+    bool tb = tiling::attrBool(c.call, "transpose_b");
+    RangeEnv env = m_.gridRanges(t.grid);
+    OperandType a = sliceType(m_, c.call.args[0]), b = sliceType(m_, c.call.args[1]);
+    int64_t mb = a.shape.size() == 2 ? bounds(a.shape[0], env).hi : 1;
+    int64_t nb = bounds(tb ? b.shape[0] : b.shape[1], env).hi;
+    int64_t tm = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, mb)), 16, 256);
+    int64_t tn = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 16, 256);
+    int64_t tk = tiling::attrInt(c.call, "tile_k");
+    if (tk == 0) tk = 64;
+    std::vector<int64_t> variants;
+    for (int64_t t = 16; t < tm; t *= 2) variants.push_back(t);
+    variants.push_back(tm);
+    std::string code;
+    for (size_t k = 0; k < variants.size(); ++k) {
+      int64_t t = variants[k];
+      smem.push_back(fmt::format("etc::dev::matmul_smem_bytes<{}, {}, {}, {}>()", cudaType(a.dtype), t, tn, tk));
+      std::string call =
+          prefetch ? fmt::format("etc::dev::matmul_prefetch<{}, {}, {}>(ctx, {}, {}, {});", t, tn, tk, v[0], v[1], tb)
+                   : fmt::format("etc::dev::matmul<{}, {}, {}>(ctx, {}, {}, {}, {}, prefetched);", t, tn, tk, v[0],
+                                 v[1], tb, v[2]);
+      if (k) code += "\n    else ";
+      if (k + 1 < variants.size()) code += fmt::format("if ({0}.rank == 1 || {0}.ext[0] <= {1}) ", v[0], t);
+      code += call;
+    }
+    return code;
+  }
+
   std::string callCode(const Task& t, const CallStmt& c, const std::vector<std::string>& v,
                        std::vector<std::string>& smem) {
     const std::string& op = c.call.op;
@@ -456,35 +497,7 @@ class Emitter {
     }
     if (op == "rope" || op == "attention_decode" || op == "attention_merge" || op == "split_lens")
       return decodeCallCode(t, c, v, smem);
-    if (op == "matmul") {
-      bool tb = tiling::attrBool(c.call, "transpose_b");
-      RangeEnv env = m_.gridRanges(t.grid);
-      OperandType a = sliceType(m_, c.call.args[0]), b = sliceType(m_, c.call.args[1]);
-      int64_t mb = a.shape.size() == 2 ? bounds(a.shape[0], env).hi : 1;
-      int64_t nb = bounds(tb ? b.shape[0] : b.shape[1], env).hi;
-      int64_t tm = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, mb)), 16, 256);
-      int64_t tn = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 16, 256);
-      int64_t tk = tiling::attrInt(c.call, "tile_k");
-      if (tk == 0) tk = 64;
-      // One fatbin serves every sym value, so tile_m covers the largest M; at run time the
-      // smallest instantiation that holds the tile's actual rows runs. A 16-row tile at decode
-      // sizes keeps every warp busy and leaves room for a deeper load pipeline.
-      std::vector<int64_t> variants;
-      for (int64_t t = 16; t < tm; t *= 2) variants.push_back(t);
-      variants.push_back(tm);
-      std::string code;
-      for (size_t k = 0; k < variants.size(); ++k) {
-        int64_t t = variants[k];
-        smem.push_back(fmt::format("etc::dev::matmul_smem_bytes<{}, {}, {}, {}>()", cudaType(a.dtype), t, tn, tk));
-        std::string call = fmt::format("etc::dev::matmul<{}, {}, {}>(ctx, {}, {}, {}, {});", t, tn, tk, v[0], v[1],
-                                       tb ? "true" : "false", v[2]);
-        if (k) code += "\n    else ";
-        if (k + 1 < variants.size())
-          code += fmt::format("if ({0}.rank == 1 || {0}.ext[0] <= {1}) ", v[0], t);
-        code += call;
-      }
-      return code;
-    }
+    if (op == "matmul") return matmulDispatch(t, c, v, smem, false);
     if (op == "topk_softmax") {
       // Logits per lane kept in registers: the row's upper bound over 32 lanes (at most 8).
       OperandType x = sliceType(m_, c.call.args[0]);
@@ -528,7 +541,7 @@ class Emitter {
   // once instead of once per task and schedule mode (NVRTC time and code size; a one-layer
   // Llama decode step had 118 task functions of up to 5800 PTX lines each).
   std::string opFunction(const Task& t, const CallStmt& c, const std::vector<std::string>& views,
-                         std::vector<std::string>& smem) {
+                         std::vector<std::string>& smem, bool prefetched) {
     std::vector<std::string> params;
     std::string signature;
     for (size_t i = 0; i < views.size(); ++i) {
@@ -538,6 +551,7 @@ class Emitter {
       signature += fmt::format("{}etc::dev::View<{}{}> a{}", i ? ", " : "", dest ? "" : "const ", ty, i);
       params.push_back(fmt::format("a{}", i));
     }
+    if (c.call.op == "matmul") signature += ", bool prefetched";
     std::string code = callCode(t, c, params, smem);
     auto [it, added] = op_function_names_.try_emplace(signature + "|" + code, fmt::format("etc_op{}", op_function_names_.size()));
     if (added)
@@ -545,7 +559,41 @@ class Emitter {
                                    it->second, signature, code);
     std::string call = it->second + "(ctx";
     for (const std::string& v : views) call += ", " + v;
+    if (c.call.op == "matmul") call += prefetched ? ", etc_prefetched" : ", false";
     return call + ");";
+  }
+
+  // A task whose first op is a matmul of a param (weights: never written during a launch) after
+  // at least one wait: its weight tiles can be loaded before the waits. Data-dependent grids are
+  // left out (whether the op runs is known only after the waits).
+  const CallStmt* prefetchableMatmul(const Task& t) const {
+    if (dataDependent(t)) return nullptr;
+    bool waited = false;
+    for (const TaskStmt& st : t.body) {
+      if (std::holds_alternative<WaitStmt>(st)) waited = true;
+      if (const auto* c = std::get_if<CallStmt>(&st)) {
+        if (!waited || c->call.op != "matmul") return nullptr;
+        const Tensor& b = m_.tensors[c->call.args[1].target];
+        if (b.role != Role::Param) return nullptr;
+        const DType at = m_.tensors[c->call.args[0].target].dtype;
+        return (at == DType::BF16 || at == DType::F16) && b.dtype == at ? c : nullptr;
+      }
+    }
+    return nullptr;
+  }
+
+  // The prefetch of a matmul's weights: the matmul wrapper's tile dispatch, calling
+  // matmul_prefetch with the same instantiation as the matmul will use.
+  std::string prefetchFunction(const Task& t, const CallStmt& c) {
+    std::string ta = cudaType(m_.tensors[c.call.args[0].target].dtype);
+    std::string signature = fmt::format("etc::dev::View<const {0}> a0, etc::dev::View<const {0}> a1", ta);
+    std::vector<std::string> unused;
+    std::string code = matmulDispatch(t, c, {"a0", "a1"}, unused, true);
+    auto [it, added] = op_function_names_.try_emplace(signature + "|" + code, fmt::format("etc_op{}", op_function_names_.size()));
+    if (added)
+      op_functions_ += fmt::format("__device__ __noinline__ void {}(const etc::dev::Ctx& ctx, {}) {{\n  {}\n}}\n\n",
+                                   it->second, signature, code);
+    return it->second;
   }
 
   // The decode kernels take the tile ranks that lower-ops produces (one request per call);
@@ -610,7 +658,7 @@ class Emitter {
     std::string need = "etc::dev::kSmallOpSmem";
     for (uint32_t t : k.tasks) need = fmt::format("etc_umax({}, kSmem_{})", need, m_.tasks[t].name);
     out_ += fmt::format("extern \"C\" __device__ const unsigned int {}_smem = {};\n", k.name, need);
-    out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const __grid_constant__ EtcParams p) {{\n",
+    out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 2) {}(const __grid_constant__ EtcParams p) {{\n",
                         kThreadsPerCta, k.name);
     out_ += "  extern __shared__ __align__(128) unsigned char etc_smem[];\n";
     out_ += fmt::format("  const etc::dev::Ctx ctx{{etc_smem, {}_smem}};\n", k.name);

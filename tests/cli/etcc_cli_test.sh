@@ -69,6 +69,16 @@ run schedule-bad 1 --schedule=fast samples/mlp.etir && stderr_has schedule-bad "
 # The dynamic megakernel: its queue loop and readiness code in the CUDA; compiled by NVRTC.
 run dynamic-cuda 0 --emit=cuda --schedule=dynamic samples/mlp.etir && stdout_has dynamic-cuda "etc::dev::sched_pop(p, s, (unsigned)total, claimed)" &&
   stdout_has dynamic-cuda "__device__ __noinline__ void etc_ready<0>" && stdout_has dynamic-cuda "unsigned waits_matmul_down(const EtcParams& p, long long t)"
+# Weight prefetch: a matmul of a param starts loading its weights before its task's first wait
+# (the static schedule spins there); the silu_mul task (no matmul) prefetches nothing.
+prefetch_before_wait() {  # NAME TASK: in task TASK's function, the prefetch precedes the first wait
+  if awk -v t="task_$2(" 'index($0, "bool " t) {f = 1} f && /etc_prefetched = true/ {p = NR} f && /etc::dev::wait\(/ {w = NR; exit}
+       END {exit !(p && w && p < w)}' "$tmp/out"; then pass; else fail "$1: no weight prefetch before the first wait of @$2"; fi
+}
+run prefetch 0 --emit=cuda samples/mlp.etir && stdout_has prefetch "etc::dev::matmul_prefetch<16, 64, 128>(ctx, a0, a1, true);" &&
+  prefetch_before_wait prefetch matmul_down &&
+  if awk '/bool task_silu_mul_act\(/ {f = 1} f && /^}/ {exit} f && /prefetch/ {found = 1} END {exit !found}' "$tmp/out"; then
+    fail "prefetch: @silu_mul_act prefetches"; else pass; fi
 LIMIT=300 run dynamic-fatbin 0 --schedule=dynamic samples/mlp.etir -arch sm_90a -o "$tmp/dyn.fatbin"
 # verify-schedule rejects a cycle; --no-verify-schedule lets it through (for watchdog tests).
 run cycle-rejected 1 tests/gpu/hang/cycle.etir --emit=tasks && stderr_has cycle-rejected "wait on each other in a cycle: @first -> @second -> @first"

@@ -95,7 +95,8 @@ __device__ __forceinline__ bool notify_checked(const P& p, unsigned int* counter
 }
 
 // Blocks the CTA until *counter >= target. Thread 0 spins with acquire loads and exponential
-// __nanosleep back-off (capped at ~1 us); it gives up when another CTA has recorded an error,
+// __nanosleep back-off (capped at 256 ns: a satisfied wait is seen within
+// about that much, which a chain of dependent tasks pays once per link); it gives up when another CTA has recorded an error,
 // or when the spin exceeds p.watchdog_ns (<= 0: no watchdog), recording ETC_ERR_WAIT_TIMEOUT.
 // Ends with a barrier; every thread returns the same value, true when satisfied.
 template <class P>
@@ -114,7 +115,7 @@ __device__ __forceinline__ bool wait(const P& p, const unsigned int* counter, un
           break;
         }
         __nanosleep(sleep);
-        sleep = sleep < 1024u ? sleep * 2u : 1024u;
+        sleep = sleep < 256u ? sleep * 2u : 256u;
         v = detail::ld_acquire_gpu(counter);
         if (v >= target) break;
         if (budget > 0 && detail::globaltimer_ns() - start > (unsigned long long)budget) {

@@ -58,7 +58,7 @@ struct MmWarpTiling {
   static constexpr int FMT = (TM + 15) / 16;
   static constexpr int FNT = TN / 8;
   static constexpr int F = FMT * FNT;
-  static constexpr int FW = cmax(1, cmin(16, F / 4));
+  static constexpr int FW = cmax(1, cmin(8, F / 4));
   static constexpr int FM = FW >= FMT ? FMT : largest_divisor_le(FMT, FW);
   static constexpr int FN = FW >= FMT ? largest_divisor_le(FNT, FW / FMT) : 1;
   static constexpr int GM = FMT / FM;
@@ -162,27 +162,42 @@ struct MmArgs {
   long long yms, yns;
 };
 
-// Issues stage kt of the ring: a's [TMP][TK] tile and b's tile in its memory orientation.
+// Issues stage kt of the ring: a's [TMP][TK] tile and/or b's tile in its memory orientation,
+// as one commit group.
 template <class T, int TM, int TN, int TK>
 __device__ __forceinline__ void mm_issue(T* ring, int kt, int nk, int a_rows, const T* ap,
-                                         const T* bp, bool tb, const MmArgs& g) {
+                                         const T* bp, bool tb, const MmArgs& g, bool with_a = true,
+                                         bool with_b = true) {
   using Geo = MmGeom<T, TM, TN, TK>;
   if (kt < nk) {
     T* As = ring + (kt % Geo::STAGES) * (Geo::A_ELEMS + Geo::B_ELEMS);
     T* Bs = As + Geo::A_ELEMS;
     const long long k0 = (long long)kt * TK;
-    load_tile<T, TK>(As, Geo::A_PITCH, a_rows, g.M, g.K - k0, ap + k0 * g.aks, g.ams, g.aks);
-    if (tb)
-      load_tile<T, TK>(Bs, Geo::BT_PITCH, TN, g.N, g.K - k0, bp + k0 * g.bks, g.bns, g.bks);
-    else
-      load_tile<T, TN>(Bs, Geo::BN_PITCH, TK, g.K - k0, g.N, bp + k0 * g.bks, g.bks, g.bns);
+    if (with_a) load_tile<T, TK>(As, Geo::A_PITCH, a_rows, g.M, g.K - k0, ap + k0 * g.aks, g.ams, g.aks);
+    if (with_b) {
+      if (tb)
+        load_tile<T, TK>(Bs, Geo::BT_PITCH, TN, g.N, g.K - k0, bp + k0 * g.bks, g.bns, g.bks);
+      else
+        load_tile<T, TN>(Bs, Geo::BN_PITCH, TK, g.K - k0, g.N, bp + k0 * g.bks, g.bks, g.bns);
+    }
   }
   cp_async_commit();  // empty groups keep the wait_group arithmetic uniform
 }
 
+// Rows of a that any warp reads: whole m16 fragments up to M.
+template <class T, int TM, int TN, int TK>
+__device__ __forceinline__ int mm_a_rows(const MmArgs& g) {
+  using Geo = MmGeom<T, TM, TN, TK>;
+  const int r = (int)((g.M + 15) / 16 * 16);
+  return r < Geo::TMP ? r : Geo::TMP;
+}
+
+// prefetched: matmul_prefetch already issued b's tiles of stages 0 .. S-2 (before the task's
+// event waits); the first round then issues only a's tiles of those stages and waits for all
+// of them before its first step.
 template <class T, int TM, int TN, int TK, class TY>
 __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, const T* bp, bool tb,
-                                               const MmArgs& g, TY* yp) {
+                                               const MmArgs& g, TY* yp, bool prefetched) {
   using Geo = MmGeom<T, TM, TN, TK>;
   using Til = MmWarpTiling<TM, TN>;
   constexpr int FM = Til::FM, FN = Til::FN, S = Geo::STAGES;
@@ -193,8 +208,7 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
   const int KS = nw / gpr;                     // warps per group, splitting K
   const int ks = warp / gpr;
   const int nk = (int)((g.K + TK - 1) / TK);
-  // Rows of a that any warp reads: whole m16 fragments up to M.
-  const int a_rows = (int)((g.M + 15) / 16 * 16) < Geo::TMP ? (int)((g.M + 15) / 16 * 16) : Geo::TMP;
+  const int a_rows = mm_a_rows<T, TM, TN, TK>(g);
 
   for (int g0 = 0; g0 < Til::G; g0 += gpr) {
     const int grp = g0 + warp % gpr;
@@ -212,12 +226,16 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
 
+    const bool pre = prefetched && g0 == 0;
 #pragma unroll 1
-    for (int s = 0; s < S - 1; ++s) mm_issue<T, TM, TN, TK>(ring, s, nk, a_rows, ap, bp, tb, g);
+    for (int s = 0; s < S - 1; ++s) mm_issue<T, TM, TN, TK>(ring, s, nk, a_rows, ap, bp, tb, g, true, !pre);
 
 #pragma unroll 1
     for (int kt = 0; kt < nk; ++kt) {
-      cp_async_wait<S - 2>();
+      if (pre && kt == 0)
+        cp_async_wait<0>();
+      else
+        cp_async_wait<S - 2>();
       __syncthreads();
       mm_issue<T, TM, TN, TK>(ring, kt + S - 1, nk, a_rows, ap, bp, tb, g);
       const T* As = ring + (kt % S) * (Geo::A_ELEMS + Geo::B_ELEMS);
@@ -406,15 +424,10 @@ __host__ __device__ constexpr unsigned matmul_smem_bytes() {
   return detail::MmGeom<T, TM, TN, TK>::SMEM;
 }
 
-// y = a @ b (transpose_b: a @ b^T). a is [M, K] or [K]; b is [K, N] or [N, K]; y is [M, N]
-// or [N]; M <= TM, N <= TN (larger extents are clipped), any K; any strides.
-template <int TM, int TN, int TK, class TA, class TB, class TY>
-__device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, bool transpose_b,
-                       const View<TY>& y) {
-  using T = bare_t<TA>;
-  static_assert(same_v<T, bare_t<TB>>, "matmul: a and b must have the same dtype");
-  static_assert(is_float_v<T> && is_float_v<TY>, "matmul: float dtypes only");
-  detail::MmArgs g;
+namespace detail {
+template <int TM, int TN, class TA, class TB>
+__device__ __forceinline__ MmArgs mm_args(const View<TA>& a, const View<TB>& b, bool transpose_b) {
+  MmArgs g;
   const bool avec = a.rank == 1;
   g.M = avec ? 1 : a.ext[0];
   g.K = pick(a.ext, a.rank - 1);
@@ -425,6 +438,38 @@ __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, boo
   g.aks = pick(a.stride, a.rank - 1);
   g.bks = transpose_b ? b.stride[1] : b.stride[0];
   g.bns = transpose_b ? b.stride[0] : b.stride[1];
+  return g;
+}
+}  // namespace detail
+
+// Starts loading b's first tiles (the weights of a decode step: never written during the launch)
+// into the shared-memory ring, to be called before the task waits on its events: the weights
+// stream in while the task waits for a. The matmul that follows, with the same operands and
+// prefetched = true, must be the next use of ctx.smem. 16-bit dtypes; for f32 it does nothing.
+template <int TM, int TN, int TK, class TA, class TB>
+__device__ void matmul_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b, bool transpose_b) {
+  using T = bare_t<TA>;
+  if constexpr (!same_v<T, float>) {
+    using Geo = detail::MmGeom<T, TM, TN, TK>;
+    const detail::MmArgs g = detail::mm_args<TM, TN>(a, b, transpose_b);
+    const int nk = (int)((g.K + TK - 1) / TK);
+    T* ring = reinterpret_cast<T*>(ctx.smem);
+#pragma unroll 1
+    for (int s = 0; s < Geo::STAGES - 1; ++s)
+      detail::mm_issue<T, TM, TN, TK>(ring, s, nk, 0, a.ptr, b.ptr, transpose_b, g, false, true);
+  }
+}
+
+// y = a @ b (transpose_b: a @ b^T). a is [M, K] or [K]; b is [K, N] or [N, K]; y is [M, N]
+// or [N]; M <= TM, N <= TN (larger extents are clipped), any K; any strides. prefetched: see
+// matmul_prefetch.
+template <int TM, int TN, int TK, class TA, class TB, class TY>
+__device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, bool transpose_b,
+                       const View<TY>& y, bool prefetched = false) {
+  using T = bare_t<TA>;
+  static_assert(same_v<T, bare_t<TB>>, "matmul: a and b must have the same dtype");
+  static_assert(is_float_v<T> && is_float_v<TY>, "matmul: float dtypes only");
+  detail::MmArgs g = detail::mm_args<TM, TN>(a, b, transpose_b);
   g.yms = y.rank == 1 ? 0 : y.stride[0];
   g.yns = pick(y.stride, y.rank - 1);
   const T* ap = a.ptr;
@@ -432,7 +477,7 @@ __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, boo
   if constexpr (same_v<T, float>)
     detail::mm_f32<TM, TN, TK>(ctx, ap, bp, transpose_b, g, y.ptr);
   else
-    detail::mm_tensor_core<T, TM, TN, TK>(ctx, ap, bp, transpose_b, g, y.ptr);
+    detail::mm_tensor_core<T, TM, TN, TK>(ctx, ap, bp, transpose_b, g, y.ptr, prefetched);
 }
 
 }  // namespace dev
