@@ -240,7 +240,7 @@ __device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool
 
 // 16-byte loads of cache rows: D a whole number of 16-byte pieces read by lanes that divide a warp.
 template <int D, class K>
-constexpr bool attn_can_vec() {
+__host__ __device__ constexpr bool attn_can_vec() {
   return D % (16 / (int)sizeof(K)) == 0 && D / (16 / (int)sizeof(K)) <= 32 && 32 % (D / (16 / (int)sizeof(K))) == 0;
 }
 
