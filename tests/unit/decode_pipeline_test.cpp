@@ -309,10 +309,11 @@ TEST(DecodePipeline, PagedAttentionPartsAreWholePages) {
   EXPECT_EQ(chunks, (std::set<int64_t>{224, 256}));
 }
 
-std::string generated(const std::string& model, int layers, int vocab) {
+std::string generated(const std::string& model, int layers, int vocab, const std::string& extra = "") {
   const std::string out = ::testing::TempDir() + "/" + model + "_gen.etir";
   const std::string cmd = "python3 " + std::string(ETC_SOURCE_DIR) + "/tools/gen_decode_sample.py " + model +
-                          " --layers " + std::to_string(layers) + " --vocab " + std::to_string(vocab) + " > " + out;
+                          " --layers " + std::to_string(layers) + " --vocab " + std::to_string(vocab) + " " + extra +
+                          " > " + out;
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream in(out);
   std::stringstream s;
@@ -326,6 +327,15 @@ std::string generated(const std::string& model, int layers, int vocab) {
 TEST(DecodePipeline, ReducedLlamaSampleMatchesItsOpLevelRun) {
   checkAgainstOpLevel(generated("llama3_2_1b", 1, 256), {{"B", 2}}, {{"tokens", {5, 255}}, {"pos", {0, 300}}}, 2e-2,
                       {"next_token"});
+}
+
+// The paged variant (--paged 16): the pool holds B * 257 pages, handed out in shuffled order.
+TEST(DecodePipeline, ReducedPagedLlamaSampleMatchesItsOpLevelRun) {
+  std::vector<int64_t> pages(2 * 257);
+  for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<int64_t>(i);
+  std::shuffle(pages.begin(), pages.end(), std::mt19937(3));
+  checkAgainstOpLevel(generated("llama3_2_1b", 1, 256, "--paged 16"), {{"B", 2}},
+                      {{"tokens", {5, 255}}, {"pos", {0, 300}}, {"page_table", pages}}, 2e-2, {"next_token"});
 }
 
 TEST(DecodePipeline, ReducedQwenSampleMatchesItsOpLevelRun) {
