@@ -497,6 +497,7 @@ class Emitter {
     }
     if (op == "rope" || op == "attention_decode" || op == "attention_merge" || op == "split_lens")
       return decodeCallCode(t, c, v, smem);
+    if (op == "kv_append" && c.call.args.size() == 4) return fmt::format("etc::dev::kv_append_paged(ctx{});", list());
     if (op == "matmul") return matmulDispatch(t, c, v, smem, false);
     if (op == "topk_softmax") {
       // Logits per lane kept in registers: the row's upper bound over 32 lanes (at most 8).
@@ -603,11 +604,18 @@ class Emitter {
     const std::vector<Slice>& a = c.call.args;
     const std::string& op = c.call.op;
     auto need = [&](bool ok, const char* what) { return ok ? std::string() : std::string(what); };
+    if (op == "attention_decode" && a.size() == 5)
+      return need(rank(a[0]) == 1 && rank(a[1]) == 3 && rank(a[2]) == 3 && rank(a[3]) == 0 && rank(a[4]) == 1,
+                  "q must be one row [Hq * head_dim], the page pools [pages, page size, Hk * head_dim], lens a "
+                  "scalar and the page table one row [pages]");
     if (op == "attention_decode")
       return need(rank(a[0]) == 1 && rank(a[1]) == 2 && rank(a[2]) == 2 && rank(a[3]) == 0,
                   "q must be one row [Hq * head_dim], the caches [positions, Hk * head_dim] and lens a scalar");
     if (op == "attention_merge")
       return need(rank(a[0]) == 2 && rank(a[1]) == 2, "the parts must be [P, Hq * head_dim] and [P, Hq] (one row)");
+    if (op == "kv_append" && a.size() == 4)
+      return need(rank(a[0]) == 1 && rank(a[2]) == 0 && rank(a[3]) == 1,
+                  "k and v must be one row, pos a scalar and the page table one row [pages]");
     if (op == "kv_append")
       return need(rank(a[0]) == 1 && rank(a[2]) == 0, "k and v must be one row and pos a scalar");
     if (op == "rope") return need(rank(a[0]) <= 2 && rank(a[2]) == rank(a[0]) - 1, "q and k must be one row or rows");
@@ -645,6 +653,9 @@ class Emitter {
     double scale = tiling::attrFloat(c.call, "scale");
     if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(d));
     smem.push_back(fmt::format("etc::dev::attention_decode_smem_bytes<{}, {}>()", d, g));
+    if (c.call.args.size() == 5)
+      return fmt::format("etc::dev::attention_decode_paged<{}, {}>(ctx, {}, {}, {}, {}, {}, {}{}, {}f);", d, g, v[0], v[1],
+                         v[2], v[3], v[4], v[5], lse, floatLiteral(scale));
     return fmt::format("etc::dev::attention_decode<{}, {}>(ctx, {}, {}, {}, {}, {}{}, {}f);", d, g, v[0], v[1], v[2], v[3],
                        v[4], lse, floatLiteral(scale));
   }

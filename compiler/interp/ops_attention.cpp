@@ -1,7 +1,8 @@
 // Decode attention references: kv_append (the in-place cache update), attention_decode (one
 // query row against the cached positions, grouped-query heads), split_lens (the lengths of a
 // split-KV attention's parts) and attention_merge (combining the partials through their
-// log-sum-exps).
+// log-sum-exps). kv_append and attention_decode take either contiguous caches (one per row) or
+// page pools with a page table (docs/ops.md).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,20 +12,61 @@
 
 namespace etc::interp {
 
+namespace {
+
+// Where a row's cache positions are: its own cache [S, X], or rows of a page pool
+// [P, PAGE, X] through the row's page table.
+struct CacheRows {
+  const View* cache = nullptr;
+  const View* table = nullptr;  // [rows, MAXP] (paged) or null
+
+  bool paged() const { return table != nullptr; }
+  int64_t pageSize() const { return cache->shape[1]; }
+  // Positions row r can hold.
+  int64_t capacity() const { return paged() ? table->lastDim() * pageSize() : cache->shape[cache->rank() - 2]; }
+
+  // Position i of row r ([X]), or the reason it has none.
+  std::string row(int64_t r, int64_t i, View& out) const {
+    if (!paged()) {
+      out = cache->lead(r, 2).at(0, i);
+      return "";
+    }
+    const int64_t page = loadInt(table->lead(r, 1).at(0, i / pageSize()), 0);
+    if (page < 0 || page >= cache->shape[0])
+      return fmt::format("page {} of row {} (for position {}) is outside the pool [0, {})", page, r, i,
+                         cache->shape[0]);
+    out = cache->at(0, page).at(0, i % pageSize());
+    return "";
+  }
+};
+
+// The shapes shared by both ops: a cache [rows..., S, X], or a pool [P, PAGE, X] and a page
+// table with one row per row.
+bool cacheRowsMatch(const CacheRows& c, int64_t rows, int64_t x) {
+  if (c.cache->lastDim() != x) return false;
+  if (!c.paged()) return c.cache->rank() >= 2 && c.cache->numel() == rows * c.capacity() * x;
+  return c.cache->rank() == 3 && c.table->rank() >= 1 && c.table->rows() == rows;
+}
+
+}  // namespace
+
 std::string opKvAppend(OpArgs& a) {
   const View &k = a.in[0], &v = a.in[1];
   std::vector<int64_t> pos = readInts(a.in[2]);
+  const View* table = a.in.size() > 3 ? &a.in[3] : nullptr;
   const int64_t rows = static_cast<int64_t>(pos.size());
   for (int c = 0; c < 2; ++c) {
-    const View &src = c ? v : k, &cache = a.out[c];
-    if (cache.rank() < 2 || cache.lastDim() != src.lastDim() || src.numel() != rows * src.lastDim() ||
-        cache.numel() != rows * cache.shape[cache.rank() - 2] * cache.lastDim())
+    const View& src = c ? v : k;
+    const CacheRows cache{&a.out[c], table};
+    if (src.numel() != rows * src.lastDim() || !cacheRowsMatch(cache, rows, src.lastDim()))
       return "the operands and the caches do not have matching rows";
-    const int64_t len = cache.shape[cache.rank() - 2];
+    const int64_t len = cache.capacity();
     for (int64_t r = 0; r < rows; ++r) {
       if (pos[r] < 0 || pos[r] >= len)
         return fmt::format("position {} of row {} is outside the cache [0, {})", pos[r], r, len);
-      copyElements(src.lead(r, 1), cache.lead(r, 2).at(0, pos[r]));
+      View dst;
+      if (std::string err = cache.row(r, pos[r], dst); !err.empty()) return err;
+      copyElements(src.lead(r, 1), dst);
     }
   }
   return "";
@@ -33,9 +75,13 @@ std::string opKvAppend(OpArgs& a) {
 std::string opAttentionDecode(OpArgs& a) {
   const View &q = a.in[0], &kc = a.in[1], &vc = a.in[2];
   std::vector<int64_t> lens = readInts(a.in[3]);
+  const View* table = a.in.size() > 4 ? &a.in[4] : nullptr;
   const int64_t d = a.attrInt("head_dim"), rows = static_cast<int64_t>(lens.size());
   if (d <= 0 || kc.rank() < 2) return "head_dim must be positive and the caches of rank >= 2";
-  const int64_t hq = q.lastDim() / d, hk = kc.lastDim() / d, len = kc.shape[kc.rank() - 2];
+  const CacheRows kr_at{&kc, table}, vr_at{&vc, table};
+  const int64_t hq = q.lastDim() / d, hk = kc.lastDim() / d, len = kr_at.capacity();
+  if (!cacheRowsMatch(kr_at, rows, kc.lastDim()) || !cacheRowsMatch(vr_at, rows, kc.lastDim()))
+    return "the caches and lens do not have matching rows";
   if (hq * d != q.lastDim() || hk * d != kc.lastDim() || hk == 0 || hq % hk || q.numel() != rows * hq * d ||
       a.out[0].numel() != q.numel() || (a.out.size() > 1 && a.out[1].numel() != rows * hq))
     return "q, the caches, lens and the results do not have matching rows of whole heads";
@@ -47,7 +93,14 @@ std::string opAttentionDecode(OpArgs& a) {
     const int64_t n = lens[r];
     if (n < 0 || n > len) return fmt::format("length {} of row {} is outside [0, {}]", n, r, len);
     if (n == 0) continue;
-    std::vector<double> kr = readFloats(kc.lead(r, 2).range(0, 0, n)), vr = readFloats(vc.lead(r, 2).range(0, 0, n));
+    std::vector<double> kr, vr;
+    for (int64_t j = 0; j < n; ++j) {
+      View krow, vrow;
+      if (std::string err = kr_at.row(r, j, krow); !err.empty()) return err;
+      if (std::string err = vr_at.row(r, j, vrow); !err.empty()) return err;
+      for (double x : readFloats(krow)) kr.push_back(x);
+      for (double x : readFloats(vrow)) vr.push_back(x);
+    }
     s.assign(static_cast<size_t>(n), 0.0);
     for (int64_t h = 0; h < hq; ++h) {
       const int64_t g = h / (hq / hk);

@@ -507,8 +507,22 @@ bool inferRope(OpContext& ctx, std::vector<OperandType>& out) {
   return true;
 }
 
+// The page table of a paged kv_append or attention_decode (operand i): i32 with one row of
+// page ids per row of operand `row` (which has rank `rank`).
+void checkPageTable(Rule& r, int i, int row, int rank, bool row_rank_ok) {
+  r.dtypeIs(i, DType::I32);
+  if (row_rank_ok &&
+      r.rankRelative(i, row, 0, fmt::format("one row of page ids per row of {}", r.name(row))))
+    r.leadingMatch(i, row, rank - 1);
+}
+
 bool inferKvAppend(OpContext& ctx, std::vector<OperandType>& out) {
-  Rule r(ctx, {"k", "v", "pos"}, {"k_cache", "v_cache"});
+  // With a page table (operand 3) the destinations are page pools [pages, page size, X]
+  // shared by all rows, instead of one cache [..., S, X] per row.
+  const bool paged = ctx.inputs().size() == 4;
+  Rule r(ctx, {"k", "v", "pos", "page_table"},
+         paged ? std::vector<std::string_view>{"k_pages", "v_pages"}
+               : std::vector<std::string_view>{"k_cache", "v_cache"});
   r.sameDType(1, 0);
   r.dtypeIs(2, DType::I32);
   bool k_rank = r.rankAtLeast(0, 1);
@@ -516,13 +530,15 @@ bool inferKvAppend(OpContext& ctx, std::vector<OperandType>& out) {
   int rank = r.rank(0);
   if (k_rank && r.rankRelative(2, 0, -1, "one position per row of operand 0 (k)"))
     r.leadingMatch(2, 0, rank - 1);
+  if (paged) checkPageTable(r, 3, 0, rank, k_rank);
   std::vector<OperandType> results;
   for (int c = 0; c < 2; ++c) {
     const OperandType* d = declared(ctx, c);
     if (!d) {
-      r.fail(-1 - c, fmt::format("kv_append needs a declared destination for {} (the cache "
-                                 "length cannot be inferred)",
-                                 r.resultName(c)));
+      r.fail(-1 - c, fmt::format("kv_append needs a declared destination for {} ({})",
+                                 r.resultName(c),
+                                 paged ? "the number of pages and the page size cannot be inferred"
+                                       : "the cache length cannot be inferred"));
       continue;
     }
     results.push_back(*d);
@@ -532,10 +548,13 @@ bool inferKvAppend(OpContext& ctx, std::vector<OperandType>& out) {
                                  dtypeName(d->dtype), dtypeName(r.dtype(src)), r.name(src)));
     if (!k_rank) continue;
     int drank = static_cast<int>(d->shape.size());
-    if (drank != rank + 1) {
-      r.fail(-1 - c, fmt::format("{} has rank {}; expected rank {} (the dimensions of {} with the "
-                                 "cache length inserted before the last)",
-                                 r.resultName(c), drank, rank + 1, r.name(src)));
+    if (paged ? drank != 3 : drank != rank + 1) {
+      r.fail(-1 - c, paged ? fmt::format("{} has rank {}; expected rank 3 (a page pool [pages, "
+                                         "page size, X])",
+                                         r.resultName(c), drank)
+                           : fmt::format("{} has rank {}; expected rank {} (the dimensions of {} "
+                                         "with the cache length inserted before the last)",
+                                         r.resultName(c), drank, rank + 1, r.name(src)));
       continue;
     }
     auto match = [&](int dd, int sd) {
@@ -545,8 +564,21 @@ bool inferKvAppend(OpContext& ctx, std::vector<OperandType>& out) {
                                    r.resultName(c), str(d->shape[dd]), dd, str(r.dim(src, sd)), sd,
                                    r.name(src)));
     };
-    for (int i = 0; i + 1 < rank; ++i) match(i, i);
-    match(rank, rank - 1);
+    if (!paged) {
+      for (int i = 0; i + 1 < rank; ++i) match(i, i);
+      match(rank, rank - 1);
+      continue;
+    }
+    match(2, rank - 1);
+    // Both pools are indexed by the same page ids and rows.
+    const OperandType* k_pages = declared(ctx, 0);
+    if (c == 1 && k_pages && k_pages->shape.size() == 3)
+      for (int dd = 0; dd < 2; ++dd)
+        if (!ctx.sameExtent(d->shape[dd], k_pages->shape[dd]))
+          r.fail(-2, fmt::format("{} has extent {} in dimension {}; expected {} to match "
+                                 "dimension {} of {}",
+                                 r.resultName(1), str(d->shape[dd]), dd, str(k_pages->shape[dd]),
+                                 dd, r.resultName(0)));
   }
   if (!r.ok) return false;
   setOutputs(ctx, out, std::move(results));
@@ -554,36 +586,48 @@ bool inferKvAppend(OpContext& ctx, std::vector<OperandType>& out) {
 }
 
 bool inferAttentionDecode(OpContext& ctx, std::vector<OperandType>& out) {
-  Rule r(ctx, {"q", "k_cache", "v_cache", "lens"});
+  // With a page table (operand 4) the caches are page pools [pages, page size, Hk*D] and row
+  // r's position i is row i % page size of page page_table[r, i / page size].
+  const bool paged = ctx.inputs().size() == 5;
+  Rule r(ctx, {"q", paged ? "k_pages" : "k_cache", paged ? "v_pages" : "v_cache", "lens",
+               "page_table"});
   r.isFloatOperand(0);
   if (r.isFloatOperand(1)) r.sameDType(2, 1);
   r.dtypeIs(3, DType::I32);
   bool q_rank = r.rankAtLeast(0, 1);
   int rank = r.rank(0);
   bool c_rank = false;
+  if (paged) {
+    c_rank = r.rankIs(1, 3);
+    if (c_rank) r.sameShape(2, 1);
+  }
   if (q_rank) {
-    c_rank = r.rankRelative(1, 0, 1, "the dimensions of operand 0 (q) with the cache length "
-                                     "inserted before the last");
-    if (c_rank) {
-      r.leadingMatch(1, 0, rank - 1);
-      r.sameShape(2, 1);
+    if (!paged) {
+      c_rank = r.rankRelative(1, 0, 1, "the dimensions of operand 0 (q) with the cache length "
+                                       "inserted before the last");
+      if (c_rank) {
+        r.leadingMatch(1, 0, rank - 1);
+        r.sameShape(2, 1);
+      }
     }
     if (r.rankRelative(3, 0, -1, "one length per row of operand 0 (q)"))
       r.leadingMatch(3, 0, rank - 1);
   }
+  if (paged) checkPageTable(r, 4, 0, rank, q_rank);
+  const int c_last = paged ? 2 : rank;  // the caches' head dimension
   auto hd = checkHeadDim(r, /*even=*/false, {});
   if (hd && q_rank) {
     bool q_div = r.multipleOf(0, rank - 1, *hd, "head_dim");
-    bool c_div = c_rank && r.multipleOf(1, rank, *hd, "head_dim");
+    bool c_div = c_rank && r.multipleOf(1, c_last, *hd, "head_dim");
     auto qe = constValue(r.dim(0, rank - 1));
     std::optional<int64_t> ce;
-    if (c_rank) ce = constValue(r.dim(1, rank));
+    if (c_rank) ce = constValue(r.dim(1, c_last));
     if (q_div && c_div && qe && ce && *ce > 0) {
       int64_t hq = *qe / *hd, hk = *ce / *hd;
       if (hq % hk != 0)
-        r.fail(1, fmt::format("operand 1 (k_cache) has {} heads of head_dim {} (extent {} in "
-                              "dimension {}), which does not divide the {} heads of operand 0 (q)",
-                              hk, *hd, *ce, rank, hq));
+        r.fail(1, fmt::format("{} has {} heads of head_dim {} (extent {} in dimension {}), which "
+                              "does not divide the {} heads of operand 0 (q)",
+                              r.name(1), hk, *hd, *ce, c_last, hq));
     }
   }
   r.nonNegativeFloat("scale");
@@ -817,11 +861,13 @@ std::vector<OpInfo> buildOps() {
                    "rope(q [..., Hq*D], k [..., Hk*D], pos i32[...]) {head_dim, theta, ...} -> "
                    "(q_out, k_out): rotary position embedding at positions pos",
                    inferRope));
-  ops.push_back(op("kv_append", 3, 3, 2, 2, {},
-                   "kv_append(k [..., X], v [..., X], pos i32[...]) -> (k_cache [..., S, X], "
-                   "v_cache [..., S, X]): writes row k[t] at cache position pos[t] (in place)",
+  ops.push_back(op("kv_append", 3, 4, 2, 2, {},
+                   "kv_append(k [..., X], v [..., X], pos i32[...] [, page_table i32[..., MAXP]]) "
+                   "-> (k_cache [..., S, X], v_cache [..., S, X]) or, paged, (k_pages [P, PAGE, "
+                   "X], v_pages [P, PAGE, X]): writes row k[t] at cache position pos[t] (in "
+                   "place; paged: row pos[t] % PAGE of page page_table[t, pos[t] / PAGE])",
                    inferKvAppend));
-  ops.push_back(op("attention_decode", 4, 4, 1, 2,
+  ops.push_back(op("attention_decode", 4, 5, 1, 2,
                    {required("head_dim", T::Int, "size of one head"),
                     optional("scale", floatV(0.0, "0.0"),
                              "softmax scale; 0 means 1 / sqrt(head_dim)"),
@@ -829,7 +875,8 @@ std::vector<OpInfo> buildOps() {
                              "number of parts the cache is split into; 0: the compiler chooses")},
                    "attention_decode(q [..., Hq*D], k_cache [..., S, Hk*D], v_cache [..., S, "
                    "Hk*D], lens i32[...]) {head_dim, scale, kv_splits} -> (o [..., Hq*D], "
-                   "lse f32[..., Hq]): one query row per sequence against lens cached positions",
+                   "lse f32[..., Hq]): one query row per sequence against lens cached positions; "
+                   "paged: caches [P, PAGE, Hk*D] and a 5th operand page_table i32[..., MAXP]",
                    inferAttentionDecode));
   ops.push_back(op("attention_merge", 2, 2, 1, 2,
                    {required("head_dim", T::Int, "size of one head")},

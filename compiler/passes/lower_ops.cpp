@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <variant>
 
 #include "compiler/ir/op_check.h"
@@ -402,10 +403,13 @@ class Lowerer {
 
   // One task per row (a point in every leading dimension of the first operand): argmax, rope,
   // kv_append and split_lens. Operands and results are indexed by the row in their leading
-  // dimensions and whole in the rest (a kv_append destination: the row's whole cache).
+  // dimensions and whole in the rest (a kv_append destination: the row's whole cache). A paged
+  // kv_append's destinations are the whole page pools: which page a row writes depends on its
+  // page table, so every reader of a pool waits for every row.
   bool lowerPerRow(const AssignStmt& a, std::vector<uint32_t>& tasks) {
     const OpCall& c = a.call;
     const bool rows_of_lens = c.op == "split_lens";  // its operand is all leading dimensions
+    const bool whole_dests = c.op == "kv_append" && c.args.size() == 4;
     OperandMap x = mapOperand(m_, c.args[0]);
     const size_t lead = rows_of_lens ? x.extent.size() : x.extent.size() - 1;
     TilePlan p;
@@ -423,7 +427,7 @@ class Lowerer {
     OpCall call = c;
     for (Slice& s : call.args) s = pointSlice(mapOperand(m_, s), idx);
     std::vector<Slice> dests;
-    for (const OperandMap& r : resultMaps(a)) dests.push_back(pointSlice(r, idx));
+    for (const OperandMap& r : resultMaps(a)) dests.push_back(whole_dests ? slice(r, {}) : pointSlice(r, idx));
     tasks.push_back(addTask(baseName(a), p, std::move(call), std::move(dests), a.range));
     return true;
   }
@@ -434,10 +438,18 @@ class Lowerer {
   // group of query heads, writing f32 partials, and a grid [B, Hk] merges them. A part past a
   // row's length has length 0: its task only writes o = 0, lse = -inf, so the work follows the
   // sequence lengths. With one part, the tasks write the results directly.
+  //
+  // Paged caches (a page table, operand 4) keep the same grids: the tasks read their cache
+  // head's columns of the whole page pools and the slice of the row's page table that covers
+  // their part's positions. Parts are whole pages (chunk is rounded up to a multiple of the page
+  // size), so a part's positions start at its first page; a part may span many pages.
   bool lowerAttentionDecode(const AssignStmt& a, std::vector<uint32_t>& tasks) {
     const OpCall& c = a.call;
     OperandMap qm = mapOperand(m_, c.args[0]), km = mapOperand(m_, c.args[1]), vm = mapOperand(m_, c.args[2]);
     OperandMap lm = mapOperand(m_, c.args[3]);
+    const bool paged = c.args.size() == 5;
+    std::optional<OperandMap> ptm;
+    if (paged) ptm = mapOperand(m_, c.args[4]);
     std::vector<OperandMap> results = resultMaps(a);
     const int64_t d = tiling::attrInt(c, "head_dim");
     auto q_width = asInt(inlineConsts(qm.extent.back())), c_width = asInt(inlineConsts(km.extent.back()));
@@ -446,12 +458,20 @@ class Lowerer {
                                   "constant head counts; write other forms at the task level");
       return false;
     }
+    std::optional<int64_t> page = paged ? asInt(inlineConsts(km.extent[1])) : std::nullopt;
+    if (paged && (!page || *page <= 0)) {
+      diags_.error(a.range.begin, "attention_decode over page pools at the op level needs a constant, positive page "
+                                  "size (dimension 1 of the pools); write other forms at the task level");
+      return false;
+    }
     const int64_t hq = *q_width / d, hk = *c_width / d, group = hq / hk;
     const Expr& rows = qm.extent[0];
-    const Expr& len = km.extent[1];
+    // The positions a row can hold: its cache length, or its page table's pages.
+    const Expr len = paged ? mul(ptm->extent[1], intConst(*page)) : km.extent[1];
     const int64_t len_hi = std::max<int64_t>(1, tiling::upperBound(m_, len));
     int64_t splits = tiling::attrInt(c, "kv_splits");
     int64_t chunk = splits > 0 ? (len_hi + splits - 1) / splits : std::min(len_hi, kAttentionChunk);
+    if (paged) chunk = (chunk + *page - 1) / *page * *page;
     splits = (len_hi + chunk - 1) / chunk;  // at the largest cache length; the grid has cdiv(S, chunk)
     const Expr parts = simplify(cdiv(len, intConst(chunk)), m_.symRanges());
 
@@ -468,9 +488,10 @@ class Lowerer {
     if (const Attr* sc = c.findAttr("scale")) call.attrs.push_back(*sc);
     call.args[0] = slice(qm, {b, heads(group * d)});
     if (splits == 1) {
-      call.args[1] = slice(km, {b, All{}, heads(d)});
-      call.args[2] = slice(vm, {b, All{}, heads(d)});
+      call.args[1] = paged ? slice(km, {All{}, All{}, heads(d)}) : slice(km, {b, All{}, heads(d)});
+      call.args[2] = paged ? slice(vm, {All{}, All{}, heads(d)}) : slice(vm, {b, All{}, heads(d)});
       call.args[3] = pointSlice(lm, {b});
+      if (paged) call.args[4] = slice(*ptm, {b, All{}});
       std::vector<Slice> dests{slice(results[0], {b, heads(group * d)})};
       if (results.size() > 1) dests.push_back(slice(results[1], {b, heads(group)}));
       tasks.push_back(addTask(baseName(a), p, std::move(call), std::move(dests), a.range));
@@ -504,9 +525,19 @@ class Lowerer {
     OperandMap om = wholeMap(o_parts), lsm = wholeMap(lse_parts), plm = wholeMap(part_lens);
     p.grid.push_back(parts);
     p.coords.push_back("p");
-    std::pair<Expr, Expr> positions{mul(part, intConst(chunk)), min(len, add(mul(part, intConst(chunk)), intConst(chunk)))};
-    call.args[1] = slice(km, {b, positions, heads(d)});
-    call.args[2] = slice(vm, {b, positions, heads(d)});
+    if (paged) {
+      const int64_t part_pages = chunk / *page;
+      const Expr& maxp = ptm->extent[1];
+      std::pair<Expr, Expr> pages{mul(part, intConst(part_pages)),
+                                  min(maxp, add(mul(part, intConst(part_pages)), intConst(part_pages)))};
+      call.args[1] = slice(km, {All{}, All{}, heads(d)});
+      call.args[2] = slice(vm, {All{}, All{}, heads(d)});
+      call.args[4] = slice(*ptm, {b, pages});
+    } else {
+      std::pair<Expr, Expr> positions{mul(part, intConst(chunk)), min(len, add(mul(part, intConst(chunk)), intConst(chunk)))};
+      call.args[1] = slice(km, {b, positions, heads(d)});
+      call.args[2] = slice(vm, {b, positions, heads(d)});
+    }
     call.args[3] = slice(plm, {b, part});
     tasks.push_back(addTask(baseName(a), p,
                             std::move(call), {slice(om, {part, b, heads(group * d)}), slice(lsm, {part, b, heads(group)})},

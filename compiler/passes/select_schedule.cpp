@@ -41,6 +41,34 @@ double sliceBytes(const Module& m, const Slice& s, const RangeEnv& env) {
   return n;
 }
 
+// The bytes one call moves. A paged call touches the pages its table names, not the whole
+// pools it is given: attention_decode reads table entries x page size rows of each pool and
+// kv_append writes one row of each.
+double callBytes(const Module& m, const CallStmt& c, const RangeEnv& env) {
+  auto hi = [&](const Expr& e) {
+    return static_cast<double>(std::max<int64_t>(0, bounds(backend::dataBound(m, e), env).hi));
+  };
+  const std::vector<Slice>& args = c.call.args;
+  const bool paged_attention = c.call.op == "attention_decode" && args.size() == 5;
+  const bool paged_append = c.call.op == "kv_append" && args.size() == 4;
+  auto poolRows = [&](const Slice& pool, double rows) {
+    OperandType t = sliceType(m, pool);
+    return t.shape.size() == 3 ? dtypeBytes(t.dtype) * rows * hi(t.shape[2]) : sliceBytes(m, pool, env);
+  };
+  double bytes = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (paged_attention && (i == 1 || i == 2)) {
+      OperandType pool = sliceType(m, args[i]), table = sliceType(m, args[4]);
+      double entries = table.shape.empty() ? 1 : hi(table.shape.back());
+      bytes += poolRows(args[i], entries * (pool.shape.size() == 3 ? hi(pool.shape[1]) : 1));
+      continue;
+    }
+    bytes += sliceBytes(m, args[i], env);
+  }
+  for (const Slice& s : c.dests) bytes += paged_append ? poolRows(s, 1) : sliceBytes(m, s, env);
+  return bytes;
+}
+
 GridCost gridCost(const Module& m, uint32_t ti) {
   const Task& t = m.tasks[ti];
   GridCost c{ti, 1, 0};
@@ -49,10 +77,7 @@ GridCost gridCost(const Module& m, uint32_t ti) {
   RangeEnv env = m.gridRanges(t.grid);
   double bytes = 0;
   for (const TaskStmt& st : t.body)
-    if (const auto* call = std::get_if<CallStmt>(&st)) {
-      for (const Slice& s : call->call.args) bytes += sliceBytes(m, s, env);
-      for (const Slice& s : call->dests) bytes += sliceBytes(m, s, env);
-    }
+    if (const auto* call = std::get_if<CallStmt>(&st)) bytes += callBytes(m, *call, env);
   c.task_us = bytes / kBytesPerCtaUs;
   return c;
 }

@@ -1,6 +1,7 @@
 // Device tests of the decode ops (decode.cuh, attention.cuh, add_rmsnorm and per-head rmsnorm
-// of reduce.cuh) against CPU references in double. Included by device_ops_test.cu after its
-// helpers (Buf, HV, hv, dv, report, rel_l2, untouched_outside); run_decode_tests() runs them all.
+// of reduce.cuh; kv_append and attention_decode both contiguous and paged) against CPU
+// references in double. Included by device_ops_test.cu after its helpers (Buf, HV, hv, dv,
+// report, rel_l2, untouched_outside); run_decode_tests() runs them all.
 #pragma once
 
 // ---- kernels ----------------------------------------------------------------------------------
@@ -28,6 +29,11 @@ __global__ void k_rope(View<const T> q, View<const T> k, View<const int> pos, Vi
 template <class T>
 __global__ void k_kv_append(View<const T> k, View<const T> v, View<const int> pos, View<T> kc, View<T> vc) {
   SMEM_DECL; Ctx c{smem_, kSmemSmall}; kv_append(c, k, v, pos, kc, vc);
+}
+template <class T>
+__global__ void k_kv_append_paged(View<const T> k, View<const T> v, View<const int> pos, View<const int> table,
+                                  View<T> kp, View<T> vp) {
+  SMEM_DECL; Ctx c{smem_, kSmemSmall}; kv_append_paged(c, k, v, pos, table, kp, vp);
 }
 __global__ void k_split_lens(View<const int> lens, View<int> y, long long chunk) {
   SMEM_DECL; Ctx c{smem_, kSmemSmall}; split_lens(c, lens, y, chunk);
@@ -91,7 +97,60 @@ __global__ void __launch_bounds__(256, 1) k_attn_whole(View<const T> q, View<con
   attention_decode<D, G>(c, q, kc, vc, lens, o, scale);
 }
 
+// The lowered form over page pools [P, PAGE, Hk*D]: CTA (g, p) reads cache head g's columns of
+// the pools and the part_pages entries of the page table that cover part p.
+template <int D, int G, class T>
+__global__ void __launch_bounds__(256, 1) k_attn_parts_paged(View<const T> q, View<const T> kp, View<const T> vp,
+                                                              View<const int> part_lens, View<const int> table,
+                                                              long long part_pages, View<float> o_parts,
+                                                              View<float> lse_parts, float scale) {
+  SMEM_DECL;
+  Ctx c{smem_, attention_decode_smem_bytes<D, G>()};
+  const long long g = blockIdx.x, p = blockIdx.y;
+  View<const T> qt = q, kt = kp, vt = vp;
+  qt.ptr += g * G * D * q.stride[0];
+  qt.ext[0] = G * D;
+  kt.ptr += g * D * kp.stride[2];
+  kt.ext[2] = D;
+  vt.ptr += g * D * vp.stride[2];
+  vt.ext[2] = D;
+  View<const int> tt = table;
+  const long long first = p * part_pages, left = table.ext[0] - first;
+  tt.ptr += first * table.stride[0];
+  tt.ext[0] = left < part_pages ? left : part_pages;
+  View<const int> lt = part_lens;
+  lt.ptr += p;
+  lt.rank = 0;
+  View<float> ot = o_parts, lst = lse_parts;
+  ot.ptr += p * o_parts.stride[0] + g * G * D;
+  ot.rank = 1;
+  ot.ext[0] = G * D;
+  ot.stride[0] = 1;
+  lst.ptr += p * lse_parts.stride[0] + g * G;
+  lst.rank = 1;
+  lst.ext[0] = G;
+  lst.stride[0] = 1;
+  attention_decode_paged<D, G>(c, qt, kt, vt, lt, tt, ot, lst, scale);
+}
+template <int D, int G, class T, class TO>
+__global__ void __launch_bounds__(256, 1) k_attn_whole_paged(View<const T> q, View<const T> kp, View<const T> vp,
+                                                              View<const int> lens, View<const int> table, View<TO> o,
+                                                              float scale) {
+  SMEM_DECL;
+  Ctx c{smem_, attention_decode_smem_bytes<D, G>()};
+  attention_decode_paged<D, G>(c, q, kp, vp, lens, table, o, scale);
+}
+
 // ---- tests ------------------------------------------------------------------------------------
+
+// A page table of maxp distinct pages of a pool of `pages`, in shuffled order.
+static std::vector<int> shuffled_pages(long long pages, long long maxp) {
+  std::vector<int> ids((size_t)pages);
+  for (long long i = 0; i < pages; ++i) ids[(size_t)i] = (int)i;
+  std::shuffle(ids.begin(), ids.end(), rng);
+  ids.resize((size_t)maxp);
+  return ids;
+}
 
 // rmsnorm with head_dim (a weight of D over rows of H heads) and add_rmsnorm (in place or not).
 template <class T, class TW>
@@ -304,6 +363,47 @@ static void t_kv_append(const char* what, long long S, long long X, long long p,
   report(ok, std::string("kv_append_") + tname<T>() + "_" + what, (double)bad);
 }
 
+// Paged kv_append of one row at position p: pools [pages, page, X], a shuffled page table of
+// maxp entries; only row p % page of page table[p / page] changes. bad_id puts a page id
+// outside the pool in the entry p uses (nothing may be written, as for p outside the table).
+template <class T>
+static void t_kv_append_paged(const char* what, long long pages, long long page, long long X, long long maxp,
+                              long long p, bool bad_id) {
+  Buf<T> k(X), v(X), kp(pages * page * X), vp(pages * page * X);
+  Buf<int> pos(1), table(maxp);
+  std::vector<int> ids = shuffled_pages(pages, maxp);
+  const bool in_table = p >= 0 && p < maxp * page;
+  if (bad_id && in_table) ids[(size_t)(p / page)] = (int)pages;
+  for (long long j = 0; j < maxp; ++j) table.h[j] = ids[(size_t)j];
+  k.random();
+  v.random();
+  kp.poison();
+  vp.poison();
+  pos.h[0] = (int)p;
+  k.up();
+  v.up();
+  kp.up();
+  vp.up();
+  pos.up();
+  table.up();
+  HV xv = hv(0, {X}, {1}), pv = hv(0, {pages, page, X}, {page * X, X, 1});
+  k_kv_append_paged<T><<<1, 256, kSmemSmall>>>(dv<const T>(k, xv), dv<const T>(v, xv), dv<const int>(pos, hv(0, {}, {})),
+                                               dv<const int>(table, hv(0, {maxp}, {1})), dv<T>(kp, pv), dv<T>(vp, pv));
+  CK(cudaDeviceSynchronize());
+  kp.down();
+  vp.down();
+  const bool writes = in_table && !bad_id;
+  const long long at = writes ? ((long long)ids[(size_t)(p / page)] * page + p % page) * X : 0;
+  HV row = hv(at, {writes ? X : 0}, {1});
+  long long bad = 0;
+  for (long long i = 0; writes && i < X; ++i) {
+    bad += std::memcmp(&kp.h[at + i], &k.h[i], sizeof(T)) != 0;
+    bad += std::memcmp(&vp.h[at + i], &v.h[i], sizeof(T)) != 0;
+  }
+  const bool ok = bad == 0 && untouched_outside(kp, row) && untouched_outside(vp, row);
+  report(ok, std::string("kv_append_paged_") + tname<T>() + "_" + what, (double)bad);
+}
+
 static void t_split_lens() {
   const long long rows = 5, parts = 17, chunk = 256;
   Buf<int> lens(rows), y(rows * parts);
@@ -407,6 +507,82 @@ static void t_attention(const char* what, long long hk, long long len, long long
   report(err < tol<TO>() && lerr < 1e-3, name, std::max(err, lerr));
 }
 
+// Split-KV attention over page pools, as lowered (split_lens -> parts over page-table slices ->
+// merge) and unsplit, against the reference on the same positions in a contiguous cache. The
+// request's maxp pages are a shuffled subset of a pool of `pages` (rows of pitch >= Hk*D at
+// offset koff: the scalar path when unaligned); only its first n positions are written, every
+// other pool element is NaN, so a read past n or through a wrong page shows.
+template <int D, int G, class T, class TO>
+static void t_attention_paged(const char* what, long long hk, long long page, long long maxp, long long pages,
+                              long long n, long long chunk, long long pitch, long long koff) {
+  const long long hq = hk * G, len = maxp * page, parts = (len + chunk - 1) / chunk, part_pages = chunk / page;
+  const long long W = hk * D;
+  Buf<T> q(hq * D), kc(len * W + 8), vc(len * W + 8), kp(pages * page * pitch + koff + 8), vp(pages * page * pitch + koff + 8);
+  Buf<int> lens(1), plens(parts), table(maxp);
+  Buf<float> o_parts(parts * hq * D), lse_parts(parts * hq), lse(hq);
+  Buf<TO> o(hq * D), o2(hq * D);
+  q.random(-1, 1);
+  kc.random(-1, 1);
+  vc.random(-1, 1);
+  kp.poison();
+  vp.poison();
+  std::vector<int> ids = shuffled_pages(pages, maxp);
+  for (long long j = 0; j < maxp; ++j) table.h[j] = ids[(size_t)j];
+  for (long long i = 0; i < n; ++i) {
+    const long long at = koff + ((long long)ids[(size_t)(i / page)] * page + i % page) * pitch;
+    for (long long e = 0; e < W; ++e) {
+      kp.h[at + e] = kc.h[i * W + e];
+      vp.h[at + e] = vc.h[i * W + e];
+    }
+  }
+  lens.h[0] = (int)n;
+  o.poison();
+  o2.poison();
+  o_parts.poison();
+  lse_parts.poison();
+  for (auto* b : {&q, &kp, &vp}) b->up();
+  lens.up();
+  table.up();
+  o.up();
+  o2.up();
+  o_parts.up();
+  lse_parts.up();
+  const float scale = 1.0f / std::sqrt((float)D);
+  HV qv = hv(0, {hq * D}, {1}), pv = hv(koff, {pages, page, W}, {page * pitch, pitch, 1}), tv = hv(0, {maxp}, {1});
+  k_split_lens<<<1, 256, kSmemSmall>>>(dv<const int>(lens, hv(0, {}, {})), dv<int>(plens, hv(0, {parts}, {1})), chunk);
+  const unsigned smem = attention_decode_smem_bytes<D, G>();
+  CK(cudaFuncSetAttribute(k_attn_parts_paged<D, G, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CK(cudaFuncSetAttribute(k_attn_whole_paged<D, G, T, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  k_attn_parts_paged<D, G, T><<<dim3((unsigned)hk, (unsigned)parts), 256, smem>>>(
+      dv<const T>(q, qv), dv<const T>(kp, pv), dv<const T>(vp, pv), dv<const int>(plens, hv(0, {parts}, {1})),
+      dv<const int>(table, tv), part_pages, dv<float>(o_parts, hv(0, {parts, hq * D}, {hq * D, 1})),
+      dv<float>(lse_parts, hv(0, {parts, hq}, {hq, 1})), scale);
+  k_attn_merge<D, TO><<<(unsigned)hk, 128, kSmemSmall>>>(
+      dv<const float>(o_parts, hv(0, {parts, hq * D}, {hq * D, 1})), dv<const float>(lse_parts, hv(0, {parts, hq}, {hq, 1})),
+      dv<TO>(o, qv), dv<float>(lse, hv(0, {hq}, {1})), G);
+  k_attn_whole_paged<D, G, T, TO><<<1, 256, smem>>>(dv<const T>(q, qv), dv<const T>(kp, pv), dv<const T>(vp, pv),
+                                                    dv<const int>(lens, hv(0, {}, {})), dv<const int>(table, tv),
+                                                    dv<TO>(o2, qv), scale);
+  CK(cudaDeviceSynchronize());
+  o.down();
+  o2.down();
+  lse.down();
+  std::vector<double> ro, rl;
+  attn_ref(q, kc, vc, W, 0, hq, hk, D, n, scale, ro, rl);
+  double err = std::max(rel_l2(o, qv, ro), rel_l2(o2, qv, ro));
+  if (n == 0) {  // o must be exactly 0
+    err = 0;
+    for (long long i = 0; i < hq * D; ++i) err += std::fabs(tod(o.h[i])) + std::fabs(tod(o2.h[i]));
+  }
+  double lerr = 0;
+  for (long long h = 0; h < hq; ++h)
+    lerr = std::max(lerr, n == 0 ? (std::isinf(lse.h[h]) && lse.h[h] < 0 ? 0.0 : 1.0) : std::fabs(lse.h[h] - rl[h]));
+  char name[192];
+  std::snprintf(name, sizeof name, "attention_decode_paged_%s_%s_D%d_G%d_hk%lld_page%lld_maxp%lld_pool%lld_n%lld_chunk%lld_%s",
+                tname<T>(), tname<TO>(), D, G, hk, page, maxp, pages, n, chunk, what);
+  report(err < tol<TO>() && lerr < 1e-3, name, std::max(err, lerr));
+}
+
 // attention_merge alone: random partials with -inf parts (whose o is NaN: it must not leak)
 // and a head whose parts are all -inf (o = 0, lse = -inf).
 template <int D>
@@ -494,6 +670,15 @@ static void run_decode_tests() {
   t_kv_append<bf16>("pos77_unaligned", 300, 520, 77, 3);
   t_kv_append<bf16>("pos_out_of_range", 300, 512, 300, 0);
 
+  // Paged kv_append: first row of a page, mid-page, the last position of the table, a position
+  // past the table, a page id outside the pool (the last two write nothing).
+  t_kv_append_paged<bf16>("pos0", 64, 16, 512, 8, 0, false);
+  t_kv_append_paged<bf16>("pos37_midpage", 64, 16, 1024, 8, 37, false);
+  t_kv_append_paged<bf16>("pos127_last", 64, 16, 512, 8, 127, false);
+  t_kv_append_paged<bf16>("pos128_past_table", 64, 16, 512, 8, 128, false);
+  t_kv_append_paged<bf16>("bad_page_id", 64, 16, 512, 8, 40, true);
+  t_kv_append_paged<float>("page1_pos5", 16, 1, 64, 8, 5, false);
+
   t_split_lens();
 
   // Split-KV attention: Llama (D 64, G 4) and Qwen3 (D 128, G 2); lengths 0, 1, a block edge,
@@ -507,6 +692,20 @@ static void run_decode_tests() {
   t_attention<128, 2, bf16, bf16>("vec", 2, 4097, 4097, 256, 1024, 0);
   t_attention<64, 4, bf16, bf16>("scalar_pitch", 2, 700, 613, 256, 131, 1);
   t_attention<96, 3, float, float>("scalar_d96", 1, 300, 300, 128, 96, 0);
+
+  // Paged split-KV attention (shuffled page tables, pools larger than the request): lengths 0,
+  // 1, mid-page, a page edge, crossing split boundaries mid-page, the whole table; pages of 16
+  // and of 32 with parts of 2 pages; the scalar path (odd pitch, unaligned).
+  t_attention_paged<64, 4, bf16, bf16>("vec", 1, 16, 64, 96, 0, 256, 512, 0);
+  t_attention_paged<64, 4, bf16, bf16>("vec", 1, 16, 64, 96, 1, 256, 512, 0);
+  t_attention_paged<64, 4, bf16, bf16>("vec_midpage", 2, 16, 64, 96, 23, 256, 512, 0);
+  t_attention_paged<64, 4, bf16, bf16>("vec_page_edge", 2, 16, 64, 96, 256, 256, 512, 0);
+  t_attention_paged<64, 4, bf16, bf16>("vec_cross_split", 2, 16, 64, 96, 263, 256, 512, 0);
+  t_attention_paged<64, 4, bf16, float>("vec_full", 1, 16, 64, 64, 1024, 256, 512, 0);
+  t_attention_paged<128, 2, bf16, bf16>("vec_page32", 2, 32, 40, 77, 1000, 64, 1024, 0);
+  t_attention_paged<128, 2, bf16, bf16>("vec_ragged_table", 1, 16, 33, 50, 520, 256, 1024, 0);
+  t_attention_paged<64, 4, bf16, bf16>("scalar_pitch", 2, 16, 48, 60, 613, 256, 131, 1);
+  t_attention_paged<96, 3, float, float>("scalar_d96", 1, 8, 40, 41, 300, 128, 96, 0);
 
   t_merge<64>(17, 4, 3);
   t_merge<128>(2, 2, 1);

@@ -57,6 +57,14 @@ want check && for sched in static dynamic; do
   for b in 1 3 16 128; do check "mlp_$sched" "$B/mlp_$sched.fatbin" "B=$b"; done
   # One decode layer (S = cache capacity; random positions and lengths in [1, 8), a random past).
   for b in 1 8 128; do check "llama_layer_$sched" "$B/llama_layer_$sched.fatbin" "B=$b" --sym S=4096 --random-outputs; done
+  # The same layer over a paged cache: every request gets 512 distinct pages of the pool in
+  # shuffled order (etc-run's random page ids would let requests append to the same rows).
+  for b in 1 8 32; do
+    ptf="$out/page_table_$b.npy"
+    python3 -c "import numpy as np; np.save('$ptf', np.random.default_rng($b).permutation($b * 512).astype(np.int32).reshape($b, 512))"
+    check "llama_layer_paged_$sched" "$B/llama_layer_paged_$sched.fatbin" "B=$b" --sym MAXP=512 --sym "P=$((b * 512))" \
+      --in page_table="$ptf" --random-outputs
+  done
 done
 # The MoE block (data-dependent expert grids) with uneven routing, both schedules.
 if want moe && [ -f "$B/moe_block_static.fatbin" ] && [ "$router_ok" = 1 ]; then

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -251,10 +252,68 @@ TEST(DecodePipeline, AttentionIsSplitByLengthAndMerged) {
   EXPECT_TRUE(split_grid);
 }
 
-std::string generated(const std::string& model, int layers, int vocab) {
+// The paged KV cache: pools of pages of 16 positions shared by the rows, a page table per row.
+// Parts of the split attention are whole pages (kv_splits = 3 rounds 214 positions up to 224).
+const char* kPagedDecodeOps = R"(
+module @paged_decode_ops
+sym B in [1, 9]
+sym MAXP in [1, 40]
+const PAGE = 16
+const H = 128   // 8 query heads of 16
+const KW = 32   // 2 cache heads of 16
+const D = 16
+tensor pos : i32[B] input
+tensor lens : i32[B] input
+tensor pt : i32[B, MAXP] input
+tensor q : bf16[B, H] input
+tensor k_in : bf16[B, KW] input
+tensor v_in : bf16[B, KW] input
+tensor kp : bf16[B * MAXP, PAGE, KW] output
+tensor vp : bf16[B * MAXP, PAGE, KW] output
+tensor o : bf16[B, H] output
+tensor lse : f32[B, 8] output
+tensor o1 : bf16[B, H] output
+tensor o3 : bf16[B, H] output
+graph @main {
+  kp, vp = kv_append(k_in, v_in, pos, pt)
+  o, lse = attention_decode(q, kp, vp, lens, pt) { head_dim = D }
+  o1 = attention_decode(q, kp, vp, lens, pt) { head_dim = D, kv_splits = 1 }
+  o3 = attention_decode(q, kp, vp, lens, pt) { head_dim = D, kv_splits = 3 }
+}
+)";
+
+TEST(DecodePipeline, PagedAttentionMatchesItsOpLevelReference) {
+  // Every row's pages are a shuffled share of the pool; lengths 1, mid-page across a part
+  // edge (263), and the whole table (608 = 38 pages).
+  const int64_t b = 3, maxp = 38;
+  std::vector<int64_t> pages(static_cast<size_t>(b * maxp));
+  for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<int64_t>(i);
+  std::shuffle(pages.begin(), pages.end(), std::mt19937(7));
+  checkAgainstOpLevel(kPagedDecodeOps, {{"B", b}, {"MAXP", maxp}},
+                      {{"pos", {0, 262, 607}}, {"lens", {1, 263, 608}}, {"pt", pages}}, 4e-3);
+  checkAgainstOpLevel(kPagedDecodeOps, {{"B", 1}, {"MAXP", 1}}, {{"pos", {15}}, {"lens", {16}}, {"pt", {0}}}, 4e-3);
+}
+
+TEST(DecodePipeline, PagedAttentionPartsAreWholePages) {
+  auto p = parse(kPagedDecodeOps);
+  ASSERT_TRUE(p->module);
+  p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
+  ASSERT_TRUE(p->module) << p->errors();
+  std::set<int64_t> chunks;
+  for (const ir::Task& t : p->module->tasks)
+    for (const ir::TaskStmt& st : t.body)
+      if (const auto* c = std::get_if<ir::CallStmt>(&st)) {
+        if (c->call.op == "split_lens") chunks.insert(*ir::asInt(ir::inlineConsts(c->call.findAttr("chunk")->value.i)));
+        if (c->call.op == "kv_append") EXPECT_EQ(c->dests.front().dims.size(), 0u) << "a paged append writes the whole pool";
+      }
+  EXPECT_EQ(chunks, (std::set<int64_t>{224, 256}));
+}
+
+std::string generated(const std::string& model, int layers, int vocab, const std::string& extra = "") {
   const std::string out = ::testing::TempDir() + "/" + model + "_gen.etir";
   const std::string cmd = "python3 " + std::string(ETC_SOURCE_DIR) + "/tools/gen_decode_sample.py " + model +
-                          " --layers " + std::to_string(layers) + " --vocab " + std::to_string(vocab) + " > " + out;
+                          " --layers " + std::to_string(layers) + " --vocab " + std::to_string(vocab) + " " + extra +
+                          " > " + out;
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream in(out);
   std::stringstream s;
@@ -268,6 +327,15 @@ std::string generated(const std::string& model, int layers, int vocab) {
 TEST(DecodePipeline, ReducedLlamaSampleMatchesItsOpLevelRun) {
   checkAgainstOpLevel(generated("llama3_2_1b", 1, 256), {{"B", 2}}, {{"tokens", {5, 255}}, {"pos", {0, 300}}}, 2e-2,
                       {"next_token"});
+}
+
+// The paged variant (--paged 16): the pool holds B * 257 pages, handed out in shuffled order.
+TEST(DecodePipeline, ReducedPagedLlamaSampleMatchesItsOpLevelRun) {
+  std::vector<int64_t> pages(2 * 257);
+  for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<int64_t>(i);
+  std::shuffle(pages.begin(), pages.end(), std::mt19937(3));
+  checkAgainstOpLevel(generated("llama3_2_1b", 1, 256, "--paged 16"), {{"B", 2}},
+                      {{"tokens", {5, 255}}, {"pos", {0, 300}}, {"page_table", pages}}, 2e-2, {"next_token"});
 }
 
 TEST(DecodePipeline, ReducedQwenSampleMatchesItsOpLevelRun) {

@@ -354,6 +354,92 @@ TEST(InterpOps, AttentionDecodeGroupedHeads) {
   EXPECT_EQ(k.f("l0"), (Doubles{-INFINITY, -INFINITY}));
 }
 
+TEST(InterpOps, KvAppendPagedWritesThroughThePageTable) {
+  // Pages of 2 rows, a pool of 4 pages, 2 table entries per row: row 0's position 1 is row 1 of
+  // page table[0, 0] = 2, row 1's position 2 is row 0 of page table[1, 1] = 3.
+  TensorMap in;
+  in["k"] = makeTensor(F::F32, {2, 2}, {1, 2, 3, 4});
+  in["v"] = makeTensor(F::F32, {2, 2}, {5, 6, 7, 8});
+  in["pos"] = makeIntTensor(F::I32, {2}, {1, 2});
+  in["pt"] = makeIntTensor(F::I32, {2, 2}, {2, 0, 1, 3});
+  in["kp"] = makeTensor(F::F32, {4, 2, 2}, Doubles(16, 9));
+  const std::string decls =
+      "tensor k : f32[2, 2] input\ntensor v : f32[2, 2] input\ntensor pos : i32[2] input\n"
+      "tensor pt : i32[2, 2] input\ntensor kp : f32[4, 2, 2] output\ntensor vp : f32[4, 2, 2] output";
+  OneTask k(decls, "kv_append(k, v, pos, pt) -> kp, vp", in);
+  EXPECT_RUNS(k);
+  EXPECT_EQ(k.f("kp"), (Doubles{9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 1, 2, 3, 4, 9, 9}));
+  EXPECT_EQ(k.f("vp"), (Doubles{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 6, 7, 8, 0, 0}));
+  // A position past the table's pages, and a page id outside the pool.
+  in["pos"] = makeIntTensor(F::I32, {2}, {4, 0});
+  OneTask past(decls, "kv_append(k, v, pos, pt) -> kp, vp", in);
+  EXPECT_EQ(past.result.error, "task @k (0): kv_append: position 4 of row 0 is outside the cache [0, 4)");
+  in["pos"] = makeIntTensor(F::I32, {2}, {1, 2});
+  in["pt"] = makeIntTensor(F::I32, {2, 2}, {2, 0, 1, 4});
+  OneTask bad(decls, "kv_append(k, v, pos, pt) -> kp, vp", in);
+  EXPECT_EQ(bad.result.error, "task @k (0): kv_append: page 4 of row 1 (for position 2) is outside the pool [0, 4)");
+}
+
+TEST(InterpOps, AttentionDecodePagedEqualsContiguous) {
+  // One row, two query heads on one cache head (D = 2), 4 positions in pages of 2. The pool's
+  // pages are the contiguous cache's in another order (table [2, 0]: positions 0-1 are page 2,
+  // positions 2-3 page 0); page 1 is NaN and must not be read. Lengths 3 (mid-page) and 4.
+  const Doubles kc{1, 0, 0, 1, 1, 1, -1, 2}, vc{1, 2, 3, 4, 5, 6, 7, 8};
+  auto pool = [](const Doubles& c) {
+    return Doubles{c[4], c[5], c[6], c[7], NAN, NAN, NAN, NAN, c[0], c[1], c[2], c[3]};
+  };
+  TensorMap in;
+  in["q"] = makeTensor(F::F32, {1, 4}, {1, 0.5, -1, 2});
+  in["kc"] = makeTensor(F::F32, {1, 4, 2}, kc);
+  in["vc"] = makeTensor(F::F32, {1, 4, 2}, vc);
+  in["kp"] = makeTensor(F::F32, {3, 2, 2}, pool(kc));
+  in["vp"] = makeTensor(F::F32, {3, 2, 2}, pool(vc));
+  in["pt"] = makeIntTensor(F::I32, {1, 2}, {2, 0});
+  in["three"] = makeIntTensor(F::I32, {1}, {3});
+  in["four"] = makeIntTensor(F::I32, {1}, {4});
+  // The split form as lowered: parts of one page, each with its slice of the table, merged.
+  in["parts"] = makeIntTensor(F::I32, {2}, {2, 1});
+  OneTask k("tensor q : f32[1, 4] input\ntensor kc : f32[1, 4, 2] input\ntensor vc : f32[1, 4, 2] input\n"
+            "tensor kp : f32[3, 2, 2] input\ntensor vp : f32[3, 2, 2] input\ntensor pt : i32[1, 2] input\n"
+            "tensor three : i32[1] input\ntensor four : i32[1] input\ntensor parts : i32[2] input\n"
+            "tensor o3 : f32[1, 4] output\ntensor l3 : f32[1, 2] output\n"
+            "tensor p3 : f32[1, 4] output\ntensor pl3 : f32[1, 2] output\n"
+            "tensor o4 : f32[1, 4] output\ntensor p4 : f32[1, 4] output\n"
+            "tensor op : f32[2, 4] output\ntensor lp : f32[2, 2] output\ntensor m3 : f32[4] output",
+            "attention_decode(q, kc, vc, three) { head_dim = 2 } -> o3, l3\n"
+            "attention_decode(q, kp, vp, three, pt) { head_dim = 2 } -> p3, pl3\n"
+            "attention_decode(q, kc, vc, four) { head_dim = 2 } -> o4\n"
+            "attention_decode(q, kp, vp, four, pt) { head_dim = 2 } -> p4\n"
+            "attention_decode(q[0, :], kp, vp, parts[0], pt[0, 0:1]) { head_dim = 2 } -> op[0, :], lp[0, :]\n"
+            "attention_decode(q[0, :], kp, vp, parts[1], pt[0, 1:2]) { head_dim = 2 } -> op[1, :], lp[1, :]\n"
+            "attention_merge(op, lp) { head_dim = 2 } -> m3",
+            in);
+  EXPECT_RUNS(k);
+  EXPECT_EQ(k.f("p3"), k.f("o3"));
+  EXPECT_EQ(k.f("pl3"), k.f("l3"));
+  EXPECT_EQ(k.f("p4"), k.f("o4"));
+  // Head 0 by hand at length 3: scores (1 / sqrt 2) * [1, 0.5, 1.5].
+  const double sc = 1 / std::sqrt(2.0), e0 = std::exp(sc), e1 = std::exp(0.5 * sc), e2 = std::exp(1.5 * sc);
+  const double sum = e0 + e1 + e2;
+  EXPECT_EQ(k.f("p3")[0], f32((e0 * 1 + e1 * 3 + e2 * 5) / sum));
+  EXPECT_EQ(k.f("p3")[1], f32((e0 * 2 + e1 * 4 + e2 * 6) / sum));
+  Doubles m3 = k.f("m3"), o3 = k.f("o3");
+  for (size_t i = 0; i < o3.size(); ++i) EXPECT_NEAR(m3[i], o3[i], 1e-6) << i;
+
+  // A length past the table's pages, and a page id outside the pool.
+  in["four"] = makeIntTensor(F::I32, {1}, {5});
+  const std::string decls =
+      "tensor q : f32[1, 4] input\ntensor kp : f32[3, 2, 2] input\ntensor vp : f32[3, 2, 2] input\n"
+      "tensor pt : i32[1, 2] input\ntensor four : i32[1] input\ntensor o : f32[1, 4] output";
+  OneTask past(decls, "attention_decode(q, kp, vp, four, pt) { head_dim = 2 } -> o", in);
+  EXPECT_EQ(past.result.error, "task @k (0): attention_decode: length 5 of row 0 is outside [0, 4]");
+  in["four"] = makeIntTensor(F::I32, {1}, {4});
+  in["pt"] = makeIntTensor(F::I32, {1, 2}, {2, 3});
+  OneTask bad(decls, "attention_decode(q, kp, vp, four, pt) { head_dim = 2 } -> o", in);
+  EXPECT_EQ(bad.result.error,
+            "task @k (0): attention_decode: page 3 of row 0 (for position 2) is outside the pool [0, 3)");
+}
+
 TEST(InterpOps, AttentionMerge) {
   // Two parts, one row, two heads of D = 2; head 1's second part saw nothing (-inf).
   TensorMap in;

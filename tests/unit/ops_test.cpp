@@ -674,6 +674,58 @@ TEST_F(OpsTest, KvAppendErrors) {
                 "cache length cannot be inferred)");
 }
 
+TEST_F(OpsTest, KvAppendPaged) {
+  // Pools of N pages of 16 rows shared by the T rows, a page table of 64 entries per row.
+  EXPECT_TYPES((Call{"kv_append",
+                     {ty(BF16, {T, 1024}), ty(BF16, {T, 1024}), ty(I32, {T}), ty(I32, {T, 64})},
+                     {},
+                     2,
+                     {ty(BF16, {N, 16, 1024}), ty(BF16, {N, 16, 1024})}}),
+               "bf16[N, 16, 1024], bf16[N, 16, 1024]");
+  // Task level: kv_append(k[t, :], v[t, :], pos[t], pt[t, :]) -> kp, vp (the whole pools).
+  EXPECT_TYPES((Call{"kv_append",
+                     {ty(F16, {1024}), ty(F16, {1024}), ty(I32, {}), ty(I32, {S})},
+                     {},
+                     2,
+                     {ty(F16, {N, 16, 1024}), ty(F16, {N, 16, 1024})}}),
+               "f16[N, 16, 1024], f16[N, 16, 1024]");
+}
+
+TEST_F(OpsTest, KvAppendPagedErrors) {
+  EXPECT_ERRORS((Call{"kv_append",
+                      {ty(BF16, {T, 1024}), ty(BF16, {T, 1024}), ty(I32, {T}), ty(I64, {T})},
+                      {},
+                      2}),
+                "[3] operand 3 (page_table) must have dtype i32; got i64\n"
+                "[3] operand 3 (page_table) has rank 1; expected rank 2 (one row of page ids per "
+                "row of operand 0 (k))\n"
+                "[result 0] kv_append needs a declared destination for result 0 (k_pages) (the "
+                "number of pages and the page size cannot be inferred)\n"
+                "[result 1] kv_append needs a declared destination for result 1 (v_pages) (the "
+                "number of pages and the page size cannot be inferred)");
+  EXPECT_ERRORS((Call{"kv_append",
+                      {ty(BF16, {T, 1024}), ty(BF16, {T, 1024}), ty(I32, {T}), ty(I32, {N, 64})},
+                      {},
+                      2,
+                      {ty(BF16, {T, 1024}), ty(BF16, {N, 8, 512})}}),
+                "[3] operand 3 (page_table) has extent N in dimension 0; expected T to match "
+                "dimension 0 of operand 0 (k)\n"
+                "[result 0] result 0 (k_pages) has rank 2; expected rank 3 (a page pool [pages, "
+                "page size, X])\n"
+                "[result 1] result 1 (v_pages) has extent 512 in dimension 2; expected 1024 to "
+                "match dimension 1 of operand 1 (v)");
+  // The two pools must agree in pages and page size.
+  EXPECT_ERRORS((Call{"kv_append",
+                      {ty(BF16, {T, 1024}), ty(BF16, {T, 1024}), ty(I32, {T}), ty(I32, {T, 64})},
+                      {},
+                      2,
+                      {ty(BF16, {N, 16, 1024}), ty(BF16, {T, 8, 1024})}}),
+                "[result 1] result 1 (v_pages) has extent T in dimension 0; expected N to match "
+                "dimension 0 of result 0 (k_pages)\n"
+                "[result 1] result 1 (v_pages) has extent 8 in dimension 1; expected 16 to match "
+                "dimension 1 of result 0 (k_pages)");
+}
+
 // ---- attention ----------------------------------------------------------------------------
 
 TEST_F(OpsTest, AttentionDecode) {
@@ -739,6 +791,43 @@ TEST_F(OpsTest, AttentionDecodeErrors) {
                       {{"head_dim", aInt(0)}}}),
                 "[0] operand 0 (q) must have a float dtype (f32, f16 or bf16); got i32\n"
                 "[attr head_dim] must be a positive number; got 0");
+}
+
+TEST_F(OpsTest, AttentionDecodePaged) {
+  Call c{"attention_decode",
+         {ty(BF16, {T, 4096}), ty(BF16, {N, 16, 1024}), ty(BF16, {N, 16, 1024}), ty(I32, {T}),
+          ty(I32, {T, 256})},
+         {{"head_dim", aInt(128)}},
+         2};
+  EXPECT_TYPES(c, "bf16[T, 4096], f32[T, 32]");
+  // Task level: one request's part, a cache head's columns of the pools, its table slice.
+  EXPECT_TYPES((Call{"attention_decode",
+                     {ty(F32, {512}), ty(BF16, {N, 16, 128}), ty(BF16, {N, 16, 128}), ty(I32, {}),
+                      ty(I32, {S})},
+                     {{"head_dim", aInt(128)}},
+                     2}),
+               "f32[512], f32[4]");
+}
+
+TEST_F(OpsTest, AttentionDecodePagedErrors) {
+  EXPECT_ERRORS((Call{"attention_decode",
+                      {ty(BF16, {T, 4096}), ty(BF16, {N, 16, 768}), ty(BF16, {N, 8, 768}),
+                       ty(I32, {T}), ty(F32, {T})},
+                      {{"head_dim", aInt(128)}}}),
+                "[2] operand 2 (v_pages) has extent 8 in dimension 1; expected 16 to match "
+                "dimension 1 of operand 1 (k_pages)\n"
+                "[4] operand 4 (page_table) must have dtype i32; got f32\n"
+                "[4] operand 4 (page_table) has rank 1; expected rank 2 (one row of page ids per "
+                "row of operand 0 (q))\n"
+                "[1] operand 1 (k_pages) has 6 heads of head_dim 128 (extent 768 in dimension "
+                "2), which does not divide the 32 heads of operand 0 (q)");
+  EXPECT_ERRORS((Call{"attention_decode",
+                      {ty(BF16, {T, 4096}), ty(BF16, {N, 1024}), ty(BF16, {N, 1024}),
+                       ty(I32, {T}), ty(I32, {N, 64})},
+                      {{"head_dim", aInt(128)}}}),
+                "[1] operand 1 (k_pages) must have rank 3; got rank 2\n"
+                "[4] operand 4 (page_table) has extent N in dimension 0; expected T to match "
+                "dimension 0 of operand 0 (q)");
 }
 
 TEST_F(OpsTest, AttentionMerge) {

@@ -53,11 +53,59 @@ __device__ __forceinline__ void attn_load_row(TK* row, long long cs, int c, bool
   }
 }
 
+// Where position i of one cache head is: a contiguous cache (row i), or a page pool through a
+// page table (row i % page of page table[i / page]). k(i) and v(i) give the row's first
+// element; a paged row whose page id is outside the pool is null (read as zeros).
+template <class TK, class TV>
+struct AttnDenseRows {
+  using KT = TK;
+  using VT = TV;
+  static constexpr bool kMayMiss = false;
+  TK* kp;
+  long long krs;
+  TV* vp;
+  long long vrs;
+  __device__ __forceinline__ TK* k(long long i) const { return kp + i * krs; }
+  __device__ __forceinline__ TV* v(long long i) const { return vp + i * vrs; }
+};
+
+template <class TK, class TV, class TT>
+struct AttnPagedRows {
+  using KT = TK;
+  using VT = TV;
+  static constexpr bool kMayMiss = true;
+  TK* kp;
+  long long kps, krs;  // page and row strides
+  TV* vp;
+  long long vps, vrs;
+  TT* table;
+  long long ts;
+  unsigned page;       // rows per page (positions fit 32 bits: 32-bit division)
+  long long pages;     // pages in the pool
+  __device__ __forceinline__ long long slot(long long i, long long& row) const {
+    const unsigned u = (unsigned)i, j = u / page;
+    row = u - j * page;
+    const long long id = ld(table + j * ts);
+    return id >= 0 && id < pages ? id : -1;
+  }
+  __device__ __forceinline__ TK* k(long long i) const {
+    long long r;
+    const long long id = slot(i, r);
+    return id < 0 ? nullptr : kp + id * kps + r * krs;
+  }
+  __device__ __forceinline__ TV* v(long long i) const {
+    long long r;
+    const long long id = slot(i, r);
+    return id < 0 ? nullptr : vp + id * vps + r * vrs;
+  }
+};
+
 // One cache head and its G query heads: online softmax over blocks of kAttnBlock positions.
-template <int D, int G, bool kVec, class TQ, class TK, class TV, class TO>
-__device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, TK* kp, long long krs, long long kcs, TV* vp,
-                          long long vrs, long long vcs, long long n, float scale, TO* op, long long os, float* lsep,
-                          long long ls) {
+template <int D, int G, bool kVec, class TQ, class Rows, class TO>
+__device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long kcs, long long vcs,
+                          long long n, float scale, TO* op, long long os, float* lsep, long long ls) {
+  using TK = typename Rows::KT;
+  using TV = typename Rows::VT;
   using Ln = AttnLanes<D, kVec, bare_t<TK>>;
   static_assert(Ln::L * Ln::R == 32, "attention_decode: lanes per row must divide 32");
   float* q_s = reinterpret_cast<float*>(ctx.smem);
@@ -83,7 +131,8 @@ __device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, TK* kp, long lon
     for (int jb = warp * Ln::R; jb < nb; jb += nw * Ln::R) {
       const int j = jb + rg;
       float kv[Ln::PE];
-      attn_load_row<D, kVec>(kp + (b0 + j) * krs, kcs, c, j < nb, kv);
+      TK* krow = j < nb ? rows.k(b0 + j) : nullptr;
+      attn_load_row<D, kVec>(krow, kcs, c, j < nb && (!Rows::kMayMiss || krow), kv);
 #pragma unroll
       for (int h = 0; h < G; ++h) {
         float part = 0.0f;
@@ -131,7 +180,8 @@ __device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, TK* kp, long lon
       const int j = jb + rg;
       if (j >= nb) continue;
       float vv[Ln::PE];
-      attn_load_row<D, kVec>(vp + (b0 + j) * vrs, vcs, c, true, vv);
+      TV* vrow = rows.v(b0 + j);
+      attn_load_row<D, kVec>(vrow, vcs, c, !Rows::kMayMiss || vrow, vv);
 #pragma unroll
       for (int h = 0; h < G; ++h) {
         const float p = s_s[h * kAttnBlock + j];
@@ -169,6 +219,31 @@ __device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, TK* kp, long lon
   __syncthreads();
 }
 
+// Every cache head g of a request (hk of them), each with its G query heads; rows(g) gives
+// the head's AttnDenseRows or AttnPagedRows, kcs and vcs the caches' column strides.
+template <int D, int G, bool kCanVec, class TQ, class TO, class MakeRows>
+__device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool vec, long long kcs, long long vcs,
+                           long long n, float scale, const View<TO>& o, const View<float>& lse, MakeRows rows) {
+  for (long long g = 0; g < hk; ++g) {
+    TQ* qp = q.ptr + g * G * D * q.stride[0];
+    TO* op = o.ptr + g * G * D * o.stride[0];
+    float* lp = lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr;
+    if constexpr (kCanVec) {
+      if (vec) {
+        attn_head<D, G, true>(ctx, qp, q.stride[0], rows(g), kcs, vcs, n, scale, op, o.stride[0], lp, lse.stride[0]);
+        continue;
+      }
+    }
+    attn_head<D, G, false>(ctx, qp, q.stride[0], rows(g), kcs, vcs, n, scale, op, o.stride[0], lp, lse.stride[0]);
+  }
+}
+
+// 16-byte loads of cache rows: D a whole number of 16-byte pieces read by lanes that divide a warp.
+template <int D, class K>
+__host__ __device__ constexpr bool attn_can_vec() {
+  return D % (16 / (int)sizeof(K)) == 0 && D / (16 / (int)sizeof(K)) <= 32 && 32 % (D / (16 / (int)sizeof(K))) == 0;
+}
+
 }  // namespace detail
 
 // o[h] = softmax(scale * q[h] . k[j]) v[j] over the first lens positions of the caches, for
@@ -182,27 +257,53 @@ __device__ void attention_decode(const Ctx& ctx, const View<TQ>& q, const View<T
   static_assert(sizeof(K) == sizeof(V), "attention_decode: k and v caches of one dtype");
   long long n = ld(lens.ptr);
   n = n < 0 ? 0 : n > kc.ext[0] ? kc.ext[0] : n;
-  const long long hk = kc.ext[1] / D;
   constexpr int PE = 16 / (int)sizeof(K);
-  constexpr bool kCanVec = D % PE == 0 && D / PE <= 32 && 32 % (D / PE) == 0;
+  constexpr bool kCanVec = detail::attn_can_vec<D, K>();
   bool vec = kCanVec && kc.stride[1] == 1 && vc.stride[1] == 1 && kc.stride[0] % PE == 0 && vc.stride[0] % PE == 0 &&
              aligned_to(kc.ptr, 16) && aligned_to(vc.ptr, 16);
-  for (long long g = 0; g < hk; ++g) {
-    TQ* qp = q.ptr + g * G * D * q.stride[0];
-    TK* kp = kc.ptr + g * D * kc.stride[1];
-    TV* vp = vc.ptr + g * D * vc.stride[1];
-    TO* op = o.ptr + g * G * D * o.stride[0];
-    float* lp = lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr;
-    if constexpr (kCanVec) {
-      if (vec) {
-        detail::attn_head<D, G, true>(ctx, qp, q.stride[0], kp, kc.stride[0], kc.stride[1], vp, vc.stride[0],
-                                      vc.stride[1], n, scale, op, o.stride[0], lp, lse.stride[0]);
-        continue;
-      }
-    }
-    detail::attn_head<D, G, false>(ctx, qp, q.stride[0], kp, kc.stride[0], kc.stride[1], vp, vc.stride[0],
-                                   vc.stride[1], n, scale, op, o.stride[0], lp, lse.stride[0]);
-  }
+  detail::attn_heads<D, G, kCanVec>(ctx, q, kc.ext[1] / D, vec, kc.stride[1], vc.stride[1], n, scale, o, lse,
+                                                [&](long long g) {
+                                                  return detail::AttnDenseRows<TK, TV>{kc.ptr + g * D * kc.stride[1],
+                                                                                       kc.stride[0],
+                                                                                       vc.ptr + g * D * vc.stride[1],
+                                                                                       vc.stride[0]};
+                                                });
+}
+
+// attention_decode over page pools: caches [P, PAGE, Hk*D] shared by all requests and the
+// request's page table [MAXP] (or the part of it a split-KV task covers): position i is row
+// i % PAGE of page table[i / PAGE]. lens is clamped to MAXP * PAGE; a page id outside [0, P)
+// reads as zeros (the reference interpreter reports it).
+template <int D, int G, class TQ, class TK, class TV, class TL, class TT, class TO>
+__device__ void attention_decode_paged(const Ctx& ctx, const View<TQ>& q, const View<TK>& kp, const View<TV>& vp,
+                                       const View<TL>& lens, const View<TT>& table, const View<TO>& o,
+                                       const View<float>& lse, float scale) {
+  using K = bare_t<TK>;
+  using V = bare_t<TV>;
+  static_assert(sizeof(K) == sizeof(V), "attention_decode_paged: k and v pools of one dtype");
+  const long long page = kp.ext[1], cap = table.ext[0] * page;
+  long long n = ld(lens.ptr);
+  n = n < 0 || page <= 0 ? 0 : n > cap ? cap : n;
+  constexpr int PE = 16 / (int)sizeof(K);
+  constexpr bool kCanVec = detail::attn_can_vec<D, K>();
+  bool vec = kCanVec && kp.stride[2] == 1 && vp.stride[2] == 1 && kp.stride[0] % PE == 0 && vp.stride[0] % PE == 0 &&
+             kp.stride[1] % PE == 0 && vp.stride[1] % PE == 0 && aligned_to(kp.ptr, 16) && aligned_to(vp.ptr, 16);
+  detail::attn_heads<D, G, kCanVec>(
+      ctx, q, kp.ext[2] / D, vec, kp.stride[2], vp.stride[2], n, scale, o, lse, [&](long long g) {
+        return detail::AttnPagedRows<TK, TV, TT>{kp.ptr + g * D * kp.stride[2], kp.stride[0], kp.stride[1],
+                                                 vp.ptr + g * D * vp.stride[2], vp.stride[0], vp.stride[1],
+                                                 table.ptr, table.stride[0], (unsigned)page, kp.ext[0]};
+      });
+}
+
+template <int D, int G, class TQ, class TK, class TV, class TL, class TT, class TO>
+__device__ void attention_decode_paged(const Ctx& ctx, const View<TQ>& q, const View<TK>& kp, const View<TV>& vp,
+                                       const View<TL>& lens, const View<TT>& table, const View<TO>& o, float scale) {
+  View<float> none{};
+  none.ptr = nullptr;
+  none.rank = 1;
+  none.stride[0] = 0;
+  attention_decode_paged<D, G>(ctx, q, kp, vp, lens, table, o, none, scale);
 }
 
 template <int D, int G, class TQ, class TK, class TV, class TL, class TO>

@@ -1,6 +1,6 @@
-// Decode tile ops: embedding, argmax, rope, kv_append, split_lens. The attention ops are in
-// attention.cuh. Ids and positions outside their range are skipped on the device (the rows stay
-// unwritten); the reference interpreter reports them.
+// Decode tile ops: embedding, argmax, rope, kv_append (contiguous and paged), split_lens. The
+// attention ops are in attention.cuh. Ids and positions outside their range are skipped on the
+// device (the rows stay unwritten); the reference interpreter reports them.
 #pragma once
 
 #include "etc/device/common.cuh"
@@ -177,6 +177,25 @@ __device__ void kv_append(const Ctx&, const View<TK>& k, const View<TV>& v, cons
     const long long half = blockDim.x / 2, t = threadIdx.x;
     if (t < half) detail::copy_run(k.ptr, k.stride[0], kc.ptr + p * kc.stride[0], kc.stride[1], x, t, half);
     else detail::copy_run(v.ptr, v.stride[0], vc.ptr + p * vc.stride[0], vc.stride[1], x, t - half, blockDim.x - half);
+  }
+  __syncthreads();
+}
+
+// kv_append into page pools [P, PAGE, X] shared by all requests, through the row's page table
+// [MAXP]: position pos goes to row pos % PAGE of page table[pos / PAGE]. A position outside
+// [0, MAXP * PAGE) or a page id outside [0, P) writes nothing.
+template <class TK, class TV, class TP, class TT, class TC>
+__device__ void kv_append_paged(const Ctx&, const View<TK>& k, const View<TV>& v, const View<TP>& pos,
+                                const View<TT>& table, const View<TC>& kp, const View<TC>& vp) {
+  const long long p = ld(pos.ptr), x = k.ext[0], page = kp.ext[1];
+  const bool in_table = p >= 0 && page > 0 && p < table.ext[0] * page;
+  const long long id = in_table ? (long long)ld(table.ptr + (p / page) * table.stride[0]) : -1;
+  if (id >= 0 && id < kp.ext[0]) {
+    const long long r = p % page, half = blockDim.x / 2, t = threadIdx.x;
+    if (t < half) detail::copy_run(k.ptr, k.stride[0], kp.ptr + id * kp.stride[0] + r * kp.stride[1], kp.stride[2], x, t, half);
+    else
+      detail::copy_run(v.ptr, v.stride[0], vp.ptr + id * vp.stride[0] + r * vp.stride[1], vp.stride[2], x, t - half,
+                       blockDim.x - half);
   }
   __syncthreads();
 }
