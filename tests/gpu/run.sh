@@ -358,9 +358,10 @@ done
 # checks above), one fatbin per model.
 # etc-run keeps host copies of every output, and Qwen3's 28 layers of 4097-position caches are
 # 0.47 GB per request: its bench stops at B = 32 (15 GB of caches) to stay within host memory.
+# BENCH_DECODE=0 leaves them out (tools/compare_decode.py, the decode section, times them too).
 for nb in "llama3_2_1b:1 16 64 128" "qwen3_0_6b:1 16 32"; do
   n=${nb%%:*}
-  [ -f "$B/$n.fatbin" ] || continue
+  [ "${BENCH_DECODE:-1}" = 1 ] && [ -f "$B/$n.fatbin" ] || continue
   for b in ${nb#*:}; do
     python3 -c "import numpy as np; np.save('$out/pos511_$b.npy', np.full($b, 511, dtype=np.int32))"
     log="$out/bench_${n}_B$b.log"

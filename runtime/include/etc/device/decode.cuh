@@ -133,23 +133,35 @@ __device__ __forceinline__ double rope_freq(const RopeParams& rp, int j) {
 namespace detail {
 
 // Rotates every head of one row (x rank 1) or of each row (rank 2) by the row's position.
+// The angle of a (row, pair index j) is the same for every head: a thread keeps the last one it
+// computed (with blockDim.x a multiple of head_dim / 2, j is fixed per thread), so the double
+// pow and the reduction run once per row instead of once per element. Index math in 32 bits:
+// a tile's rows * pairs is far below 2^31.
 template <class TX, class TP, class TY>
 __device__ __forceinline__ void rope_rows(const RopeParams& rp, const View<TX>& x, const View<TP>& pos,
                                           const View<TY>& y) {
-  const long long rows = x.rank == 2 ? x.ext[0] : 1, width = x.ext[x.rank == 2 ? 1 : 0];
+  const int rows = x.rank == 2 ? (int)x.ext[0] : 1, width = (int)x.ext[x.rank == 2 ? 1 : 0];
   const long long xr = x.rank == 2 ? x.stride[0] : 0, xc = x.stride[x.rank == 2 ? 1 : 0];
   const long long yr = y.rank == 2 ? y.stride[0] : 0, yc = y.stride[y.rank == 2 ? 1 : 0];
   const int half = rp.head_dim / 2;
-  const long long pairs = width / rp.head_dim * half;
-  for (long long i = threadIdx.x; i < rows * pairs; i += blockDim.x) {
-    const long long r = i / pairs, k = i % pairs, head = k / half;
-    const int j = (int)(k % half);
-    const long long p = ld(pos.ptr + (pos.rank ? r * pos.stride[0] : 0));
-    // The angle reduced modulo 2 pi in double: positions up to millions keep f32 accuracy.
-    double angle = fmod((double)p * rope_freq(rp, j), 2 * 3.14159265358979323846);
-    float s, c;
-    sincosf((float)angle, &s, &c);
-    const long long a = head * rp.head_dim + j, b = a + half;
+  const int pairs = width / rp.head_dim * half;
+  const double two_pi = 2 * 3.14159265358979323846;
+  int cached_r = -1, cached_j = -1;
+  double freq = 0.0;
+  float s = 0.0f, c = 1.0f;
+  for (int i = threadIdx.x; i < rows * pairs; i += blockDim.x) {
+    const int r = i / pairs, k = i - r * pairs, head = k / half, j = k - head * half;
+    if (j != cached_j) freq = rope_freq(rp, j);
+    if (r != cached_r || j != cached_j) {
+      const long long p = ld(pos.ptr + (pos.rank ? r * pos.stride[0] : 0));
+      // The angle reduced modulo 2 pi in double: positions up to millions keep f32 accuracy.
+      double angle = (double)p * freq;
+      angle -= two_pi * floor(angle / two_pi);
+      sincosf((float)angle, &s, &c);
+      cached_r = r;
+      cached_j = j;
+    }
+    const long long a = (long long)head * rp.head_dim + j, b = a + half;
     const float x0 = to_f32(ld(x.ptr + r * xr + a * xc)), x1 = to_f32(ld(x.ptr + r * xr + b * xc));
     y.ptr[r * yr + a * yc] = from_f32<TY>(x0 * c - x1 * s);
     y.ptr[r * yr + b * yc] = from_f32<TY>(x1 * c + x0 * s);
