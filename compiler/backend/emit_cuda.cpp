@@ -37,8 +37,8 @@ const std::set<std::string_view> kDeviceOps = {"copy",       "fill",         "ca
 
 class Emitter {
  public:
-  Emitter(const Module& m, DiagnosticEngine& diags, const ProfileLayout* profile)
-      : m_(m), diags_(diags), profile_(profile) {
+  Emitter(const Module& m, DiagnosticEngine& diags, const ProfileLayout* profile, bool weight_prefetch)
+      : m_(m), diags_(diags), profile_(profile), weight_prefetch_(weight_prefetch) {
     layout_ = eventLayout(m, nullptr);
     sched_ = schedLayout(m, nullptr);
   }
@@ -568,7 +568,7 @@ class Emitter {
   // at least one wait: its weight tiles can be loaded before the waits. Data-dependent grids are
   // left out (whether the op runs is known only after the waits).
   const CallStmt* prefetchableMatmul(const Task& t) const {
-    if (dataDependent(t)) return nullptr;
+    if (!weight_prefetch_ || dataDependent(t)) return nullptr;
     bool waited = false;
     for (const TaskStmt& st : t.body) {
       if (std::holds_alternative<WaitStmt>(st)) waited = true;
@@ -669,7 +669,7 @@ class Emitter {
     std::string need = "etc::dev::kSmallOpSmem";
     for (uint32_t t : k.tasks) need = fmt::format("etc_umax({}, kSmem_{})", need, m_.tasks[t].name);
     out_ += fmt::format("extern \"C\" __device__ const unsigned int {}_smem = {};\n", k.name, need);
-    out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 2) {}(const __grid_constant__ EtcParams p) {{\n",
+    out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const __grid_constant__ EtcParams p) {{\n",
                         kThreadsPerCta, k.name);
     out_ += "  extern __shared__ __align__(128) unsigned char etc_smem[];\n";
     out_ += fmt::format("  const etc::dev::Ctx ctx{{etc_smem, {}_smem}};\n", k.name);
@@ -768,6 +768,7 @@ class Emitter {
   const Module& m_;
   DiagnosticEngine& diags_;
   const ProfileLayout* profile_;  // null: no profiling code at all
+  bool weight_prefetch_;          // etcc --no-weight-prefetch turns it off
   std::vector<EventLayout> layout_;
   std::vector<SchedLayout> sched_;
   std::string out_;
@@ -778,8 +779,8 @@ class Emitter {
 }  // namespace
 
 bool emitCuda(const ir::Module& m, std::string_view descriptor, std::string& out, DiagnosticEngine& diags,
-              const ProfileLayout* profile) {
-  return Emitter(m, diags, profile).run(descriptor, out);
+              const ProfileLayout* profile, bool weight_prefetch) {
+  return Emitter(m, diags, profile, weight_prefetch).run(descriptor, out);
 }
 
 }  // namespace etc::backend

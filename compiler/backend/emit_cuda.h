@@ -16,8 +16,9 @@ struct ProfileLayout;
 
 // Returns false after reporting (e.g. an op that has no device kernel). With `profile`, every
 // task run of a megakernel writes a timeline record (etc/device/profile.cuh); without, the
-// code has no trace of profiling.
+// code has no trace of profiling. weight_prefetch: static-schedule matmul tasks load their
+// weights before their waits (docs/backend.md, "Weight prefetch").
 bool emitCuda(const ir::Module& m, std::string_view descriptor, std::string& out, DiagnosticEngine& diags,
-              const ProfileLayout* profile = nullptr);
+              const ProfileLayout* profile = nullptr, bool weight_prefetch = true);
 
 }  // namespace etc::backend

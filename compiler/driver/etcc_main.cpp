@@ -46,6 +46,7 @@ struct Options {
   std::vector<std::string> dep_targets;  // -MT; default: the output
   bool dep_phony = false;                // -MP
   bool profile = false;                  // --profile
+  bool no_weight_prefetch = false;       // --no-weight-prefetch
 };
 
 bool wantsDepfile(const Options& opt) { return opt.write_deps || !opt.dep_file.empty(); }
@@ -149,7 +150,7 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   }
   std::string cuda;
   auto emit_start = std::chrono::steady_clock::now();
-  if (!etc::backend::generateCuda(m, targets, cuda, diags, opt.profile)) return false;
+  if (!etc::backend::generateCuda(m, targets, cuda, diags, opt.profile, !opt.no_weight_prefetch)) return false;
   if (opt.verbose)
     std::cerr << fmt::format("etcc: emit CUDA ({} bytes): {:.3f} ms\n", cuda.size(), msSince(emit_start));
   if (emit == "cuda") {
@@ -333,6 +334,9 @@ int main(int argc, char** argv) {
   app.add_flag("--profile", opt.profile,
                "compile per-task timeline records into the megakernels (global timer, SM, coordinates, time "
                "waiting), for etc-run --trace; without it the kernels carry no profiling code");
+  app.add_flag("--no-weight-prefetch", opt.no_weight_prefetch,
+               "do not load a matmul's weights before its task's event waits (static schedule): for measuring what "
+               "the prefetch gains");
   app.add_flag("--write-dependencies", opt.write_deps,
                "(also -MD) write a Make dependency file listing the input and every file it includes, next to the "
                "output with extension .d unless -MF names it");

@@ -79,6 +79,8 @@ run prefetch 0 --emit=cuda samples/mlp.etir && stdout_has prefetch "etc::dev::ma
   prefetch_before_wait prefetch matmul_down &&
   if awk '/bool task_silu_mul_act\(/ {f = 1} f && /^}/ {exit} f && /prefetch/ {found = 1} END {exit !found}' "$tmp/out"; then
     fail "prefetch: @silu_mul_act prefetches"; else pass; fi
+run no-prefetch 0 --emit=cuda --no-weight-prefetch samples/mlp.etir &&
+  if grep -q matmul_prefetch "$tmp/out"; then fail "no-prefetch: the CUDA still prefetches"; else pass; fi
 LIMIT=300 run dynamic-fatbin 0 --schedule=dynamic samples/mlp.etir -arch sm_90a -o "$tmp/dyn.fatbin"
 # verify-schedule rejects a cycle; --no-verify-schedule lets it through (for watchdog tests).
 run cycle-rejected 1 tests/gpu/hang/cycle.etir --emit=tasks && stderr_has cycle-rejected "wait on each other in a cycle: @first -> @second -> @first"

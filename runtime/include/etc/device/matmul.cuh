@@ -58,7 +58,7 @@ struct MmWarpTiling {
   static constexpr int FMT = (TM + 15) / 16;
   static constexpr int FNT = TN / 8;
   static constexpr int F = FMT * FNT;
-  static constexpr int FW = cmax(1, cmin(8, F / 4));
+  static constexpr int FW = cmax(1, cmin(16, F / 4));
   static constexpr int FM = FW >= FMT ? FMT : largest_divisor_le(FMT, FW);
   static constexpr int FN = FW >= FMT ? largest_divisor_le(FNT, FW / FMT) : 1;
   static constexpr int GM = FMT / FM;
