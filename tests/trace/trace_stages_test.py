@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""tools/trace_stages.py on a synthetic trace in etc-run --trace's format: grids in order of their
+first start, median wait and work, spans that add up along a chain, and first runs per SM.
+
+    python3 tests/trace/trace_stages_test.py
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import trace_stages as ts  # noqa: E402
+
+
+def x(sm, name, op, start, dur, wait=0.0):
+    return {"ph": "X", "pid": 0, "tid": sm, "name": name, "ts": start, "dur": dur,
+            "args": {"op": op, "coords": [0, 0, 0, 0], "wait_us": wait, "sm": sm}}
+
+
+# A chain: rmsnorm (0..10), two matmul runs waiting on it (end 30 and 34), then an add (to 40).
+EVENTS = [{"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "etc"}},
+          x(0, "rmsnorm_h", "rmsnorm", 0.0, 10.0),
+          x(1, "matmul_y", "matmul", 1.0, 29.0, 9.0), x(0, "matmul_y", "matmul", 10.0, 24.0, 0.0),
+          x(1, "add_y", "add", 30.0, 10.0, 4.0)]
+
+
+class TraceStages(unittest.TestCase):
+    def test_grids_in_start_order_with_medians(self):
+        rows = ts.stages(EVENTS)
+        self.assertEqual([name for name, _ in rows], ["rmsnorm_h", "matmul_y", "add_y"])
+        mm = dict(rows)["matmul_y"]
+        self.assertEqual((mm["n"], mm["first"], mm["end"]), (2, 1.0, 34.0))
+        self.assertEqual(sorted(mm["work"]), [20.0, 24.0])
+
+    def test_cold_runs_are_each_sms_first_run_of_an_op(self):
+        text = ts.cold_vs_warm(EVENTS)
+        line = next(l for l in text.splitlines() if l.startswith("matmul"))
+        self.assertEqual(line.split()[1:], ["2", "22.00", "0", "nan"])
+
+    def test_cli_spans_add_up_to_the_launch(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.json")
+            with open(path, "w") as f:
+                json.dump({"traceEvents": EVENTS}, f)
+            out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "trace_stages.py"), path, "--top", "1"],
+                                 capture_output=True, text=True, check=True).stdout
+        spans = [float(l.split()[-1]) for l in out.splitlines()[1:4]]
+        self.assertEqual(spans, [10.0, 24.0, 6.0])
+        self.assertIn("launch: 40.0 us", out)
+        self.assertIn("24.0 us  matmul_y", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
