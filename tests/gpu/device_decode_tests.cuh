@@ -38,6 +38,25 @@ __global__ void k_kv_append_paged(View<const T> k, View<const T> v, View<const i
 __global__ void k_split_lens(View<const int> lens, View<int> y, long long chunk) {
   SMEM_DECL; Ctx c{smem_, kSmemSmall}; split_lens(c, lens, y, chunk);
 }
+// Part p's length and cache head g's slices of the f32 partials (o [P, Hq*D], lse [P, Hq]).
+struct PartViews {
+  View<const int> lens;
+  View<float> o, lse;
+  __device__ PartViews(const View<const int>& part_lens, const View<float>& o_parts, const View<float>& lse_parts,
+                       long long p, long long g, long long width, long long heads)
+      : lens(part_lens), o(o_parts), lse(lse_parts) {
+    lens.ptr += p;
+    lens.rank = 0;
+    o.ptr += p * o_parts.stride[0] + g * width;
+    o.rank = 1;
+    o.ext[0] = width;
+    o.stride[0] = 1;
+    lse.ptr += p * lse_parts.stride[0] + g * heads;
+    lse.rank = 1;
+    lse.ext[0] = heads;
+    lse.stride[0] = 1;
+  }
+};
 // The lowered form of split-KV attention: CTA (g, p) runs cache head g on part p's positions
 // (lens from split_lens) into f32 partials, then a second launch merges per cache head.
 template <int D, int G, class T>
@@ -57,19 +76,8 @@ __global__ void __launch_bounds__(256, 1) k_attn_parts(View<const T> q, View<con
   vt.ptr += lo * vc.stride[0] + g * D * vc.stride[1];
   vt.ext[0] = hi - lo;
   vt.ext[1] = D;
-  View<const int> lt = part_lens;
-  lt.ptr += p;
-  lt.rank = 0;
-  View<float> ot = o_parts, lst = lse_parts;
-  ot.ptr += p * o_parts.stride[0] + g * G * D;
-  ot.rank = 1;
-  ot.ext[0] = G * D;
-  ot.stride[0] = 1;
-  lst.ptr += p * lse_parts.stride[0] + g * G;
-  lst.rank = 1;
-  lst.ext[0] = G;
-  lst.stride[0] = 1;
-  attention_decode<D, G>(c, qt, kt, vt, lt, ot, lst, scale);
+  const PartViews pv(part_lens, o_parts, lse_parts, p, g, G * D, G);
+  attention_decode<D, G>(c, qt, kt, vt, pv.lens, pv.o, pv.lse, scale);
 }
 template <int D, class TO>
 __global__ void k_attn_merge(View<const float> o_parts, View<const float> lse_parts, View<TO> o, View<float> lse, int g_heads) {
@@ -118,19 +126,8 @@ __global__ void __launch_bounds__(256, 1) k_attn_parts_paged(View<const T> q, Vi
   const long long first = p * part_pages, left = table.ext[0] - first;
   tt.ptr += first * table.stride[0];
   tt.ext[0] = left < part_pages ? left : part_pages;
-  View<const int> lt = part_lens;
-  lt.ptr += p;
-  lt.rank = 0;
-  View<float> ot = o_parts, lst = lse_parts;
-  ot.ptr += p * o_parts.stride[0] + g * G * D;
-  ot.rank = 1;
-  ot.ext[0] = G * D;
-  ot.stride[0] = 1;
-  lst.ptr += p * lse_parts.stride[0] + g * G;
-  lst.rank = 1;
-  lst.ext[0] = G;
-  lst.stride[0] = 1;
-  attention_decode_paged<D, G>(c, qt, kt, vt, lt, tt, ot, lst, scale);
+  const PartViews pv(part_lens, o_parts, lse_parts, p, g, G * D, G);
+  attention_decode_paged<D, G>(c, qt, kt, vt, pv.lens, tt, pv.o, pv.lse, scale);
 }
 template <int D, int G, class T, class TO>
 __global__ void __launch_bounds__(256, 1) k_attn_whole_paged(View<const T> q, View<const T> kp, View<const T> vp,
