@@ -443,6 +443,23 @@ static void attn_ref(const Buf<T>& q, const Buf<T>& kc, const Buf<T>& vc, long l
   }
 }
 
+// The split (o, lse) and whole (o2) results against the reference (ro, rl): the o error and
+// the lse error. With no positions (n == 0) o must be exactly 0 and lse -inf.
+template <class TO>
+static std::pair<double, double> attn_errors(const Buf<TO>& o, const Buf<TO>& o2, const Buf<float>& lse, const HV& qv,
+                                             const std::vector<double>& ro, const std::vector<double>& rl, long long hq,
+                                             int D, long long n) {
+  double err = std::max(rel_l2(o, qv, ro), rel_l2(o2, qv, ro));
+  if (n == 0) {
+    err = 0;
+    for (long long i = 0; i < hq * D; ++i) err += std::fabs(tod(o.h[i])) + std::fabs(tod(o2.h[i]));
+  }
+  double lerr = 0;
+  for (long long h = 0; h < hq; ++h)
+    lerr = std::max(lerr, n == 0 ? (std::isinf(lse.h[h]) && lse.h[h] < 0 ? 0.0 : 1.0) : std::fabs(lse.h[h] - rl[h]));
+  return {err, lerr};
+}
+
 // Split-KV attention as lowered: split_lens -> parts -> merge, for one request with a cache of
 // len positions (row pitch >= Hk*D, offset koff: the scalar path when unaligned).
 template <int D, int G, class T, class TO>
@@ -490,14 +507,7 @@ static void t_attention(const char* what, long long hk, long long len, long long
   lse.down();
   std::vector<double> ro, rl;
   attn_ref(q, kc, vc, pitch, koff, hq, hk, D, n, scale, ro, rl);
-  double err = std::max(rel_l2(o, qv, ro), rel_l2(o2, qv, ro));
-  if (n == 0) {  // o must be exactly 0
-    err = 0;
-    for (long long i = 0; i < hq * D; ++i) err += std::fabs(tod(o.h[i])) + std::fabs(tod(o2.h[i]));
-  }
-  double lerr = 0;
-  for (long long h = 0; h < hq; ++h)
-    lerr = std::max(lerr, n == 0 ? (std::isinf(lse.h[h]) && lse.h[h] < 0 ? 0.0 : 1.0) : std::fabs(lse.h[h] - rl[h]));
+  const auto [err, lerr] = attn_errors(o, o2, lse, qv, ro, rl, hq, D, n);
   char name[160];
   std::snprintf(name, sizeof name, "attention_decode_split_%s_%s_D%d_G%d_hk%lld_len%lld_n%lld_chunk%lld_%s", tname<T>(),
                 tname<TO>(), D, G, hk, len, n, chunk, what);
@@ -566,14 +576,7 @@ static void t_attention_paged(const char* what, long long hk, long long page, lo
   lse.down();
   std::vector<double> ro, rl;
   attn_ref(q, kc, vc, W, 0, hq, hk, D, n, scale, ro, rl);
-  double err = std::max(rel_l2(o, qv, ro), rel_l2(o2, qv, ro));
-  if (n == 0) {  // o must be exactly 0
-    err = 0;
-    for (long long i = 0; i < hq * D; ++i) err += std::fabs(tod(o.h[i])) + std::fabs(tod(o2.h[i]));
-  }
-  double lerr = 0;
-  for (long long h = 0; h < hq; ++h)
-    lerr = std::max(lerr, n == 0 ? (std::isinf(lse.h[h]) && lse.h[h] < 0 ? 0.0 : 1.0) : std::fabs(lse.h[h] - rl[h]));
+  const auto [err, lerr] = attn_errors(o, o2, lse, qv, ro, rl, hq, D, n);
   char name[192];
   std::snprintf(name, sizeof name, "attention_decode_paged_%s_%s_D%d_G%d_hk%lld_page%lld_maxp%lld_pool%lld_n%lld_chunk%lld_%s",
                 tname<T>(), tname<TO>(), D, G, hk, page, maxp, pages, n, chunk, what);
