@@ -18,14 +18,24 @@ rows=()
 fails=0
 # Each row is printed as soon as it is known (a run cut off by a time limit still shows what
 # it did) and again in the table at the end.
+# LOGS_TGZ: re-packed after every row, so that a run stopped by a time limit still leaves its logs.
+pack_logs() {
+  [ -n "${LOGS_TGZ:-}" ] || return 0
+  # Written outside $out, then moved; tar's status 1 (a log grew while read) still gives an archive.
+  local tmp="${TMPDIR:-/tmp}/etc_gpu_logs_$$.tgz"
+  tar czf "$tmp" -C "$out" --exclude='*.json' --exclude='*.npy' --exclude='*.safetensors' \
+    --exclude="$(basename "$LOGS_TGZ")" . 2>/dev/null
+  [ $? -le 1 ] && mv "$tmp" "$LOGS_TGZ"
+}
 row() {
   local r; r="$(printf '%-44s %-6s %s' "$1" "$2" "$3")"
   rows+=("$r"); echo "$r"; echo "$r" >>"$out/table.txt"
   [ "$2" = FAIL ] && fails=$((fails + 1))
+  pack_logs
 }
 # SECTIONS=ops,check,moe,decodecheck,debug,watchdog,stress,nocode,python,trace,decode,san,warmup,bench (default: all) picks what
-# runs, so one call fits a device time limit. LOGS_TGZ=FILE packs every log into one archive at the end
-# (a lent GPU machine returns only a few files).
+# runs, so one call fits a device time limit. LOGS_TGZ=FILE packs every log into one archive, renewed
+# after every row (a lent GPU machine returns only a few files, and nothing of a killed command's pipe).
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
 # Log names carry sym values: keep them to letters, digits, '.', '_' and '-'.
@@ -392,6 +402,6 @@ if [ -f "$out/bench_table.txt" ]; then
   cat "$out/bench_table.txt"
   [ -f "$B/auto_schedules.txt" ] && { echo; echo "schedule chosen by auto (etcc -v):"; cat "$B/auto_schedules.txt"; }
 fi
-[ -n "${LOGS_TGZ:-}" ] && tar czf "$LOGS_TGZ" -C "$out" --exclude='*.json' --exclude='*.npy' --exclude='*.safetensors' .
+pack_logs
 [ "$fails" -eq 0 ] && echo "ALL PASS" || echo "$fails FAILED"
 exit $((fails > 0))
