@@ -1,5 +1,5 @@
-// etc-run --trace: a warm-up and a traced megakernel launch of a profiled fatbin, its records read back and
-// written as a Chrome trace (tools/trace.h), the summary on standard output.
+// etc-run --trace: a warm-up and a traced megakernel launch of a profiled fatbin, its records
+// read back and written as a Chrome trace (tools/trace.h), the summary on standard output.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>

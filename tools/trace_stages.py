@@ -15,6 +15,11 @@ import statistics
 import sys
 
 
+def work(e):
+    """A run's time minus its time waiting on events."""
+    return e["dur"] - e["args"].get("wait_us", 0.0)
+
+
 def stages(events):
     by = {}
     for e in events:
@@ -24,9 +29,8 @@ def stages(events):
         s["n"] += 1
         s["first"] = min(s["first"], e["ts"])
         s["end"] = max(s["end"], e["ts"] + e["dur"])
-        w = e["args"].get("wait_us", 0.0)
-        s["wait"].append(w)
-        s["work"].append(e["dur"] - w)
+        s["wait"].append(e["args"].get("wait_us", 0.0))
+        s["work"].append(work(e))
     return sorted(by.items(), key=lambda kv: kv[1]["first"])
 
 
@@ -35,8 +39,7 @@ def cold_vs_warm(events):
     seen, cold, warm = set(), {}, {}
     for e in runs:
         op, sm = e["args"]["op"], e["args"].get("sm", e.get("tid"))
-        work = e["dur"] - e["args"].get("wait_us", 0.0)
-        (warm if (op, sm) in seen else cold).setdefault(op, []).append(work)
+        (warm if (op, sm) in seen else cold).setdefault(op, []).append(work(e))
         seen.add((op, sm))
     lines = [f"{'op':18} {'first runs':>10} {'work med':>9} {'later runs':>10} {'work med':>9}"]
     for op in sorted(cold):

@@ -553,12 +553,7 @@ class Emitter {
       params.push_back(fmt::format("a{}", i));
     }
     if (c.call.op == "matmul") signature += ", bool prefetched";
-    std::string code = callCode(t, c, params, smem);
-    auto [it, added] = op_function_names_.try_emplace(signature + "|" + code, fmt::format("etc_op{}", op_function_names_.size()));
-    if (added)
-      op_functions_ += fmt::format("__device__ __noinline__ void {}(const etc::dev::Ctx& ctx, {}) {{\n  {}\n}}\n\n",
-                                   it->second, signature, code);
-    std::string call = it->second + "(ctx";
+    std::string call = sharedFunction(signature, callCode(t, c, params, smem)) + "(ctx";
     for (const std::string& v : views) call += ", " + v;
     if (c.call.op == "matmul") call += prefetched ? ", etc_prefetched" : ", false";
     return call + ");";
@@ -589,7 +584,12 @@ class Emitter {
     std::string ta = cudaType(m_.tensors[c.call.args[0].target].dtype);
     std::string signature = fmt::format("etc::dev::View<const {0}> a0, etc::dev::View<const {0}> a1", ta);
     std::vector<std::string> unused;
-    std::string code = matmulDispatch(t, c, {"a0", "a1"}, unused, true);
+    return sharedFunction(signature, matmulDispatch(t, c, {"a0", "a1"}, unused, true));
+  }
+
+  // The name of the __noinline__ function `void (ctx, signature) { code }`, emitted the first
+  // time a signature and code are seen.
+  std::string sharedFunction(const std::string& signature, const std::string& code) {
     auto [it, added] = op_function_names_.try_emplace(signature + "|" + code, fmt::format("etc_op{}", op_function_names_.size()));
     if (added)
       op_functions_ += fmt::format("__device__ __noinline__ void {}(const etc::dev::Ctx& ctx, {}) {{\n  {}\n}}\n\n",

@@ -95,9 +95,10 @@ __device__ __forceinline__ bool notify_checked(const P& p, unsigned int* counter
 }
 
 // Blocks the CTA until *counter >= target. Thread 0 spins with acquire loads and exponential
-// __nanosleep back-off (capped at 256 ns: a satisfied wait is seen within
-// about that much, which a chain of dependent tasks pays once per link); it gives up when another CTA has recorded an error,
-// or when the spin exceeds p.watchdog_ns (<= 0: no watchdog), recording ETC_ERR_WAIT_TIMEOUT.
+// __nanosleep back-off, capped at 256 ns: a satisfied wait is seen within about that much,
+// which a chain of dependent tasks pays once per link. It gives up when another CTA has
+// recorded an error, or when the spin exceeds p.watchdog_ns (<= 0: no watchdog), recording
+// ETC_ERR_WAIT_TIMEOUT.
 // Ends with a barrier; every thread returns the same value, true when satisfied.
 template <class P>
 __device__ __forceinline__ bool wait(const P& p, const unsigned int* counter, unsigned int target,
