@@ -61,6 +61,13 @@ class Emitter {
             "constexpr int kUnfused = 0, kStatic = 1, kDynamic = 2;\n\n";
     out_ += "// Makes the waiters of a completed event element pending (dynamic schedules), per kernel.\n"
             "template <int kKernel>\n__device__ void etc_ready(const EtcParams& p, int event, const long long* e);\n\n";
+    out_ += "// Per kernel, the first task number after each of its grids (in order), written by thread 0\n"
+            "// when the kernel starts: a task's grid is then found in O(1) (static) or O(log grids)\n"
+            "// (dynamic), where a chain of comparisons cost microseconds per task in a model of many layers.\n";
+    for (uint32_t k = 0; k < m_.kernels.size(); ++k)
+      out_ += fmt::format("__device__ __forceinline__ long long* etc_ends_{}() {{ __shared__ long long ends[{}]; return ends; }}\n",
+                          k, std::max<size_t>(1, m_.kernels[k].tasks.size()));
+    out_ += "\n";
     const size_t ops_at = out_.size();
     for (uint32_t t = 0; t < m_.tasks.size(); ++t)
       if (!emitTask(t)) return false;
@@ -370,17 +377,13 @@ class Emitter {
     out += fmt::format("  const etc::dev::Sched s = etc::dev::sched_at(p.events + {}LL, {}LL);\n", sl.offset, sl.max_tasks);
     out += "  (void)s; (void)e;\n  switch (event) {\n";
     std::map<uint32_t, std::string> cases;
-    std::string base = "0LL";
-    for (uint32_t ti : k.tasks) {
-      const Task& t = m_.tasks[ti];
-      std::string count = "1LL";
-      for (size_t d = 0; d < t.grid.size(); ++d) count = fmt::format("{} * etc::dev::imax(0LL, {})", count, extent(t, d, true));
-      for (const TaskStmt& st : t.body) {
+    for (size_t i = 0; i < k.tasks.size(); ++i) {
+      const std::string base = i == 0 ? "0LL" : fmt::format("etc_ends_{}()[{}]", ki, i - 1);
+      for (const TaskStmt& st : m_.tasks[k.tasks[i]].body) {
         const auto* w = std::get_if<WaitStmt>(&st);
         if (!w) continue;
-        cases[w->event.target] += readyCandidates(ti, *w, base);
+        cases[w->event.target] += readyCandidates(k.tasks[i], *w, base);
       }
-      base = fmt::format("{} + {}", base, count);
     }
     for (const auto& [ev, code] : cases)
       out += fmt::format("    case {}: {{  // {}\n{}      break;\n    }}\n", ev, m_.events[ev].name, code);
@@ -673,31 +676,35 @@ class Emitter {
                         kThreadsPerCta, k.name);
     out_ += "  extern __shared__ __align__(128) unsigned char etc_smem[];\n";
     out_ += fmt::format("  const etc::dev::Ctx ctx{{etc_smem, {}_smem}};\n", k.name);
-    std::string total = "0LL";
+    out_ += fmt::format("  long long* const ends = etc_ends_{}();\n", ki);
+    out_ += "  if (threadIdx.x == 0) {\n    long long e = 0LL;\n";
     for (size_t i = 0; i < k.tasks.size(); ++i) {
       const Task& t = m_.tasks[k.tasks[i]];
       std::string n = "1LL";
       for (size_t d = 0; d < t.grid.size(); ++d) n = fmt::format("{} * etc::dev::imax(0LL, {})", n, extent(t, d, true));
-      out_ += fmt::format("  const long long n{} = {};  // @{}\n", i, n, t.name);
-      total += fmt::format(" + n{}", i);
+      out_ += fmt::format("    e += {};  ends[{}] = e;  // @{}\n", n, i, t.name);
     }
-    out_ += fmt::format("  const long long total = {};\n", total);
-    // The task of number g (in `t`, relative to its grid), run by `call`.
+    out_ += "  }\n  __syncthreads();\n";
+    out_ += fmt::format("  const long long total = ends[{}];\n", k.tasks.size() - 1);
+    // The task of number g (in `t`, relative to its grid `kind`), run by `call`.
     auto dispatch = [&](const std::string& indent, const std::string& on_fail) {
-      std::string d = indent + "long long t = g;\n";
+      std::string d = indent + "const long long t = g - (kind > 0 ? ends[kind - 1] : 0LL);\n";
+      d += indent + "switch (kind) {\n";
       for (size_t i = 0; i < k.tasks.size(); ++i) {
-        std::string call = fmt::format("{0}  if (!task_{1}<{2}, {3}>(p, ctx, t)) {4}\n", indent,
+        std::string call = fmt::format("{0}    if (!task_{1}<{2}, {3}>(p, ctx, t)) {4}\n", indent,
                                        m_.tasks[k.tasks[i]].name, mode, ki, on_fail);
-        if (profile_ && k.mega) call = profiled(k.tasks[i], indent + "  ", call);
-        d += fmt::format("{0}if (t < n{1}) {{\n{2}{0}}}", indent, i, call);
-        d += i + 1 < k.tasks.size() ? fmt::format(" else {{\n{}  t -= n{};\n", indent, i) : "\n";
+        if (profile_ && k.mega) call = profiled(k.tasks[i], indent + "    ", call);
+        d += fmt::format("{0}  case {1}: {{\n{2}{0}    break;\n{0}  }}\n", indent, i, call);
       }
-      for (size_t i = 0; i + 1 < k.tasks.size(); ++i) d += indent + "}\n";
+      d += indent + "  default: break;\n" + indent + "}\n";
       return d;
     };
     if (!dynamic) {
+      // Task numbers only grow in a CTA, so its grid cursor only moves forward.
+      out_ += "  int kind = 0;\n";
       out_ += "  for (long long g = blockIdx.x; g < total; g += gridDim.x) {\n";
       if (k.mega) out_ += "    if (etc::dev::aborted(p)) return;\n";
+      out_ += "    while (g >= ends[kind]) ++kind;\n";
       out_ += dispatch("    ", "return;");
       out_ += "  }\n}\n\n";
       return;
@@ -707,8 +714,7 @@ class Emitter {
     out_ += "  if (total == 0) return;\n";
     out_ += "  // Seed the queue with the tasks that wait on nothing; the threads of all CTAs split them.\n";
     out_ += "  for (long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += (long long)gridDim.x * blockDim.x) {\n";
-    out_ += "    long long t = g;\n";
-    out_ += taskChain(k, "    ", "if (waits_{0}(p, t) == 0u) etc::dev::sched_push(s, (unsigned)g + 1u);");
+    out_ += taskSwitch(k, "    ", "if (waits_{0}(p, t) == 0u) etc::dev::sched_push(s, (unsigned)g + 1u);");
     out_ += "  }\n";
     out_ += "  unsigned claimed = threadIdx.x == 0 ? atomicAdd(s.head, 1u) : 0u;\n";
     out_ += "  for (;;) {\n";
@@ -718,29 +724,30 @@ class Emitter {
     out_ += "      // waits with a 1 ms budget, which records the element it is stuck on.\n";
     out_ += "      __shared__ long long stuck;\n";
     out_ += "      if (threadIdx.x == 0) {\n        stuck = -1;\n";
-    out_ += "        for (long long g = 0; g < total && stuck < 0; ++g) {\n          long long t = g;\n";
-    out_ += taskChain(k, "          ", "if (etc::dev::sched_pending(s, g) < waits_{0}(p, t)) stuck = g;");
+    out_ += "        for (long long g = 0; g < total && stuck < 0; ++g) {\n";
+    out_ += taskSwitch(k, "          ", "if (etc::dev::sched_pending(s, g) < waits_{0}(p, t)) stuck = g;");
     out_ += "        }\n      }\n      __syncthreads();\n";
     out_ += "      if (stuck >= 0) {\n        EtcParams q = p;\n        q.watchdog_ns = 1000000LL;\n";
-    // In a do-while(false), taskChain's `continue` leaves the block once the task is found.
-    out_ += "        long long t = stuck;\n        do {\n";
-    out_ += taskChain(k, "          ", "diagnose_{0}(q, t);");
-    out_ += "        } while (false);\n      }\n      etc::dev::sched_starved(p, s, (unsigned)total);\n      return;\n    }\n";
+    out_ += "        const long long g = stuck;\n";
+    out_ += taskSwitch(k, "        ", "diagnose_{0}(q, t);");
+    out_ += "      }\n      etc::dev::sched_starved(p, s, (unsigned)total);\n      return;\n    }\n";
     out_ += "    if (w == 0u || w == etc::dev::kQueueEnd) return;\n";
     out_ += "    const long long g = (long long)w - 1;\n";
+    out_ += fmt::format("    const int kind = etc::dev::grid_of(ends, {}, g);\n", k.tasks.size());
     out_ += "    {\n" + dispatch("      ", "return;") + "    }\n";
     out_ += "  }\n}\n\n";
   }
 
-  // Inside a loop over task numbers g with `long long t = g`: for the task whose grid holds g,
-  // `stmt` (its {0} is the task's name, t its number within the grid), then the next g.
-  std::string taskChain(const Kernel& k, const std::string& indent, std::string_view stmt) {
-    std::string out;
-    for (size_t i = 0; i < k.tasks.size(); ++i) {
-      out += fmt::format("{0}if (t < n{1}) {{\n{0}  {2}\n{0}  continue;\n{0}}}\n", indent, i,
-                         fmt::format(fmt::runtime(stmt), m_.tasks[k.tasks[i]].name));
-      if (i + 1 < k.tasks.size()) out += fmt::format("{}t -= n{};\n", indent, i);
-    }
+  // For task number g (in scope): `stmt` for the task whose grid holds it ({0} is the task's
+  // name, t its number within the grid).
+  std::string taskSwitch(const Kernel& k, const std::string& indent, std::string_view stmt) {
+    std::string out = indent + "{\n";
+    out += fmt::format("{}  const int kind = etc::dev::grid_of(ends, {}, g);\n", indent, k.tasks.size());
+    out += indent + "  const long long t = g - (kind > 0 ? ends[kind - 1] : 0LL);\n";
+    out += indent + "  switch (kind) {\n";
+    for (size_t i = 0; i < k.tasks.size(); ++i)
+      out += fmt::format("{0}    case {1}: {2} break;\n", indent, i, fmt::format(fmt::runtime(stmt), m_.tasks[k.tasks[i]].name));
+    out += indent + "    default: break;\n" + indent + "  }\n" + indent + "}\n";
     return out;
   }
 

@@ -25,6 +25,18 @@
 namespace etc {
 namespace dev {
 
+// The grid that holds task number g (0 <= g < ends[n - 1]): the first k with g < ends[k], where
+// ends[k] is the first task number after grid k (empty grids repeat the previous end).
+__device__ __forceinline__ int grid_of(const long long* ends, int n, long long g) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (g < ends[mid]) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
 constexpr unsigned kQueueEnd = 0xffffffffu;      // what sched_pop returns once every task is taken
 constexpr unsigned kQueueStarved = 0xfffffffeu;  // ... when the queue stayed empty past the watchdog budget
 
