@@ -26,9 +26,15 @@ using tiling::DimRange;
 // rows of the innermost dimension are cut into pieces of at most kRowPiece.
 constexpr int64_t kTaskElements = 4096;
 constexpr int64_t kRowPiece = 1024;
-// A matmul's grid aims at about this many tasks at the smallest sym values, so that a
-// decode-sized product (few rows, a large weight) still spreads over every SM.
-constexpr int64_t kMatmulTaskTarget = 256;
+// A matmul's split-K aims at about this many tasks at the smallest sym values, so that a
+// decode-sized product (few rows, a large weight) still spreads over every SM: about one wave
+// of 132 SMs. Each task has a fixed cost (its first loads' latency, the partial-sum epilogue,
+// the notify), so two waves of half-size tasks were slower: Llama-3.2-1B decode on an H100,
+// B = 1: 4030 -> 3510 us, B = 16: 7805 -> 6542 us going from 256 to 128 (the gate and up
+// products then need no split and no reduce grid).
+constexpr int64_t kMatmulTaskTarget = 128;
+// grouped_matmul narrows its column tiles until its grid has about this many tasks.
+constexpr int64_t kGroupedTaskTarget = 256;
 constexpr int64_t kMinSplitKChunk = 256;
 // topk_softmax: rows per task (the device kernel gives each of its 8 warps a row).
 constexpr int64_t kTopkRows = 8;
@@ -712,7 +718,7 @@ class Lowerer {
     int64_t est_blocks = std::max<int64_t>(1, std::min(tiling::lowerBound(m_, experts), tiling::lowerBound(m_, routed)));
     int64_t n_hi = std::max<int64_t>(1, tiling::upperBound(m_, n_out));
     int64_t tn = kGroupedTileN;
-    while (tn > kGroupedMinTileN && est_blocks * ((n_hi + tn - 1) / tn) < kMatmulTaskTarget) tn /= 2;
+    while (tn > kGroupedMinTileN && est_blocks * ((n_hi + tn - 1) / tn) < kGroupedTaskTarget) tn /= 2;
 
     TilePlan p;
     p.grid.push_back(blocks);

@@ -306,6 +306,9 @@ if want san && command -v compute-sanitizer >/dev/null 2>&1; then
       san $tool "two_stage_sum_$sched" "$B/two_stage_sum_$sched.fatbin" N=5000
       san $tool "mlp_$sched" "$B/mlp_$sched.fatbin" B=3
       san $tool "llama_layer_$sched" "$B/llama_layer_$sched.fatbin" B=2 --sym S=64 --random-outputs
+      python3 -c "import numpy as np; np.save('$out/san_pages.npy', np.random.default_rng(2).permutation(16).astype(np.int32).reshape(2, 8))"
+      san $tool "llama_layer_paged_$sched" "$B/llama_layer_paged_$sched.fatbin" B=2 --sym MAXP=8 --sym P=16 \
+        --in page_table="$out/san_pages.npy" --random-outputs
       [ -f "$out/router.npy" ] && san $tool "moe_block_$sched" "$B/moe_block_$sched.fatbin" T=3 --param w_router="$out/router.npy"
     done
     # The decode models in their reduced form (2 layers, a 2048-word vocabulary; the same task

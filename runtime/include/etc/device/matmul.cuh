@@ -17,6 +17,16 @@
 
 #include "etc/device/common.cuh"
 
+#ifndef ETC_MM_RING_KIB
+#define ETC_MM_RING_KIB 96u
+#endif
+#ifndef ETC_MM_MAX_STAGES
+#define ETC_MM_MAX_STAGES 4
+#endif
+#ifndef ETC_MM_EVICT_FIRST
+#define ETC_MM_EVICT_FIRST 1
+#endif
+
 namespace etc {
 namespace dev {
 namespace detail {
@@ -42,9 +52,8 @@ struct MmGeom {
   static constexpr int A_ELEMS = TMP * A_PITCH;
   static constexpr int B_ELEMS = cmax(TN * BT_PITCH, TK * BN_PITCH);
   static constexpr unsigned STAGE_BYTES = (unsigned)(A_ELEMS + B_ELEMS) * sizeof(T);
-  // About 96 KiB of ring: enough bytes in flight per SM to cover DRAM latency, and still two
-  // CTAs per SM for the smaller tiles.
-  static constexpr int STAGES = cmax(2, cmin(4, (int)((96u * 1024u) / STAGE_BYTES)));
+  // About ETC_MM_RING_KIB of ring: enough bytes in flight per SM to cover DRAM latency.
+  static constexpr int STAGES = cmax(2, cmin(ETC_MM_MAX_STAGES, (int)((ETC_MM_RING_KIB * 1024u) / STAGE_BYTES)));
   static constexpr int C_PITCH = TN + 8;  // f32 partial-sum tile (16-bit inputs only)
   static constexpr unsigned RED_BYTES = sizeof(T) == 2 ? (unsigned)TMP * C_PITCH * 4u : 0u;
   static constexpr unsigned RING_BYTES = STAGES * STAGE_BYTES;
@@ -75,6 +84,22 @@ __device__ __forceinline__ void cp_async16(void* sdst, const void* gsrc, unsigne
                "l"(gsrc), "r"(src_bytes)
                : "memory");
 }
+
+// An L2 policy that evicts first what it is attached to: for b, which a decode step streams
+// once (gigabytes per step). Without it the stream flushes L2 every few tens of microseconds,
+// and with it the kernel's code, the activations and the event counters, which every task
+// then fetches again from DRAM.
+__device__ __forceinline__ unsigned long long l2_evict_first() {
+  unsigned long long policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ void cp_async16_hint(void* sdst, const void* gsrc, unsigned src_bytes,
+                                                unsigned long long policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(smem_addr(sdst)),
+               "l"(gsrc), "r"(src_bytes), "l"(policy)
+               : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
@@ -85,7 +110,8 @@ __device__ __forceinline__ void cp_async_wait() {
 
 // Copies the R x C tile (C a multiple of the chunk) at src (row stride rs, column stride cs)
 // into smem rows of `pitch` elements; rows >= vr and columns >= vc become zero.
-template <class T, int C>
+// stream: b's tiles, read once (l2_evict_first).
+template <class T, int C, bool stream = false>
 __device__ __forceinline__ void load_tile(T* sdst, int pitch, int R, long long vr, long long vc,
                                           const T* src, long long rs, long long cs) {
   constexpr int EPC = 16 / (int)sizeof(T);
@@ -103,7 +129,10 @@ __device__ __forceinline__ void load_tile(T* sdst, int pitch, int R, long long v
     }
     const T* s = src + r * rs + c * cs;
     if (cs == 1 && aligned_to(s, 16)) {
-      cp_async16(d, s, (unsigned)(nvalid * (int)sizeof(T)));  // the rest is zero-filled
+      if constexpr (stream && ETC_MM_EVICT_FIRST)  // the rest is zero-filled
+        cp_async16_hint(d, s, (unsigned)(nvalid * (int)sizeof(T)), l2_evict_first());
+      else
+        cp_async16(d, s, (unsigned)(nvalid * (int)sizeof(T)));
     } else {
       Vec<T, EPC> v;
       memset(&v, 0, sizeof(v));
@@ -176,9 +205,9 @@ __device__ __forceinline__ void mm_issue(T* ring, int kt, int nk, int a_rows, co
     if (with_a) load_tile<T, TK>(As, Geo::A_PITCH, a_rows, g.M, g.K - k0, ap + k0 * g.aks, g.ams, g.aks);
     if (with_b) {
       if (tb)
-        load_tile<T, TK>(Bs, Geo::BT_PITCH, TN, g.N, g.K - k0, bp + k0 * g.bks, g.bns, g.bks);
+        load_tile<T, TK, true>(Bs, Geo::BT_PITCH, TN, g.N, g.K - k0, bp + k0 * g.bks, g.bns, g.bks);
       else
-        load_tile<T, TN>(Bs, Geo::BN_PITCH, TK, g.K - k0, g.N, bp + k0 * g.bks, g.bks, g.bns);
+        load_tile<T, TN, true>(Bs, Geo::BN_PITCH, TK, g.K - k0, g.N, bp + k0 * g.bks, g.bks, g.bns);
     }
   }
   cp_async_commit();  // empty groups keep the wait_group arithmetic uniform
