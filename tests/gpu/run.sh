@@ -36,6 +36,8 @@ row() {
 # SECTIONS=ops,check,moe,decodecheck,debug,watchdog,stress,nocode,python,trace,decode,san,warmup,bench (default: all) picks what
 # runs, so one call fits a device time limit. LOGS_TGZ=FILE packs every log into one archive, renewed
 # after every row (a lent GPU machine returns only a few files, and nothing of a killed command's pipe).
+# The decode section takes DECODE_MODELS, DECODE_BATCHES and DECODE_KV (default: both models, every B,
+# KV 1, 511 and 4096).
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
 # Log names carry sym values: keep them to letters, digits, '.', '_' and '-'.
@@ -271,7 +273,7 @@ fi
 # -- decode steps (issue 5): the megakernel against a float32 PyTorch model of the same weights --
 # -- for every B and KV length, then PyTorch eager / CUDA graph / etc unfused / graph / mega ------
 if want decode; then
-  for model in llama3_2_1b qwen3_0_6b; do
+  for model in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
     [ -f "$B/$model.fatbin" ] || continue
     w="${TMPDIR:-/tmp}/etc_weights_$model.safetensors"  # GBs: not under $out
     log="$out/decode_$model.log"
