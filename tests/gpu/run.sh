@@ -296,7 +296,7 @@ san() {  # tool name fatbin sym [extra etc-run args]
   # Sanitizers slow waits down by orders of magnitude: a generous watchdog.
   if compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/etc-run" "$f" --sym "$sym" "$@" --mode mega --watchdog-ms 300000 >"$log" 2>&1 &&
      compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/etc-run" "$f" --sym "$sym" "$@" --mode unfused --watchdog-ms 300000 >>"$log" 2>&1; then
-    row "compute-sanitizer $tool $name $sym" PASS "$(grep 'ERROR SUMMARY' "$log" | sort -u | tr '\n' ' ')"
+    row "compute-sanitizer $tool $name $sym" PASS "$(grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | sort -u | tr '\n' ' ')"
   else
     row "compute-sanitizer $tool $name $sym" FAIL "$(grep -m1 -E 'ERROR SUMMARY|Error|error' "$log" | cut -c1-150)"
   fi
