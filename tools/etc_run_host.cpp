@@ -1,12 +1,14 @@
 #include "etc_run_host.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
-#include <random>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
+#include "compiler/interp/view.h"
 #include "npy.h"
 #include "safetensors.h"
 
@@ -60,23 +62,52 @@ std::pair<std::string, std::string> splitAssignment(const std::string& text, con
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
+namespace {
+// splitmix64's output function: a value per (key, index) with no state to carry, so chunks of
+// a tensor fill in parallel and a value does not depend on how the work was split.
+uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
 interp::HostTensor randomTensor(ir::DType dtype, const std::vector<int64_t>& shape, uint64_t seed, const std::string& name) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a of the name, mixed into the seed
-  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
-  std::mt19937_64 rng(seed ^ h);
-  int64_t n = 1;
-  for (int64_t x : shape) n *= x;
-  if (ir::isFloat(dtype)) {
-    std::vector<double> v(static_cast<size_t>(n));
-    for (double& x : v) {
-      x = static_cast<double>(rng() >> 11) * 0x1.0p-53 * 2.0 - 1.0;
-      if (x == 0.0) x = 0.5;
+  uint64_t key = 1469598103934665603ull;  // FNV-1a of the name, mixed into the seed
+  for (unsigned char c : name) key = (key ^ c) * 1099511628211ull;
+  key = mix64(seed ^ key);
+  interp::HostTensor t = interp::zeros(dtype, shape);
+  const interp::View v = interp::View::whole(t);
+  const int64_t n = t.numel();
+  const bool is_float = ir::isFloat(dtype);
+  auto fill = [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const uint64_t u = mix64(key + static_cast<uint64_t>(i));
+      if (is_float) {
+        double x = static_cast<double>(u >> 11) * 0x1.0p-53 * 2.0 - 1.0;  // uniform in [-1, 1)
+        interp::storeFloat(v, i, x == 0.0 ? 0.5 : x);
+      } else {
+        interp::storeInt(v, i, 1 + static_cast<int64_t>(u % 7));
+      }
     }
-    return interp::makeTensor(dtype, shape, v);
+  };
+  // A decode model's weights are over a billion values: one thread took about a minute.
+  constexpr int64_t kChunk = int64_t{1} << 22;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  const int64_t workers = std::min<int64_t>(chunks, std::max(1u, std::thread::hardware_concurrency()));
+  if (workers <= 1) {
+    fill(0, n);
+    return t;
   }
-  std::vector<int64_t> v(static_cast<size_t>(n));
-  for (int64_t& x : v) x = 1 + static_cast<int64_t>(rng() % 7);
-  return interp::makeIntTensor(dtype, shape, v);
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> pool;
+  for (int64_t w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (int64_t c; (c = next.fetch_add(1)) < chunks;) fill(c * kChunk, std::min(n, (c + 1) * kChunk));
+    });
+  for (std::thread& th : pool) th.join();
+  return t;
 }
 
 interp::TensorMap gatherInputs(const std::vector<TensorSpec>& specs, const RunInputs& ri) {

@@ -1,10 +1,10 @@
 // etc-run's host-side helpers: random inputs, input gathering and its errors, comparisons.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstring>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "etc_run_host.h"
@@ -49,6 +49,28 @@ TEST(EtcRunHost, RandomInputsAreSeededNonZeroAndInRange) {
     EXPECT_GE(v, 1);
     EXPECT_LT(v, 8);
   }
+}
+
+// Large tensors fill in parallel chunks of 2^22 values: every value is written, and it is the
+// value a small tensor of the same seed and name has at that index (no dependence on the split).
+TEST(EtcRunHost, RandomTensorsOfAnySizeAgreeElementByElement) {
+  const int64_t big = (int64_t{1} << 23) + 12345;  // three chunks, the last one partial
+  auto large = etc::interp::toDoubles(randomTensor(DType::F32, {big}, 5, "w"));
+  auto small = etc::interp::toDoubles(randomTensor(DType::F32, {1000}, 5, "w"));
+  ASSERT_EQ(large.size(), static_cast<size_t>(big));
+  EXPECT_TRUE(std::equal(small.begin(), small.end(), large.begin()));
+  int64_t zeros = 0, off_range = 0;
+  double sum = 0;
+  for (double v : large) {
+    zeros += v == 0.0;
+    off_range += v < -1.0 || v >= 1.0;
+    sum += v;
+  }
+  EXPECT_EQ(zeros, 0);
+  EXPECT_EQ(off_range, 0);
+  EXPECT_LT(std::abs(sum / static_cast<double>(big)), 1e-3);  // uniform in [-1, 1): mean ~0
+  auto tail = etc::interp::toDoubles(randomTensor(DType::F32, {big - 1}, 5, "w"));
+  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), large.begin()));
 }
 
 TEST(EtcRunHost, GathersRandomAndFileInputs) {
