@@ -685,7 +685,9 @@ class Emitter {
       out_ += fmt::format("    e += {};  ends[{}] = e;  // @{}\n", n, i, t.name);
     }
     out_ += "  }\n  __syncthreads();\n";
-    out_ += fmt::format("  const long long total = ends[{}];\n", k.tasks.size() - 1);
+    // A graph without tasks (an empty body) has a kernel that does nothing.
+    out_ += k.tasks.empty() ? std::string("  const long long total = 0LL;\n")
+                            : fmt::format("  const long long total = ends[{}];\n", k.tasks.size() - 1);
     // The task of number g (in `t`, relative to its grid `kind`), run by `call`.
     auto dispatch = [&](const std::string& indent, const std::string& on_fail) {
       std::string d = indent + "const long long t = g - (kind > 0 ? ends[kind - 1] : 0LL);\n";

@@ -90,6 +90,19 @@ run starved-diagnosis 0 tests/gpu/hang/missing_notify.etir --no-verify-schedule 
   stdout_has starved-diagnosis "__device__ __noinline__ void diagnose_consume(const EtcParams& p, long long t)" &&
   stdout_has starved-diagnosis "if (etc::dev::sched_pending(s, g) < waits_consume(p, t)) stuck = g;" &&
   stdout_has starved-diagnosis "diagnose_consume(q, t);"
+# A task's grid comes from the prefix ends in shared memory: a forward cursor in the static
+# schedule, a binary search in the dynamic one; a graph without tasks runs none.
+run dispatch-static 0 --emit=cuda --schedule=static samples/mlp.etir &&
+  stdout_has dispatch-static "while (g >= ends[kind]) ++kind;" &&
+  stdout_has dispatch-static "const long long total = ends[5];"
+run dispatch-dynamic 0 --emit=cuda --schedule=dynamic samples/mlp.etir &&
+  stdout_has dispatch-dynamic "const int kind = etc::dev::grid_of(ends, 6, g);"
+printf 'module @e\ntensor x : f32[4] input\ntensor y : f32[4] output\ngraph @main {\n  y = add(x, x)\n}\ngraph @empty {\n}\n' >"$tmp/empty.etir"
+for sched in static dynamic; do
+  run "empty-graph-$sched" 0 --emit=cuda --schedule=$sched "$tmp/empty.etir" &&
+    stdout_has "empty-graph-$sched" "const long long total = 0LL;" &&
+    if grep -q "ends\[1844" "$tmp/out"; then fail "empty-graph-$sched: reads ends[-1]"; else pass; fi
+done
 LIMIT=300 run starved-fatbin 0 tests/gpu/hang/cycle.etir --no-verify-schedule --schedule=dynamic -arch sm_90a -o "$tmp/cyc.fatbin"
 
 CUDA_HOME=/nonexistent run nvrtc-fails 1 samples/two_stage_sum.etir -arch sm_80 -o "$tmp/n.fatbin" &&
