@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -688,18 +689,13 @@ class Emitter {
     // A graph without tasks (an empty body) has a kernel that does nothing.
     out_ += k.tasks.empty() ? std::string("  const long long total = 0LL;\n")
                             : fmt::format("  const long long total = ends[{}];\n", k.tasks.size() - 1);
-    // The task of number g (in `t`, relative to its grid `kind`), run by `call`.
+    // The task of number g in grid `kind`, called; on_fail when it reports an error.
     auto dispatch = [&](const std::string& indent, const std::string& on_fail) {
-      std::string d = indent + "const long long t = g - (kind > 0 ? ends[kind - 1] : 0LL);\n";
-      d += indent + "switch (kind) {\n";
-      for (size_t i = 0; i < k.tasks.size(); ++i) {
+      return gridSwitch(k, indent, [&](size_t i) {
         std::string call = fmt::format("{0}    if (!task_{1}<{2}, {3}>(p, ctx, t)) {4}\n", indent,
                                        m_.tasks[k.tasks[i]].name, mode, ki, on_fail);
-        if (profile_ && k.mega) call = profiled(k.tasks[i], indent + "    ", call);
-        d += fmt::format("{0}  case {1}: {{\n{2}{0}    break;\n{0}  }}\n", indent, i, call);
-      }
-      d += indent + "  default: break;\n" + indent + "}\n";
-      return d;
+        return profile_ && k.mega ? profiled(k.tasks[i], indent + "    ", call) : call;
+      });
     };
     if (!dynamic) {
       // Task numbers only grow in a CTA, so its grid cursor only moves forward.
@@ -740,17 +736,27 @@ class Emitter {
     out_ += "  }\n}\n\n";
   }
 
+  // With task number g and its grid's index `kind` in scope: t, g's number within the grid, and
+  // a switch that runs caseCode(i) (lines indented by indent + 4) for grid i.
+  std::string gridSwitch(const Kernel& k, const std::string& indent,
+                         const std::function<std::string(size_t)>& caseCode) {
+    std::string d = indent + "const long long t = g - (kind > 0 ? ends[kind - 1] : 0LL);\n";
+    d += indent + "switch (kind) {\n";
+    for (size_t i = 0; i < k.tasks.size(); ++i)
+      d += fmt::format("{0}  case {1}: {{\n{2}{0}    break;\n{0}  }}\n", indent, i, caseCode(i));
+    d += indent + "  default: break;\n" + indent + "}\n";
+    return d;
+  }
+
   // For task number g (in scope): `stmt` for the task whose grid holds it ({0} is the task's
-  // name, t its number within the grid).
+  // name, t its number within the grid), the grid found by binary search.
   std::string taskSwitch(const Kernel& k, const std::string& indent, std::string_view stmt) {
     std::string out = indent + "{\n";
     out += fmt::format("{}  const int kind = etc::dev::grid_of(ends, {}, g);\n", indent, k.tasks.size());
-    out += indent + "  const long long t = g - (kind > 0 ? ends[kind - 1] : 0LL);\n";
-    out += indent + "  switch (kind) {\n";
-    for (size_t i = 0; i < k.tasks.size(); ++i)
-      out += fmt::format("{0}    case {1}: {2} break;\n", indent, i, fmt::format(fmt::runtime(stmt), m_.tasks[k.tasks[i]].name));
-    out += indent + "    default: break;\n" + indent + "  }\n" + indent + "}\n";
-    return out;
+    out += gridSwitch(k, indent + "  ", [&](size_t i) {
+      return fmt::format("{}      {}\n", indent, fmt::format(fmt::runtime(stmt), m_.tasks[k.tasks[i]].name));
+    });
+    return out + indent + "}\n";
   }
 
   // A task call between profile::begin and profile::end (the record with its coordinates).
