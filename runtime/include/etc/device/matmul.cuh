@@ -17,16 +17,6 @@
 
 #include "etc/device/common.cuh"
 
-#ifndef ETC_MM_RING_KIB
-#define ETC_MM_RING_KIB 96u
-#endif
-#ifndef ETC_MM_MAX_STAGES
-#define ETC_MM_MAX_STAGES 4
-#endif
-#ifndef ETC_MM_EVICT_FIRST
-#define ETC_MM_EVICT_FIRST 1
-#endif
-
 namespace etc {
 namespace dev {
 namespace detail {
@@ -52,8 +42,9 @@ struct MmGeom {
   static constexpr int A_ELEMS = TMP * A_PITCH;
   static constexpr int B_ELEMS = cmax(TN * BT_PITCH, TK * BN_PITCH);
   static constexpr unsigned STAGE_BYTES = (unsigned)(A_ELEMS + B_ELEMS) * sizeof(T);
-  // About ETC_MM_RING_KIB of ring: enough bytes in flight per SM to cover DRAM latency.
-  static constexpr int STAGES = cmax(2, cmin(ETC_MM_MAX_STAGES, (int)((ETC_MM_RING_KIB * 1024u) / STAGE_BYTES)));
+  // About 96 KiB of ring, at most 4 stages: enough bytes in flight per SM to cover DRAM
+  // latency. 192 KiB and 8 stages were slower on an LM-head-shaped product (H100: 346 -> 375 us).
+  static constexpr int STAGES = cmax(2, cmin(4, (int)((96u * 1024u) / STAGE_BYTES)));
   static constexpr int C_PITCH = TN + 8;  // f32 partial-sum tile (16-bit inputs only)
   static constexpr unsigned RED_BYTES = sizeof(T) == 2 ? (unsigned)TMP * C_PITCH * 4u : 0u;
   static constexpr unsigned RING_BYTES = STAGES * STAGE_BYTES;
@@ -129,7 +120,7 @@ __device__ __forceinline__ void load_tile(T* sdst, int pitch, int R, long long v
     }
     const T* s = src + r * rs + c * cs;
     if (cs == 1 && aligned_to(s, 16)) {
-      if constexpr (stream && ETC_MM_EVICT_FIRST)  // the rest is zero-filled
+      if constexpr (stream)  // the rest is zero-filled
         cp_async16_hint(d, s, (unsigned)(nvalid * (int)sizeof(T)), l2_evict_first());
       else
         cp_async16(d, s, (unsigned)(nvalid * (int)sizeof(T)));
