@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "compiler/backend/cuda_expr.h"
 #include "compiler/backend/descriptor.h"
@@ -244,7 +245,9 @@ class Emitter {
       body += view(prefetch->call.args[1], false, "pb", names);
       body += "    " + prefetchFunction(t, *prefetch) + "(ctx, pa, pb);\n    etc_prefetched = true;\n  }\n";
     }
+    bool after_call = false;  // the previous statement was a call
     for (const TaskStmt& st : t.body) {
+      const bool follows_call = std::exchange(after_call, std::holds_alternative<CallStmt>(st));
       if (const auto* w = std::get_if<WaitStmt>(&st)) {
         closeOps();
         const Event& e = m_.events[w->event.target];
@@ -289,7 +292,8 @@ class Emitter {
           return false;
         }
         openOps();
-        body += "  {\n";
+        // A merged task's calls (merge-tasks): the next one reads what the last one wrote.
+        body += follows_call ? "  __syncthreads();\n  {\n" : "  {\n";
         std::vector<std::string> args;
         for (const Slice& s : c.call.args) {
           std::string v = fmt::format("v{}", views++);

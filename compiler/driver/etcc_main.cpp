@@ -47,6 +47,7 @@ struct Options {
   bool dep_phony = false;                // -MP
   bool profile = false;                  // --profile
   bool no_weight_prefetch = false;       // --no-weight-prefetch
+  bool no_merge_tasks = false;           // --no-merge-tasks
 };
 
 bool wantsDepfile(const Options& opt) { return opt.write_deps || !opt.dep_file.empty(); }
@@ -222,6 +223,7 @@ int run(const Options& opt) {
     po.verbose = opt.verbose;
     if (opt.schedule != "auto") po.schedule = etc::ir::parseSchedule(opt.schedule);
     po.verify_schedule = !opt.no_verify_schedule;
+    po.merge_tasks = !opt.no_merge_tasks;
     m = etc::runPipeline(std::move(m), po, diags);
   }
 
@@ -337,6 +339,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-weight-prefetch", opt.no_weight_prefetch,
                "do not load a matmul's weights before its task's event waits (static schedule): for measuring what "
                "the prefetch gains");
+  app.add_flag("--no-merge-tasks", opt.no_merge_tasks,
+               "keep every task grid that lower-ops made (skip the merge-tasks pass): for measuring what the merges "
+               "gain");
   app.add_flag("--write-dependencies", opt.write_deps,
                "(also -MD) write a Make dependency file listing the input and every file it includes, next to the "
                "output with extension .d unless -MF names it");

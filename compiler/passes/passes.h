@@ -14,6 +14,9 @@ using ModulePtr = std::unique_ptr<ir::Module>;
 
 // Op-level assignments become task grids (tile sizes from attributes, else chosen here).
 ModulePtr lowerOps(ModulePtr m, DiagnosticEngine& diags);
+// Fewer task grids: a split-K reduce_sum moves into its one reader, and a grid merges into a
+// later one over the same grid that needs it tile for tile.
+ModulePtr mergeTasks(ModulePtr m, DiagnosticEngine& diags);
 // Event tensors, waits and notifies from the slices each task grid writes and later ones read.
 ModulePtr inferEvents(ModulePtr m, DiagnosticEngine& diags);
 // Removes waits other paths imply, merges duplicate events, coarsens many-to-all events to

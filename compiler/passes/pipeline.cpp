@@ -14,6 +14,7 @@ namespace etc {
 const std::vector<Pass>& pipeline() {
   static const std::vector<Pass> passes = {
       {"lower-ops", "op-level assignments become task grids", lowerOps},
+      {"merge-tasks", "a split-K sum moves into its one reader; same-grid neighbours merge tile for tile", mergeTasks},
       {"infer-events", "event tensors from the slices task grids write and read", inferEvents},
       {"eliminate-events", "drop implied waits, merge duplicate events, coarsen many-to-all ones", eliminateEvents},
       {"fuse", "one megakernel per graph, and one kernel per task grid", fuse},
@@ -46,6 +47,7 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
     }
   for (const Pass& p : pipeline()) {
     if (!opts.verify_schedule && p.name == "verify-schedule") continue;
+    if (!opts.merge_tasks && p.name == "merge-tasks") continue;
     auto start = std::chrono::steady_clock::now();
     m = p.run(std::move(m), diags);
     if (!m || diags.hasErrors()) return nullptr;

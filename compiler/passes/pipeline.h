@@ -37,6 +37,7 @@ struct PipelineOptions {
   // --schedule=static|dynamic: every graph gets it, whatever its source says (auto: no override).
   std::optional<ir::Schedule> schedule;
   bool verify_schedule = true;  // false: skip the verify-schedule pass (etcc --no-verify-schedule)
+  bool merge_tasks = true;      // false: skip the merge-tasks pass (etcc --no-merge-tasks)
 };
 
 // Dumps after "parse" if asked, then runs every pass with the verifier after each. Returns

@@ -92,10 +92,10 @@ run starved-diagnosis 0 tests/gpu/hang/missing_notify.etir --no-verify-schedule 
   stdout_has starved-diagnosis "diagnose_consume(q, t);"
 # A task's grid comes from the prefix ends in shared memory: a forward cursor in the static
 # schedule, a binary search in the dynamic one; a graph without tasks runs none.
-run dispatch-static 0 --emit=cuda --schedule=static samples/mlp.etir &&
+run dispatch-static 0 --emit=cuda --schedule=static --no-merge-tasks samples/mlp.etir &&
   stdout_has dispatch-static "while (g >= ends[kind]) ++kind;" &&
   stdout_has dispatch-static "const long long total = ends[5];"
-run dispatch-dynamic 0 --emit=cuda --schedule=dynamic samples/mlp.etir &&
+run dispatch-dynamic 0 --emit=cuda --schedule=dynamic --no-merge-tasks samples/mlp.etir &&
   stdout_has dispatch-dynamic "const int kind = etc::dev::grid_of(ends, 6, g);"
 printf 'module @e\ntensor x : f32[4] input\ntensor y : f32[4] output\ngraph @main {\n  y = add(x, x)\n}\ngraph @empty {\n}\n' >"$tmp/empty.etir"
 for sched in static dynamic; do

@@ -3,7 +3,8 @@
 #   check.sh ETCC roundtrip FILE        print(parse(FILE)) is a fixed point of print . parse, and
 #                                       equals FILE.expected when that file exists
 #   check.sh ETCC tasks FILE EXPECTED   `etcc --emit=tasks FILE` equals EXPECTED, and re-running the
-#                                       passes on that output changes nothing
+#                                       passes on that output changes nothing; a line
+#                                       `// etcc-flags: ...` in FILE adds those flags
 #   check.sh ETCC render FILE           etcc fails on FILE and its stderr equals FILE.stderr
 #                                       (diagnostics rendered in full: location, source line, caret)
 # Run from the repository root so file names in diagnostics are stable.
@@ -29,13 +30,15 @@ case "$mode" in
     ;;
   tasks)
     expected=$4
-    if ! "$etcc" --color=never --emit=tasks "$file" >"$tmp/t1.etir" 2>"$tmp/err1"; then
+    # shellcheck disable=SC2207
+    flags=($(sed -n 's|^// etcc-flags: ||p' "$file" | head -n 1))
+    if ! "$etcc" --color=never --emit=tasks "${flags[@]}" "$file" >"$tmp/t1.etir" 2>"$tmp/err1"; then
       echo "FAIL: etcc --emit=tasks failed on $file:"; cat "$tmp/err1"; exit 1
     fi
     if ! diff -u "$expected" "$tmp/t1.etir"; then
       echo "FAIL: the task-level form of $file differs from $expected"; exit 1
     fi
-    if ! "$etcc" --color=never --emit=tasks - <"$tmp/t1.etir" >"$tmp/t2.etir" 2>"$tmp/err2"; then
+    if ! "$etcc" --color=never --emit=tasks "${flags[@]}" - <"$tmp/t1.etir" >"$tmp/t2.etir" 2>"$tmp/err2"; then
       echo "FAIL: etcc rejected its own task-level output for $file:"; cat "$tmp/err2"; exit 1
     fi
     if ! diff -u "$tmp/t1.etir" "$tmp/t2.etir"; then

@@ -1,0 +1,388 @@
+// merge-tasks: fewer task grids, so fewer event hops on a chain of dependent grids (a decode
+// step is such a chain: every hop costs a notify, a wait and a dispatch, microseconds each,
+// while the work of a small grid takes less). Runs on the task grids that lower-ops made,
+// before infer-events, so the events of the merged grids are inferred as for any other. Only
+// grids without waits or notifies are touched (hand-written synchronisation stays as written),
+// and only grids that run once, in one graph. Two rules, each to a fixed point:
+//
+//  1. A split-K partial sum moves into its reader. A `reduce_sum` grid R whose result T is a
+//     temp that exactly one other grid C reads (through one slice, and nothing else touches)
+//     goes: C first computes, per task, the slice of T that it reads, from the slice of R's
+//     input that holds it. Taken only when that slice is small (kInlineReduceElements at the
+//     largest sym values): a reader that covers a whole logits row would serialize what R
+//     spread over many tasks. Readers that are matmuls are left alone (their weight prefetch
+//     needs the matmul first).
+//  2. A grid P merges into a later grid C over the same grid when C depends on P and every
+//     access of the two to a tensor that one of them writes has the same tile in both, so task
+//     c of the merged grid needs only what task c of P made: C's tasks first run P's calls.
+//     No grid between P and C in the graph may touch what P writes or write what P reads.
+//     This joins rope with kv_append, and the per-head q/k norms with rope.
+//
+// A merged task runs its calls one after the other; the back end puts a CTA barrier between
+// calls, so the second reads the first's global writes.
+#include <map>
+#include <set>
+#include <algorithm>
+#include <limits>
+
+#include "compiler/ir/expr.h"
+#include "compiler/passes/access_pattern.h"
+#include "compiler/passes/passes.h"
+#include "compiler/passes/tiling.h"
+
+namespace etc {
+
+namespace {
+
+using namespace ir;
+
+// At most this many elements of R's input per task of C (256 KiB of f32 partial sums).
+constexpr int64_t kInlineReduceElements = 64 * 1024;
+
+class Merger {
+ public:
+  explicit Merger(Module& m) : m_(m), dropped_(m.tasks.size(), false) {}
+
+  ModulePtr run(ModulePtr self) {
+    countRuns();
+    bool changed = false;
+    for (uint32_t g = 0; g < m_.graphs.size(); ++g) {
+      while (inlineOneReduce(g)) changed = true;
+      while (mergeOnePair(g)) changed = true;
+    }
+    return changed ? withoutDropped() : std::move(self);
+  }
+
+ private:
+  struct Access {
+    const Slice* slice;
+    bool write;
+  };
+
+  void countRuns() {
+    runs_.assign(m_.tasks.size(), 0);
+    for (const Graph& g : m_.graphs)
+      for (const GraphStmt& st : g.body)
+        if (const auto* r = std::get_if<RunStmt>(&st)) ++runs_[r->task];
+  }
+
+  std::vector<uint32_t> order(uint32_t g) const {
+    std::vector<uint32_t> out;
+    for (const GraphStmt& st : m_.graphs[g].body)
+      if (const auto* r = std::get_if<RunStmt>(&st)) out.push_back(r->task);
+    return out;
+  }
+
+  // Made by lower-ops (calls only) and run exactly once; its grid is known before the launch.
+  bool candidate(uint32_t t) const {
+    if (dropped_[t] || runs_[t] != 1) return false;
+    const Task& task = m_.tasks[t];
+    for (const Expr& e : task.grid)
+      if (hasLoad(e)) return false;
+    for (const TaskStmt& st : task.body)
+      if (!std::holds_alternative<CallStmt>(st)) return false;
+    return !task.body.empty();
+  }
+
+  static bool hasOp(const Task& t, std::string_view op) {
+    for (const TaskStmt& st : t.body)
+      if (std::get<CallStmt>(st).call.op == op) return true;
+    return false;
+  }
+
+  static std::vector<Access> accesses(const Task& t) {
+    std::vector<Access> out;
+    for (const TaskStmt& st : t.body)
+      if (const auto* c = std::get_if<CallStmt>(&st)) {
+        for (const Slice& s : c->call.args) out.push_back({&s, false});
+        for (const Slice& s : c->dests) out.push_back({&s, true});
+      }
+    return out;
+  }
+
+  static bool conflict(const Task& a, const Task& b) {
+    for (const Access& x : accesses(a))
+      for (const Access& y : accesses(b))
+        if (x.slice->target == y.slice->target && (x.write || y.write)) return true;
+    return false;
+  }
+
+  // Tasks in the module (other than `except`) that access tensor t.
+  std::vector<uint32_t> users(uint32_t t, uint32_t except) const {
+    std::vector<uint32_t> out;
+    for (uint32_t k = 0; k < m_.tasks.size(); ++k) {
+      if (k == except || dropped_[k]) continue;
+      for (const Access& a : accesses(m_.tasks[k]))
+        if (a.slice->target == t) {
+          out.push_back(k);
+          break;
+        }
+    }
+    return out;
+  }
+
+  // Every dimension of s written out: a dimension the subscript leaves off is the whole range.
+  std::vector<SliceDim> explicitDims(const Slice& s) const {
+    const Tensor& t = m_.tensors[s.target];
+    std::vector<SliceDim> out = s.dims;
+    for (size_t k = out.size(); k < t.shape.size(); ++k) {
+      SliceDim d;
+      d.is_range = true;
+      d.lo = intConst(0);
+      d.hi = t.shape[k];
+      d.lo_written = d.hi_written = false;
+      out.push_back(d);
+    }
+    return out;
+  }
+
+  static bool sameDim(const SliceDim& a, const SliceDim& b) {
+    if (a.is_range != b.is_range || !equal(a.lo, b.lo)) return false;
+    return !a.is_range || equal(a.hi, b.hi);
+  }
+
+  bool wholeRange(const SliceDim& d, const Expr& extent) const {
+    return d.is_range && asInt(d.lo) == 0 && equal(inlineConsts(d.hi), inlineConsts(extent));
+  }
+
+  // ---- rule 1 -------------------------------------------------------------------------------
+
+  bool inlineOneReduce(uint32_t g) {
+    std::vector<uint32_t> run = order(g);
+    for (size_t ri = 0; ri < run.size(); ++ri) {
+      const uint32_t r = run[ri];
+      if (!candidate(r) || m_.tasks[r].body.size() != 1) continue;
+      const CallStmt& red = std::get<CallStmt>(m_.tasks[r].body[0]);
+      if (red.call.op != "reduce_sum" || red.call.args.size() != 1 || red.dests.size() != 1) continue;
+      const uint32_t part = red.call.args[0].target, out = red.dests[0].target;
+      if (m_.tensors[out].role != Role::Temp || part == out) continue;
+      const int64_t rank = static_cast<int64_t>(m_.tensors[part].shape.size());
+      int64_t axis = tiling::attrInt(red.call, "axis");
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank || !reduceIsElementwise(red, axis)) continue;
+
+      std::vector<uint32_t> readers = users(out, r);
+      if (readers.size() != 1) continue;
+      const uint32_t c = readers[0];
+      auto cpos = std::find(run.begin() + ri + 1, run.end(), c);
+      if (cpos == run.end() || !candidate(c) || hasOp(m_.tasks[c], "matmul")) continue;
+      const Slice* read = soleRead(m_.tasks[c], out);
+      if (!read) continue;
+      // Nothing from R to C (C included) may write R's input.
+      bool clobbered = false;
+      for (auto it = run.begin() + ri + 1; it != cpos + 1; ++it)
+        for (const Access& a : accesses(m_.tasks[*it])) clobbered |= a.write && a.slice->target == part;
+      if (clobbered) continue;
+
+      // C's slice of T, with R's reduced axis put back as a whole range.
+      std::vector<SliceDim> dims = explicitDims(*read);
+      SliceDim whole;
+      whole.is_range = true;
+      whole.lo = intConst(0);
+      whole.hi = m_.tensors[part].shape[axis];
+      whole.lo_written = whole.hi_written = false;
+      int64_t points_before = 0;
+      for (int64_t k = 0; k < axis; ++k) points_before += dims[k].is_range ? 0 : 1;
+      dims.insert(dims.begin() + axis, whole);
+      if (elementBound(dims) > kInlineReduceElements) continue;
+
+      CallStmt call = red;
+      call.call.args[0].target = part;
+      call.call.args[0].has_subscript = true;
+      call.call.args[0].dims = dims;
+      call.call.attrs.clear();
+      call.call.attrs.push_back(tiling::intAttr("axis", axis - points_before));
+      call.dests[0] = *read;
+      Task& ct = m_.tasks[c];
+      for (Slice* s : {&call.call.args[0], &call.dests[0]}) s->range = ct.range;
+      call.range = call.call.range = ct.range;
+      ct.body.insert(ct.body.begin(), std::move(call));
+      drop(g, r);
+      return true;
+    }
+    return false;
+  }
+
+  // Each task of R sums, for every element it writes, the whole reduced axis of the same
+  // element of its input: the input slice is the output slice with the axis as a whole range
+  // (ranges only, so positions in the slice are dimensions of the tensors).
+  bool reduceIsElementwise(const CallStmt& red, int64_t axis) const {
+    std::vector<SliceDim> in = explicitDims(red.call.args[0]), out = explicitDims(red.dests[0]);
+    if (in.size() != out.size() + 1) return false;
+    for (const SliceDim& d : in)
+      if (!d.is_range) return false;
+    if (!wholeRange(in[axis], m_.tensors[red.call.args[0].target].shape[axis])) return false;
+    for (size_t k = 0, j = 0; k < in.size(); ++k) {
+      if (static_cast<int64_t>(k) == axis) continue;
+      if (!sameDim(in[k], out[j++])) return false;
+    }
+    return true;
+  }
+
+  // The one slice through which t reads `tensor`, or null (written, or read more than once).
+  static const Slice* soleRead(const Task& t, uint32_t tensor) {
+    const Slice* found = nullptr;
+    for (const Access& a : accesses(t)) {
+      if (a.slice->target != tensor) continue;
+      if (a.write || found) return nullptr;
+      found = a.slice;
+    }
+    return found;
+  }
+
+  // Elements of a slice at the largest sym and coordinate values (an upper bound).
+  int64_t elementBound(const std::vector<SliceDim>& dims) const {
+    int64_t n = 1;
+    for (const SliceDim& d : dims) {
+      if (!d.is_range) continue;
+      int64_t e = tiling::upperBound(m_, sub(d.hi, d.lo));
+      if (e <= 0) return 0;
+      if (n > std::numeric_limits<int64_t>::max() / e) return std::numeric_limits<int64_t>::max();
+      n *= e;
+    }
+    return n;
+  }
+
+  // ---- rule 2 -------------------------------------------------------------------------------
+
+  bool mergeOnePair(uint32_t g) {
+    std::vector<uint32_t> run = order(g);
+    for (size_t pi = 0; pi < run.size(); ++pi) {
+      const uint32_t p = run[pi];
+      if (!candidate(p) || hasOp(m_.tasks[p], "matmul")) continue;
+      for (size_t ci = pi + 1; ci < run.size(); ++ci) {
+        const uint32_t c = run[ci];
+        if (candidate(c) && !hasOp(m_.tasks[c], "matmul") && sameGrid(m_.tasks[p], m_.tasks[c]) &&
+            conflict(m_.tasks[p], m_.tasks[c]) && tileForTile(m_.tasks[p], m_.tasks[c])) {
+          bool between = false;
+          for (size_t k = pi + 1; k < ci; ++k) between |= conflict(m_.tasks[p], m_.tasks[run[k]]);
+          if (between) continue;
+          merge(g, p, c);
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  bool sameGrid(const Task& a, const Task& b) const {
+    if (a.grid.size() != b.grid.size()) return false;
+    for (size_t k = 0; k < a.grid.size(); ++k)
+      if (!equal(inlineConsts(a.grid[k]), inlineConsts(b.grid[k]))) return false;
+    return true;
+  }
+
+  // Every conflicting pair of accesses covers the same tile in task c of both grids, and the
+  // tiles of distinct tasks are disjoint (each coordinate with more than one value tiles some
+  // dimension).
+  bool tileForTile(const Task& p, const Task& c) const {
+    for (const Access& x : accesses(p))
+      for (const Access& y : accesses(c)) {
+        if (x.slice->target != y.slice->target || (!x.write && !y.write)) continue;
+        auto a = matchAccess(m_, *x.slice), b = matchAccess(m_, *y.slice);
+        if (!a || !b || a->size() != b->size()) return false;
+        std::set<uint32_t> tiled;
+        for (size_t d = 0; d < a->size(); ++d) {
+          const DimAccess &u = (*a)[d], &v = (*b)[d];
+          if (u.tiled != v.tiled) return false;
+          if (u.tiled) {
+            if (u.coord != v.coord || u.tile != v.tile || !equal(inlineConsts(u.offset), inlineConsts(v.offset)))
+              return false;
+            tiled.insert(u.coord);
+          } else if (!equal(inlineConsts(u.lo), inlineConsts(v.lo)) || !equal(inlineConsts(u.hi), inlineConsts(v.hi))) {
+            return false;
+          }
+        }
+        for (uint32_t k = 0; k < p.grid.size(); ++k)
+          if (!tiled.count(k) && tiling::upperBound(m_, p.grid[k]) > 1) return false;
+      }
+    return true;
+  }
+
+  // C's tasks run P's calls first; P's coordinates take C's names.
+  void merge(uint32_t g, uint32_t p, uint32_t c) {
+    Task& ct = m_.tasks[c];
+    auto rename = [&](const Expr& e) {
+      if (!e) return e;
+      return substitute(e, [&](const ExprNode& leaf) -> Expr {
+        if (leaf.kind == ExprKind::Coord) return coordRef(leaf.id, ct.coords[leaf.id]);
+        return nullptr;
+      });
+    };
+    std::vector<TaskStmt> body;
+    for (const TaskStmt& st : m_.tasks[p].body) {
+      CallStmt call = std::get<CallStmt>(st);
+      for (std::vector<Slice>* v : {&call.call.args, &call.dests})
+        for (Slice& s : *v) {
+          s.range = ct.range;
+          for (SliceDim& d : s.dims) {
+            d.lo = rename(d.lo);
+            d.hi = rename(d.hi);
+          }
+        }
+      for (Attr& a : call.call.attrs)
+        if (a.value.type == AttrType::Int) a.value.i = rename(a.value.i);
+      call.range = call.call.range = ct.range;
+      body.push_back(std::move(call));
+    }
+    for (TaskStmt& st : ct.body) body.push_back(std::move(st));
+    ct.body = std::move(body);
+    drop(g, p);
+  }
+
+  // ---- removal ------------------------------------------------------------------------------
+
+  void drop(uint32_t g, uint32_t t) {
+    dropped_[t] = true;
+    auto& body = m_.graphs[g].body;
+    body.erase(std::remove_if(body.begin(), body.end(),
+                              [&](const GraphStmt& st) {
+                                const auto* r = std::get_if<RunStmt>(&st);
+                                return r && r->task == t;
+                              }),
+               body.end());
+  }
+
+  // The module again without the dropped tasks (the name index lives inside Module, so it is
+  // rebuilt through the add* functions; the declaration order is then carried over).
+  ModulePtr withoutDropped() {
+    std::vector<uint32_t> remap(m_.tasks.size(), 0);
+    auto out = std::make_unique<Module>();
+    out->name = m_.name;
+    out->range = m_.range;
+    for (Sym& s : m_.syms) out->addSym(std::move(s));
+    for (Const& c : m_.consts) out->addConst(std::move(c));
+    for (Tensor& t : m_.tensors) out->addTensor(std::move(t));
+    for (Event& e : m_.events) out->addEvent(std::move(e));
+    for (uint32_t t = 0; t < m_.tasks.size(); ++t)
+      if (!dropped_[t]) remap[t] = out->addTask(std::move(m_.tasks[t]));
+    for (Graph& g : m_.graphs) {
+      for (GraphStmt& st : g.body)
+        if (auto* r = std::get_if<RunStmt>(&st)) r->task = remap[r->task];
+      out->addGraph(std::move(g));
+    }
+    out->kernels = std::move(m_.kernels);
+    out->order.clear();
+    for (Module::DeclRef ref : m_.order) {
+      if (ref.kind == Module::DeclKind::Task) {
+        if (dropped_[ref.index]) continue;
+        ref.index = remap[ref.index];
+      }
+      out->order.push_back(ref);
+    }
+    return out;
+  }
+
+  Module& m_;
+  std::vector<bool> dropped_;
+  std::vector<int> runs_;  // per task: run statements in all graphs
+};
+
+}  // namespace
+
+ModulePtr mergeTasks(ModulePtr m, DiagnosticEngine& diags) {
+  Module& ref = *m;
+  return Merger(ref).run(std::move(m));
+}
+
+}  // namespace etc
