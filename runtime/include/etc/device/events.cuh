@@ -60,17 +60,22 @@ __device__ __forceinline__ void record_error(EtcError* e, unsigned code, const W
 }  // namespace detail
 
 // Adds 1 to each of counter[0 .. n_elements) once every thread of the CTA is done writing:
-// barrier, then a gpu-scope fence and a relaxed add per element (threads split the elements),
-// the release half of the pattern that wait()'s acquire load completes.
+// barrier, then a gpu-scope release reduction per element (threads split the elements), the
+// release half of the pattern that wait()'s acquire load completes. The barrier orders the
+// other threads' writes before the releasing thread's, and release is cumulative, so the
+// waiter sees them all (CUTLASS's split-K semaphore does the same). A release reduction does
+// not wait for a reply, and costs less than the sequentially consistent fence
+// (__threadfence) plus atomic it replaces.
+__device__ __forceinline__ void red_release_gpu(unsigned int* p, unsigned int v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
 template <class P>
 __device__ __forceinline__ void notify(const P& p, unsigned int* counter,
                                        unsigned int n_elements = 1) {
   (void)p;
   __syncthreads();
-  for (unsigned i = threadIdx.x; i < n_elements; i += blockDim.x) {
-    __threadfence();
-    atomicAdd(counter + i, 1u);
-  }
+  for (unsigned i = threadIdx.x; i < n_elements; i += blockDim.x) red_release_gpu(counter + i, 1u);
 }
 
 // notify() that also checks, from each add's old value, that no element goes past its initial
