@@ -55,7 +55,6 @@ DeviceModule::DeviceModule(const Descriptor& d, std::span<const uint8_t> fatbin,
     for (const GraphDesc& g : d_.graphs) {
       GraphKernels gk;
       gk.mega = loadKernel(g.mega);
-      for (const KernelDesc& k : g.unfused) gk.unfused.push_back(loadKernel(k));
       int per_sm = 0;
       check(cu_, cu_.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gk.mega.fn, static_cast<int>(gk.mega.threads), gk.mega.smem),
             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
@@ -115,6 +114,19 @@ int64_t DeviceModule::funcAttribute(CUfunction fn, CUfunction_attribute a, const
   int v = 0;
   check(cu_, cu_.cuFuncGetAttribute(&v, a, fn), (std::string("cuFuncGetAttribute(") + name + ")").c_str());
   return v;
+}
+
+// The unfused kernels are looked up on first use. The driver loads a function's code when it is
+// first looked up (lazy loading, the default since CUDA 12.2), and a decode model has hundreds
+// of unfused kernels that a megakernel run never launches: looking them all up at load time was
+// most of the warm-up.
+void DeviceModule::loadUnfused(size_t graph) {
+  GraphKernels& gk = graphs_[graph];
+  if (gk.unfused_loaded) return;
+  std::vector<Kernel> kernels;
+  for (const KernelDesc& k : d_.graphs[graph].unfused) kernels.push_back(loadKernel(k));
+  gk.unfused = std::move(kernels);
+  gk.unfused_loaded = true;
 }
 
 DeviceModule::Kernel DeviceModule::loadKernel(const KernelDesc& k) {
@@ -199,6 +211,7 @@ void DeviceModule::launch(const SymState& st, size_t graph, CUstream stream, con
   const int64_t watchdog = opt.watchdog_ns > 0 ? opt.watchdog_ns : ETC_DEFAULT_WATCHDOG_NS;
   std::vector<unsigned char> params =
       buildParams(d_, syms, ptrs, ws_ + layout_.events_offset, ws_ + layout_.error_offset, watchdog, opt.flags);
+  if (opt.mode != ETC_MODE_MEGA) loadUnfused(graph);  // before a capture begins
   const GraphKernels& g = graphs_[graph];
 
   switch (opt.mode) {

@@ -58,7 +58,8 @@ class DeviceModule {
   };
   struct GraphKernels {
     Kernel mega;
-    std::vector<Kernel> unfused;
+    std::vector<Kernel> unfused;  // loaded by loadUnfused, on the first launch that needs them
+    bool unfused_loaded = false;
     unsigned ctas = 0;  // occupancy(mega) * SMs; the unfused kernels use the same count
   };
   struct Captured {
@@ -67,6 +68,7 @@ class DeviceModule {
   };
 
   Kernel loadKernel(const KernelDesc& k);
+  void loadUnfused(size_t graph);
   DeviceLimits deviceLimits() const;
   int64_t funcAttribute(CUfunction fn, CUfunction_attribute a, const char* name) const;
   void ensureWorkspace(uint64_t bytes);

@@ -100,13 +100,38 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // Copies the R x C tile (C a multiple of the chunk) at src (row stride rs, column stride cs)
-// into smem rows of `pitch` elements; rows >= vr and columns >= vc become zero.
+// into smem rows of `pitch` elements; rows >= vr and columns >= vc become zero. zero_rows =
+// false skips zeroing rows >= vr: the ring slot already holds those zeros from the task's
+// first use of it (nothing else writes a slot's rows past vr while a task streams through it).
 // stream: b's tiles, read once (l2_evict_first).
 template <class T, int C, bool stream = false>
 __device__ __forceinline__ void load_tile(T* sdst, int pitch, int R, long long vr, long long vc,
-                                          const T* src, long long rs, long long cs) {
+                                          const T* src, long long rs, long long cs, bool zero_rows = true) {
   constexpr int EPC = 16 / (int)sizeof(T);
   constexpr int CPR = C / EPC;
+  // Every column valid, contiguous 16-byte-aligned rows: the common case of a decode step, with
+  // no per-chunk bounds or alignment checks. The copy loop issues one cp.async per chunk and
+  // little else; at one CTA per SM its instruction count bounded how fast b streamed in.
+  if (cs == 1 && vc >= C && aligned_to(src, 16) && (rs * (long long)sizeof(T)) % 16 == 0) {
+    const int rows = vr <= 0 ? 0 : (vr < R ? (int)vr : R);
+    const int n = rows * CPR;
+    unsigned long long policy = 0;
+    if constexpr (stream) policy = l2_evict_first();
+    for (int idx = threadIdx.x; idx < n; idx += blockDim.x) {
+      const int r = idx / CPR;
+      const int c = (idx - r * CPR) * EPC;
+      if constexpr (stream)
+        cp_async16_hint(sdst + r * pitch + c, src + r * rs + c, 16u, policy);
+      else
+        cp_async16(sdst + r * pitch + c, src + r * rs + c, 16u);
+    }
+    if (zero_rows)
+      for (int idx = n + threadIdx.x; idx < R * CPR; idx += blockDim.x) {
+        const int r = idx / CPR;
+        *reinterpret_cast<uint4*>(sdst + r * pitch + (idx - r * CPR) * EPC) = make_uint4(0u, 0u, 0u, 0u);
+      }
+    return;
+  }
   const int total = R * CPR;
   for (int idx = threadIdx.x; idx < total; idx += blockDim.x) {
     const int r = idx / CPR;
@@ -193,11 +218,15 @@ __device__ __forceinline__ void mm_issue(T* ring, int kt, int nk, int a_rows, co
     T* As = ring + (kt % Geo::STAGES) * (Geo::A_ELEMS + Geo::B_ELEMS);
     T* Bs = As + Geo::A_ELEMS;
     const long long k0 = (long long)kt * TK;
-    if (with_a) load_tile<T, TK>(As, Geo::A_PITCH, a_rows, g.M, g.K - k0, ap + k0 * g.aks, g.ams, g.aks);
+    // A slot's first fill in this pass over K zeroes its rows past the operand's end; later
+    // fills of the same slot find them still zero.
+    const bool zero_rows = kt < Geo::STAGES;
+    if (with_a)
+      load_tile<T, TK>(As, Geo::A_PITCH, a_rows, g.M, g.K - k0, ap + k0 * g.aks, g.ams, g.aks, zero_rows);
     if (with_b) {
       if (tb)
-        load_tile<T, TK, true>(Bs, Geo::BT_PITCH, TN, g.N, g.K - k0, bp + k0 * g.bks, g.bns, g.bks);
-      else
+        load_tile<T, TK, true>(Bs, Geo::BT_PITCH, TN, g.N, g.K - k0, bp + k0 * g.bks, g.bns, g.bks, zero_rows);
+      else  // rows are k here: the K tail must be zeroed whenever it comes
         load_tile<T, TN, true>(Bs, Geo::BN_PITCH, TK, g.K - k0, g.N, bp + k0 * g.bks, g.bks, g.bns);
     }
   }

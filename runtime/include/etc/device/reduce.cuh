@@ -99,6 +99,11 @@ __device__ void reduce_impl(const Ctx& ctx, const View<TX>& x, int axis, const V
     nout *= oext[j];
   }
   auto locate = [&](long long o, long long& xo, long long& yo) {
+    if (orank == 1) {  // a row of partial sums (merge-tasks' reduce into its reader): no division
+      xo = o * oxs[0];
+      yo = o * oys[0];
+      return;
+    }
     xo = 0;
     yo = 0;
 #pragma unroll
