@@ -2,7 +2,10 @@
 """Writes the .etir of one decode step of a Llama-3 or Qwen3 model: embedding, every layer
 (rmsnorm, q/k/v projections, [Qwen3: per-head q/k rmsnorm], rope, kv_append, split-KV decode
 attention, o projection, residual add + rmsnorm, gate/up projections, silu_mul, down
-projection), the final norm, the tied LM head and argmax.
+projection), the final norm, the tied LM head and argmax. The residual stream is f32 (the
+projections and the normed activations that feed the matmuls are bf16): a bf16 residual put
+the logits of Llama-3.2-1B at 2.07e-2 relative L2 from a float32 PyTorch model, over the 2e-2
+bf16 tolerance.
 
 Param names are the Hugging Face tensor names with '.' written as '_' (etc-run binds
 `model_layers_0_self_attn_q_proj_weight` to the .safetensors entry
@@ -113,18 +116,20 @@ def generate(model, layers, vocab, command, page=None):
             lines.append(f"tensor k_pages_{l} : bf16[B * MAXP, PAGE, KW] output")
             lines.append(f"tensor v_pages_{l} : bf16[B * MAXP, PAGE, KW] output")
     lines += ["tensor ones : i32[B] temp",
-              "tensor res : bf16[B, H] temp   // the residual stream, updated in place",
+              "tensor emb : bf16[B, H] temp",
+              "tensor res : f32[B, H] temp   // the residual stream, in f32, updated in place",
               "tensor logits : bf16[B, V] output",
               "tensor next_token : i32[B] output",
               "",
               "graph @main {",
               "  ones = fill() { value = 1 }",
               "  lens = add(pos, ones)",
-              "  res = embedding(tokens, model_embed_tokens_weight)"]
+              "  emb = embedding(tokens, model_embed_tokens_weight)",
+              "  res = cast(emb)"]
     for l in range(layers):
         p = f"model_layers_{l}_"
         if l == 0:
-            lines.append(f"  h_0 = rmsnorm(res, {p}input_layernorm_weight) {{ eps = {eps} }}")
+            lines.append(f"  h_0 = rmsnorm(emb, {p}input_layernorm_weight) {{ eps = {eps} }}")
         q, k = f"q_{l}", f"k_{l}"
         lines += [f"  q_{l} = matmul(h_{l}, {p}self_attn_q_proj_weight) {{ transpose_b }}",
                   f"  k_{l} = matmul(h_{l}, {p}self_attn_k_proj_weight) {{ transpose_b }}",

@@ -404,14 +404,16 @@ bool inferRmsnorm(OpContext& ctx, std::vector<OperandType>& out) {
 
 bool inferAddRmsnorm(OpContext& ctx, std::vector<OperandType>& out) {
   Rule r(ctx, {"x", "residual", "weight"});
-  bool x_float = r.isFloatOperand(0);
-  if (x_float) r.sameDType(1, 0);
+  // The residual may be wider than x: a decode step keeps its residual stream in f32 while the
+  // projections it adds and the normed output that feeds the next matmul stay bf16.
+  r.isFloatOperand(0);
+  r.isFloatOperand(1);
   r.rankAtLeast(0, 1);
   r.sameShape(1, 0);
   checkNormWeight(r, 0, 2);
   r.nonNegativeFloat("eps");
   if (!r.ok) return false;
-  setOutputs(ctx, out, {r.in(0), r.in(0)});
+  setOutputs(ctx, out, {r.in(0), r.in(1)});
   return true;
 }
 
@@ -830,7 +832,8 @@ std::vector<OpInfo> buildOps() {
                    inferRmsnorm));
   ops.push_back(op("add_rmsnorm", 3, 3, 2, 2, {epsAttr()},
                    "add_rmsnorm(x [..., H], residual [..., H], weight [H]) {eps} -> "
-                   "(normed, residual_out): s = x + residual; (rmsnorm(s, weight), s)",
+                   "(normed, residual_out): s = x + residual; (rmsnorm(s, weight), s); normed has x's "
+                   "dtype, residual_out the residual's",
                    inferAddRmsnorm));
   ops.push_back(op("matmul", 2, 2, 1, 1,
                    {optional("transpose_b", boolV(false), "b is [N, K] instead of [K, N]"),

@@ -9,6 +9,7 @@
 
 #include "compiler/frontend/frontend.h"
 #include "compiler/interp/interpreter.h"
+#include "compiler/interp/view.h"
 
 namespace etc::interp {
 namespace {
@@ -224,6 +225,22 @@ TEST(InterpOps, AddRmsnormNormalisesTheRoundedSumInPlace) {
   EXPECT_RUNS(k);
   EXPECT_EQ(k.f("res"), (Doubles{1, 1}));
   EXPECT_EQ(k.f("y"), (Doubles{1, 3}));
+}
+
+TEST(InterpOps, AddRmsnormKeepsAnF32ResidualUnrounded) {
+  TensorMap in;
+  in["x"] = makeTensor(F::BF16, {1, 2}, {1, 1});
+  in["res"] = makeTensor(F::F32, {1, 2}, {kTie, 0});
+  in["w"] = makeTensor(F::F32, {2}, {1, 1});
+  // The same sum as above, but the residual stream is f32: s = [1 + 2^-8, 1] stays as it is
+  // (a bf16 residual would drop the 2^-8), and the normed bf16 row comes from the exact sum.
+  OneTask k("tensor x : bf16[1, 2] input\ntensor w : f32[2] param\ntensor res : f32[1, 2] output\n"
+            "tensor y : bf16[1, 2] output",
+            "add_rmsnorm(x[0, :], res[0, :], w) { eps = 0.0 } -> y[0, :], res[0, :]", in);
+  EXPECT_RUNS(k);
+  EXPECT_EQ(k.f("res"), (Doubles{1 + kTie, 1}));
+  const double r = std::sqrt(((1 + kTie) * (1 + kTie) + 1) / 2);
+  EXPECT_EQ(k.f("y"), (Doubles{etc::interp::roundTo(F::BF16, (1 + kTie) / r), etc::interp::roundTo(F::BF16, 1 / r)}));
 }
 
 TEST(InterpOps, RopeRotateHalf) {

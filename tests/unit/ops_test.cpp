@@ -493,9 +493,13 @@ TEST_F(OpsTest, AddRmsnorm) {
                "bf16[T, H], bf16[T, H]");
   EXPECT_TYPES((Call{"add_rmsnorm", {ty(F32, {H}), ty(F32, {H}), ty(BF16, {H})}, {}, 2}),
                "f32[H], f32[H]");
+  // A wider residual (an f32 residual stream beside bf16 activations) keeps its dtype.
+  EXPECT_TYPES((Call{"add_rmsnorm", {ty(BF16, {T, H}), ty(F32, {T, H}), ty(BF16, {H})}, {}, 2}),
+               "bf16[T, H], f32[T, H]");
+  EXPECT_ERRORS((Call{"add_rmsnorm", {ty(BF16, {T, H}), ty(I32, {T, H}), ty(BF16, {H})}, {}, 2}),
+                "[1] operand 1 (residual) must have a float dtype (f32, f16 or bf16); got i32");
   EXPECT_ERRORS((Call{"add_rmsnorm", {ty(BF16, {T, H}), ty(F32, {T, 1024}), ty(BF16, {1024})},
                       {{"eps", aFloat(1e-5)}}, 2}),
-                "[1] operand 1 (residual) has dtype f32; expected bf16 to match operand 0 (x)\n"
                 "[1] operand 1 (residual) has extent 1024 in dimension 1; expected H to match "
                 "dimension 1 of operand 0 (x)\n"
                 "[2] operand 2 (weight) has extent 1024 in dimension 0; expected H to match "
