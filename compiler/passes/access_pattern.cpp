@@ -89,4 +89,14 @@ std::optional<std::vector<DimAccess>> matchAccess(const Module& m, const Slice& 
   return out;
 }
 
+std::vector<SliceAccess> taskAccesses(const Task& t) {
+  std::vector<SliceAccess> out;
+  for (const TaskStmt& st : t.body)
+    if (const auto* c = std::get_if<CallStmt>(&st)) {
+      for (const Slice& s : c->call.args) out.push_back({&s, false});
+      for (const Slice& s : c->dests) out.push_back({&s, true});
+    }
+  return out;
+}
+
 }  // namespace etc

@@ -23,4 +23,12 @@ struct DimAccess {
 // form (data-dependent, diagonal, overlapping tiles...).
 std::optional<std::vector<DimAccess>> matchAccess(const ir::Module& m, const ir::Slice& s);
 
+// One operand slice of a task's calls: an argument (read) or a destination (written).
+struct SliceAccess {
+  const ir::Slice* slice;
+  bool write;
+};
+// Every operand slice of t's calls, in statement order (pointers into t).
+std::vector<SliceAccess> taskAccesses(const ir::Task& t);
+
 }  // namespace etc

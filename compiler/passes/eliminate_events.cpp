@@ -32,6 +32,7 @@
 #include <set>
 
 #include "compiler/ir/prover.h"
+#include "compiler/passes/module_rebuild.h"
 #include "compiler/passes/passes.h"
 
 namespace etc {
@@ -529,39 +530,7 @@ class Eliminator {
       m_.tasks[t].body = std::move(body);
     }
     if (std::find(drop.begin(), drop.end(), true) == drop.end()) return self;
-    return withoutEvents(drop);
-  }
-
-  // The module again without the dropped events (the name index lives inside Module, so it is
-  // rebuilt through the add* functions; the declaration order is then carried over).
-  ModulePtr withoutEvents(const std::vector<bool>& drop) {
-    std::vector<uint32_t> remap(m_.events.size(), 0);
-    auto out = std::make_unique<Module>();
-    out->name = m_.name;
-    out->range = m_.range;
-    for (Sym& s : m_.syms) out->addSym(std::move(s));
-    for (Const& c : m_.consts) out->addConst(std::move(c));
-    for (Tensor& t : m_.tensors) out->addTensor(std::move(t));
-    for (uint32_t e = 0; e < m_.events.size(); ++e)
-      if (!drop[e]) remap[e] = out->addEvent(std::move(m_.events[e]));
-    for (Task& t : m_.tasks) {
-      for (TaskStmt& st : t.body) {
-        if (auto* w = std::get_if<WaitStmt>(&st)) w->event.target = remap[w->event.target];
-        if (auto* n = std::get_if<NotifyStmt>(&st)) n->event.target = remap[n->event.target];
-      }
-      out->addTask(std::move(t));
-    }
-    for (Graph& g : m_.graphs) out->addGraph(std::move(g));
-    out->kernels = std::move(m_.kernels);
-    out->order.clear();
-    for (Module::DeclRef ref : m_.order) {
-      if (ref.kind == Module::DeclKind::Event) {
-        if (drop[ref.index]) continue;
-        ref.index = remap[ref.index];
-      }
-      out->order.push_back(ref);
-    }
-    return out;
+    return moduleWithout(m_, drop, {});
   }
 
   Module& m_;

@@ -44,20 +44,9 @@ class Inference {
   }
 
  private:
-  struct Access {
-    const Slice* slice;
-    bool write;
-  };
+  using Access = SliceAccess;
 
-  std::vector<Access> accesses(const Task& t) const {
-    std::vector<Access> out;
-    for (const TaskStmt& st : t.body)
-      if (const auto* c = std::get_if<CallStmt>(&st)) {
-        for (const Slice& s : c->call.args) out.push_back({&s, false});
-        for (const Slice& s : c->dests) out.push_back({&s, true});
-      }
-    return out;
-  }
+  static std::vector<Access> accesses(const Task& t) { return taskAccesses(t); }
 
   // C already waits on an event that P notifies: the source orders the pair itself.
   bool orderedByHand(const Task& p, const Task& c) const {

@@ -27,6 +27,7 @@
 
 #include "compiler/ir/expr.h"
 #include "compiler/passes/access_pattern.h"
+#include "compiler/passes/module_rebuild.h"
 #include "compiler/passes/passes.h"
 #include "compiler/passes/tiling.h"
 
@@ -50,14 +51,11 @@ class Merger {
       while (inlineOneReduce(g)) changed = true;
       while (mergeOnePair(g)) changed = true;
     }
-    return changed ? withoutDropped() : std::move(self);
+    return changed ? moduleWithout(m_, {}, dropped_) : std::move(self);
   }
 
  private:
-  struct Access {
-    const Slice* slice;
-    bool write;
-  };
+  using Access = SliceAccess;
 
   void countRuns() {
     runs_.assign(m_.tasks.size(), 0);
@@ -90,15 +88,7 @@ class Merger {
     return false;
   }
 
-  static std::vector<Access> accesses(const Task& t) {
-    std::vector<Access> out;
-    for (const TaskStmt& st : t.body)
-      if (const auto* c = std::get_if<CallStmt>(&st)) {
-        for (const Slice& s : c->call.args) out.push_back({&s, false});
-        for (const Slice& s : c->dests) out.push_back({&s, true});
-      }
-    return out;
-  }
+  static std::vector<Access> accesses(const Task& t) { return taskAccesses(t); }
 
   static bool conflict(const Task& a, const Task& b) {
     for (const Access& x : accesses(a))
@@ -341,36 +331,6 @@ class Merger {
                                 return r && r->task == t;
                               }),
                body.end());
-  }
-
-  // The module again without the dropped tasks (the name index lives inside Module, so it is
-  // rebuilt through the add* functions; the declaration order is then carried over).
-  ModulePtr withoutDropped() {
-    std::vector<uint32_t> remap(m_.tasks.size(), 0);
-    auto out = std::make_unique<Module>();
-    out->name = m_.name;
-    out->range = m_.range;
-    for (Sym& s : m_.syms) out->addSym(std::move(s));
-    for (Const& c : m_.consts) out->addConst(std::move(c));
-    for (Tensor& t : m_.tensors) out->addTensor(std::move(t));
-    for (Event& e : m_.events) out->addEvent(std::move(e));
-    for (uint32_t t = 0; t < m_.tasks.size(); ++t)
-      if (!dropped_[t]) remap[t] = out->addTask(std::move(m_.tasks[t]));
-    for (Graph& g : m_.graphs) {
-      for (GraphStmt& st : g.body)
-        if (auto* r = std::get_if<RunStmt>(&st)) r->task = remap[r->task];
-      out->addGraph(std::move(g));
-    }
-    out->kernels = std::move(m_.kernels);
-    out->order.clear();
-    for (Module::DeclRef ref : m_.order) {
-      if (ref.kind == Module::DeclKind::Task) {
-        if (dropped_[ref.index]) continue;
-        ref.index = remap[ref.index];
-      }
-      out->order.push_back(ref);
-    }
-    return out;
   }
 
   Module& m_;
