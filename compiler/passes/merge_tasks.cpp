@@ -20,10 +20,10 @@
 //
 // A merged task runs its calls one after the other; the back end puts a CTA barrier between
 // calls, so the second reads the first's global writes.
-#include <map>
-#include <set>
 #include <algorithm>
 #include <limits>
+#include <set>
+#include <string>
 
 #include "compiler/ir/expr.h"
 #include "compiler/passes/access_pattern.h"
@@ -46,10 +46,16 @@ class Merger {
 
   ModulePtr run(ModulePtr self) {
     countRuns();
+    for (uint32_t t = 0; t < m_.tasks.size(); ++t) {
+      refreshIo(t);
+      std::string key;
+      for (const Expr& e : m_.tasks[t].grid) key += toString(inlineConsts(e)) + ";";
+      grid_key_.push_back(std::move(key));
+    }
     bool changed = false;
     for (uint32_t g = 0; g < m_.graphs.size(); ++g) {
       while (inlineOneReduce(g)) changed = true;
-      while (mergeOnePair(g)) changed = true;
+      while (mergePass(g)) changed = true;
     }
     return changed ? moduleWithout(m_, {}, dropped_) : std::move(self);
   }
@@ -90,24 +96,31 @@ class Merger {
 
   static std::vector<Access> accesses(const Task& t) { return taskAccesses(t); }
 
-  static bool conflict(const Task& a, const Task& b) {
-    for (const Access& x : accesses(a))
-      for (const Access& y : accesses(b))
-        if (x.slice->target == y.slice->target && (x.write || y.write)) return true;
+  // The tensors task t reads and writes (kept up to date as calls move between tasks: the
+  // pass looks at every pair of a graph's grids, so conflicts are set lookups).
+  void refreshIo(uint32_t t) {
+    if (reads_.size() <= t) reads_.resize(t + 1), writes_.resize(t + 1);
+    reads_[t].clear();
+    writes_[t].clear();
+    for (const Access& a : accesses(m_.tasks[t])) (a.write ? writes_ : reads_)[t].insert(a.slice->target);
+  }
+
+  static bool meets(const std::set<uint32_t>& a, const std::set<uint32_t>& b) {
+    for (uint32_t x : a)
+      if (b.count(x)) return true;
     return false;
+  }
+
+  // Some tensor that one of the two tasks writes is accessed by the other.
+  bool conflict(uint32_t a, uint32_t b) const {
+    return meets(writes_[a], reads_[b]) || meets(writes_[a], writes_[b]) || meets(reads_[a], writes_[b]);
   }
 
   // Tasks in the module (other than `except`) that access tensor t.
   std::vector<uint32_t> users(uint32_t t, uint32_t except) const {
     std::vector<uint32_t> out;
-    for (uint32_t k = 0; k < m_.tasks.size(); ++k) {
-      if (k == except || dropped_[k]) continue;
-      for (const Access& a : accesses(m_.tasks[k]))
-        if (a.slice->target == t) {
-          out.push_back(k);
-          break;
-        }
-    }
+    for (uint32_t k = 0; k < m_.tasks.size(); ++k)
+      if (k != except && !dropped_[k] && (reads_[k].count(t) || writes_[k].count(t))) out.push_back(k);
     return out;
   }
 
@@ -161,7 +174,7 @@ class Merger {
       // Nothing from R to C (C included) may write R's input.
       bool clobbered = false;
       for (auto it = run.begin() + ri + 1; it != cpos + 1; ++it)
-        for (const Access& a : accesses(m_.tasks[*it])) clobbered |= a.write && a.slice->target == part;
+        clobbered |= writes_[*it].count(part) > 0;
       if (clobbered) continue;
 
       // C's slice of T, with R's reduced axis put back as a whole range.
@@ -187,6 +200,7 @@ class Merger {
       for (Slice* s : {&call.call.args[0], &call.dests[0]}) s->range = ct.range;
       call.range = call.call.range = ct.range;
       ct.body.insert(ct.body.begin(), std::move(call));
+      refreshIo(c);
       drop(g, r);
       return true;
     }
@@ -235,31 +249,31 @@ class Merger {
 
   // ---- rule 2 -------------------------------------------------------------------------------
 
-  bool mergeOnePair(uint32_t g) {
+  // One pass over the graph's grids in order; a grid merged away leaves its place to the next.
+  // The caller repeats passes until one changes nothing (a merge can make room for another).
+  bool mergePass(uint32_t g) {
     std::vector<uint32_t> run = order(g);
+    bool changed = false;
     for (size_t pi = 0; pi < run.size(); ++pi) {
       const uint32_t p = run[pi];
       if (!candidate(p) || hasOp(m_.tasks[p], "matmul")) continue;
       for (size_t ci = pi + 1; ci < run.size(); ++ci) {
         const uint32_t c = run[ci];
-        if (candidate(c) && !hasOp(m_.tasks[c], "matmul") && sameGrid(m_.tasks[p], m_.tasks[c]) &&
-            conflict(m_.tasks[p], m_.tasks[c]) && tileForTile(m_.tasks[p], m_.tasks[c])) {
+        if (grid_key_[p] == grid_key_[c] && conflict(p, c) && candidate(c) && !hasOp(m_.tasks[c], "matmul") &&
+            tileForTile(m_.tasks[p], m_.tasks[c])) {
           bool between = false;
-          for (size_t k = pi + 1; k < ci; ++k) between |= conflict(m_.tasks[p], m_.tasks[run[k]]);
+          for (size_t k = pi + 1; k < ci && !between; ++k) between = conflict(p, run[k]);
           if (between) continue;
           merge(g, p, c);
-          return true;
+          refreshIo(c);
+          run.erase(run.begin() + static_cast<long>(pi));
+          --pi;
+          changed = true;
+          break;
         }
       }
     }
-    return false;
-  }
-
-  bool sameGrid(const Task& a, const Task& b) const {
-    if (a.grid.size() != b.grid.size()) return false;
-    for (size_t k = 0; k < a.grid.size(); ++k)
-      if (!equal(inlineConsts(a.grid[k]), inlineConsts(b.grid[k]))) return false;
-    return true;
+    return changed;
   }
 
   // Every conflicting pair of accesses covers the same tile in task c of both grids, and the
@@ -335,6 +349,8 @@ class Merger {
 
   Module& m_;
   std::vector<bool> dropped_;
+  std::vector<std::set<uint32_t>> reads_, writes_;  // per task: tensors its calls read / write
+  std::vector<std::string> grid_key_;               // per task: its grid, printed (equal grids, equal keys)
   std::vector<int> runs_;  // per task: run statements in all graphs
 };
 
