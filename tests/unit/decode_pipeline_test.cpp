@@ -310,7 +310,10 @@ TEST(DecodePipeline, PagedAttentionPartsAreWholePages) {
 }
 
 std::string generated(const std::string& model, int layers, int vocab, const std::string& extra = "") {
-  const std::string out = ::testing::TempDir() + "/" + model + "_gen.etir";
+  // One file per test: ctest runs the tests of this binary in parallel processes, and two of
+  // them generating the same model into one path read each other's half-written or removed file.
+  const std::string out = ::testing::TempDir() + "/" + model + "_" +
+                          ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_gen.etir";
   const std::string cmd = "python3 " + std::string(ETC_SOURCE_DIR) + "/tools/gen_decode_sample.py " + model +
                           " --layers " + std::to_string(layers) + " --vocab " + std::to_string(vocab) + " " + extra +
                           " > " + out;
