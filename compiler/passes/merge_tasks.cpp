@@ -124,18 +124,21 @@ class Merger {
     return out;
   }
 
+  // The range `:` over a dimension of this extent.
+  static SliceDim wholeDim(const Expr& extent) {
+    SliceDim d;
+    d.is_range = true;
+    d.lo = intConst(0);
+    d.hi = extent;
+    d.lo_written = d.hi_written = false;
+    return d;
+  }
+
   // Every dimension of s written out: a dimension the subscript leaves off is the whole range.
   std::vector<SliceDim> explicitDims(const Slice& s) const {
     const Tensor& t = m_.tensors[s.target];
     std::vector<SliceDim> out = s.dims;
-    for (size_t k = out.size(); k < t.shape.size(); ++k) {
-      SliceDim d;
-      d.is_range = true;
-      d.lo = intConst(0);
-      d.hi = t.shape[k];
-      d.lo_written = d.hi_written = false;
-      out.push_back(d);
-    }
+    for (size_t k = out.size(); k < t.shape.size(); ++k) out.push_back(wholeDim(t.shape[k]));
     return out;
   }
 
@@ -179,14 +182,9 @@ class Merger {
 
       // C's slice of T, with R's reduced axis put back as a whole range.
       std::vector<SliceDim> dims = explicitDims(*read);
-      SliceDim whole;
-      whole.is_range = true;
-      whole.lo = intConst(0);
-      whole.hi = m_.tensors[part].shape[axis];
-      whole.lo_written = whole.hi_written = false;
       int64_t points_before = 0;
       for (int64_t k = 0; k < axis; ++k) points_before += dims[k].is_range ? 0 : 1;
-      dims.insert(dims.begin() + axis, whole);
+      dims.insert(dims.begin() + axis, wholeDim(m_.tensors[part].shape[axis]));
       if (elementBound(dims) > kInlineReduceElements) continue;
 
       CallStmt call = red;

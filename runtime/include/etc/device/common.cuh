@@ -22,6 +22,12 @@ __device__ __forceinline__ long long floormod(long long a, long long b) {
   return r < 0 ? r + b : r;
 }
 __device__ __forceinline__ long long cdiv(long long a, long long b) { return -floordiv(-a, b); }
+
+namespace detail {
+// Compile-time min and max (tile geometry, vector widths).
+__host__ __device__ constexpr int cmin(int a, int b) { return a < b ? a : b; }
+__host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }
+}  // namespace detail
 __device__ __forceinline__ long long imin(long long a, long long b) { return a < b ? a : b; }
 __device__ __forceinline__ long long imax(long long a, long long b) { return a > b ? a : b; }
 

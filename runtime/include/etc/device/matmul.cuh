@@ -21,8 +21,6 @@ namespace etc {
 namespace dev {
 namespace detail {
 
-__host__ __device__ constexpr int cmin(int a, int b) { return a < b ? a : b; }
-__host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }
 __host__ __device__ constexpr int largest_divisor_le(int n, int cap) {
   int d = cap < 1 ? 1 : cap;
   while (d > 1 && n % d != 0) --d;

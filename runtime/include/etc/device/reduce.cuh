@@ -154,11 +154,10 @@ __device__ void reduce_impl(const Ctx& ctx, const View<TX>& x, int axis, const V
 // With a residual (add_rmsnorm), the row is s = x + r first, rounded to ro's dtype and stored
 // in ro, and normalized from the rounded values. Each thread reads back only elements that it
 // wrote itself, so ro may be r (in place).
-__host__ __device__ constexpr unsigned cmax_size(unsigned a, unsigned b) { return a > b ? a : b; }
 template <class T>
-__host__ __device__ constexpr unsigned size_of_or_0() {
-  if constexpr (same_v<T, void>) return 0u;
-  else return (unsigned)sizeof(bare_t<T>);
+__host__ __device__ constexpr int size_of_or_0() {
+  if constexpr (same_v<T, void>) return 0;
+  else return (int)sizeof(bare_t<T>);
 }
 
 template <int V, bool Block, class TX, class TR, class TO, class TW, class TY>
@@ -306,8 +305,8 @@ __device__ __forceinline__ void rmsnorm_impl(const Ctx& ctx, const View<TX>& x, 
   if (H > 0 && lead_rows > 0 && width % H == 0) {
     const NormRows n{lead_rows * (width / H), width / H, H};
     // Elements per access: 16 bytes of the widest operand (a residual may be wider than x).
-    constexpr unsigned kWidest = cmax_size(cmax_size(sizeof(X), sizeof(W)),
-                                           cmax_size(sizeof(TY), cmax_size(size_of_or_0<TR>(), size_of_or_0<TO>())));
+    constexpr int kWidest = cmax(cmax((int)sizeof(X), (int)sizeof(W)),
+                                 cmax((int)sizeof(TY), cmax(size_of_or_0<TR>(), size_of_or_0<TO>())));
     constexpr int V = 16 / kWidest;
     bool vec = rows_vectorizable(x, V, H) && rows_vectorizable(y, V, H) && w.stride[0] == 1 &&
                aligned_to(w.ptr, V * sizeof(W));
