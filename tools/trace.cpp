@@ -90,7 +90,13 @@ std::string chromeTraceJson(const TraceInput& in) {
                       {"cat", opsOf(in, r.task)},
                       {"ts", us(r.start_ns - t0)},
                       {"dur", us(r.end_ns >= r.start_ns ? r.end_ns - r.start_ns : 0)},
-                      {"args", {{"op", opsOf(in, r.task)}, {"coords", coords}, {"wait_us", us(r.wait_ns)}, {"sm", r.sm}}}});
+                      {"args",
+                       {{"op", opsOf(in, r.task)},
+                        {"coords", coords},
+                        {"wait_us", us(r.wait_ns)},
+                        {"ops_begin_us", us(r.ops_begin_ns)},
+                        {"ops_us", us(r.ops_ns)},
+                        {"sm", r.sm}}}});
   }
   json out = {{"traceEvents", events},
               {"displayTimeUnit", "ns"},

@@ -7,7 +7,9 @@ One line per task grid, in order of its first start: how many runs, when the fir
 and the last one ended (us from the launch's first task), the median time a run spent waiting
 on events and working (its time minus the wait), and the span from the previous grid's last end
 to this grid's last end: on a chain of dependent grids (a decode layer) these spans add up to
-the launch, so the largest ones are the critical path's cost.
+the launch, so the largest ones are the critical path's cost. The work splits into three medians:
+before the ops (weight prefetch, the wait's first check, the start of the task), the ops, and
+after them (the notifies and the end of the task).
 """
 import argparse
 import json
@@ -20,17 +22,29 @@ def work(e):
     return e["dur"] - e["args"].get("wait_us", 0.0)
 
 
+def phases(e):
+    """(before the ops less the wait, the ops, after the ops) of a run, in us."""
+    a = e["args"]
+    dur, wait = e["dur"], a.get("wait_us", 0.0)
+    begin = a.get("ops_begin_us", wait)
+    ops = a.get("ops_us", dur - begin)
+    return max(0.0, begin - wait), ops, max(0.0, dur - begin - ops)
+
+
 def stages(events):
     by = {}
     for e in events:
         if e.get("ph") != "X":
             continue
-        s = by.setdefault(e["name"], {"n": 0, "first": float("inf"), "end": 0.0, "wait": [], "work": [], "op": e["args"]["op"]})
+        s = by.setdefault(e["name"], {"n": 0, "first": float("inf"), "end": 0.0, "wait": [], "work": [], "pre": [], "ops": [], "post": [],
+                                        "op": e["args"]["op"]})
         s["n"] += 1
         s["first"] = min(s["first"], e["ts"])
         s["end"] = max(s["end"], e["ts"] + e["dur"])
         s["wait"].append(e["args"].get("wait_us", 0.0))
         s["work"].append(work(e))
+        for k, v in zip(("pre", "ops", "post"), phases(e)):
+            s[k].append(v)
     return sorted(by.items(), key=lambda kv: kv[1]["first"])
 
 
@@ -65,13 +79,16 @@ def main():
         sys.exit(f"{a.trace}: no task runs")
     t0 = rows[0][1]["first"]
     prev_end = t0
-    print(f"{'task':28} {'op':18} {'runs':>5} {'first':>9} {'last end':>9} {'wait med':>9} {'work med':>9} {'span':>8}")
+    print(f"{'task':28} {'op':18} {'runs':>5} {'first':>9} {'last end':>9} {'wait med':>9} {'work med':>9} "
+          f"{'pre':>6} {'ops':>6} {'post':>6} {'span':>8}")
     spans = []
     for name, s in rows:
         span = max(0.0, s["end"] - prev_end)
         spans.append((span, name))
         print(f"{name:28} {s['op'][:18]:18} {s['n']:5d} {s['first'] - t0:9.1f} {s['end'] - t0:9.1f} "
-              f"{statistics.median(s['wait']):9.2f} {statistics.median(s['work']):9.2f} {span:8.1f}")
+              f"{statistics.median(s['wait']):9.2f} {statistics.median(s['work']):9.2f} "
+              f"{statistics.median(s['pre']):6.2f} {statistics.median(s['ops']):6.2f} {statistics.median(s['post']):6.2f} "
+              f"{span:8.1f}")
         prev_end = max(prev_end, s["end"])
     print(f"launch: {prev_end - t0:.1f} us")
     if a.cold:

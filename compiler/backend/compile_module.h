@@ -15,7 +15,7 @@ namespace etc::backend {
 // The CUDA translation unit for the module, with its descriptor (listing `targets`) embedded.
 // profile (etcc --profile): the megakernels record a timeline (docs/runtime.md, "Traces").
 bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::string& cuda, DiagnosticEngine& diags,
-                  bool profile = false, bool weight_prefetch = true);
+                  bool profile = false, bool weight_prefetch = true, const std::vector<std::string>& defines = {});
 
 // Compiles `cuda` for every target; on failure reports each failing target with its log. On
 // success `logs`, when given, receives each image's NVRTC / nvJitLink log (ptxas's verbose

@@ -17,8 +17,10 @@ struct ProfileLayout;
 // Returns false after reporting (e.g. an op that has no device kernel). With `profile`, every
 // task run of a megakernel writes a timeline record (etc/device/profile.cuh); without, the
 // code has no trace of profiling. weight_prefetch: static-schedule matmul tasks load their
-// weights before their waits (docs/backend.md, "Weight prefetch").
+// weights before their waits (docs/backend.md, "Weight prefetch"). defines: NAME=VALUE macros
+// put before the device headers (etcc --device-define: the headers' tuning knobs).
 bool emitCuda(const ir::Module& m, std::string_view descriptor, std::string& out, DiagnosticEngine& diags,
-              const ProfileLayout* profile = nullptr, bool weight_prefetch = true);
+              const ProfileLayout* profile = nullptr, bool weight_prefetch = true,
+              const std::vector<std::string>& defines = {});
 
 }  // namespace etc::backend

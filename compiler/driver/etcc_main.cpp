@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <regex>
 #include <sstream>
 
 #include "compiler/backend/compile_module.h"
@@ -47,6 +48,7 @@ struct Options {
   bool dep_phony = false;                // -MP
   bool profile = false;                  // --profile
   bool no_weight_prefetch = false;       // --no-weight-prefetch
+  std::vector<std::string> device_defines;  // --device-define NAME=VALUE
   bool no_merge_tasks = false;           // --no-merge-tasks
 };
 
@@ -151,7 +153,8 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   }
   std::string cuda;
   auto emit_start = std::chrono::steady_clock::now();
-  if (!etc::backend::generateCuda(m, targets, cuda, diags, opt.profile, !opt.no_weight_prefetch)) return false;
+  if (!etc::backend::generateCuda(m, targets, cuda, diags, opt.profile, !opt.no_weight_prefetch, opt.device_defines))
+    return false;
   if (opt.verbose)
     std::cerr << fmt::format("etcc: emit CUDA ({} bytes): {:.3f} ms\n", cuda.size(), msSince(emit_start));
   if (emit == "cuda") {
@@ -339,6 +342,13 @@ int main(int argc, char** argv) {
   app.add_flag("--no-weight-prefetch", opt.no_weight_prefetch,
                "do not load a matmul's weights before its task's event waits (static schedule): for measuring what "
                "the prefetch gains");
+  app.add_option("--device-define", opt.device_defines,
+                 "NAME=VALUE: define a tuning knob of the device headers (ETC_ and capitals, digits, '_'; VALUE "
+                 "an integer), before they are included (repeatable; docs/backend.md lists the knobs)")
+      ->check([](const std::string& d) -> std::string {
+        static const std::regex form("ETC_[A-Z0-9_]+=-?[0-9]+");
+        return std::regex_match(d, form) ? "" : "expects ETC_NAME=INTEGER, got '" + d + "'";
+      });
   app.add_flag("--no-merge-tasks", opt.no_merge_tasks,
                "keep every task grid that lower-ops made (skip the merge-tasks pass): for measuring what the merges "
                "gain");

@@ -248,14 +248,16 @@ class Module:
 
     def read_profile(self, stream=None):
         """The last megakernel launch's task records (synchronises the stream), as dicts with
-        start_ns, end_ns, wait_ns, sm, cta, task (index into the descriptor's tasks), coords."""
+        start_ns, end_ns, wait_ns, sm, cta, task (index into the descriptor's tasks), coords, ops_begin_ns
+        and ops_ns (when its ops began, relative to start_ns, and how long they took)."""
         cap = self.profile_capacity
         records = (_capi.ProfileRecord * max(1, cap))()
         written = ctypes.c_size_t()
         _check(lib.etc_module_read_profile(self._h, _stream_handle(stream, self._device), records, cap,
                                            ctypes.byref(written)))
         return [{"start_ns": r.start_ns, "end_ns": r.end_ns, "wait_ns": r.wait_ns, "sm": r.sm, "cta": r.cta,
-                 "task": r.task, "coords": tuple(r.coords)} for r in records[:min(written.value, cap)]]
+                 "task": r.task, "coords": tuple(r.coords), "ops_begin_ns": r.ops_begin_ns, "ops_ns": r.ops_ns}
+                for r in records[:min(written.value, cap)]]
 
     def check_error(self, stream=None):
         """Synchronises the stream and raises EtcError if the last launch's kernel reported an error."""

@@ -36,10 +36,11 @@ class ProfileRecord(ctypes.Structure):
     """etc/abi.h EtcProfileRecord (etcc --profile)."""
     _fields_ = [("start_ns", ctypes.c_uint64), ("end_ns", ctypes.c_uint64), ("wait_ns", ctypes.c_uint32),
                 ("sm", ctypes.c_uint32), ("cta", ctypes.c_uint32), ("task", ctypes.c_int32),
-                ("coords", ctypes.c_int32 * MAX_SHAPE_RANK)]
+                ("coords", ctypes.c_int32 * MAX_SHAPE_RANK), ("ops_begin_ns", ctypes.c_uint32),
+                ("ops_ns", ctypes.c_uint32)]
 
 
-assert ctypes.sizeof(ProfileRecord) == 48
+assert ctypes.sizeof(ProfileRecord) == 56
 
 
 def _candidates():

@@ -81,6 +81,14 @@ run prefetch 0 --emit=cuda samples/mlp.etir && stdout_has prefetch "etc::dev::ma
     fail "prefetch: @silu_mul_act prefetches"; else pass; fi
 run no-prefetch 0 --emit=cuda --no-weight-prefetch samples/mlp.etir &&
   if grep -q matmul_prefetch "$tmp/out"; then fail "no-prefetch: the CUDA still prefetches"; else pass; fi
+# --device-define: a knob before the device headers; anything but ETC_NAME=INTEGER is refused.
+run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-define=ETC_MM_MAX_STAGES=8 samples/mlp.etir &&
+  if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then
+    fail "device-define: the defines do not come first"; head -5 "$tmp/out"; else pass; fi
+run device-define-bad 1 --emit=cuda --device-define 'ETC_X=1;int y' samples/mlp.etir &&
+  stderr_has device-define-bad "expects ETC_NAME=INTEGER, got 'ETC_X=1;int y'"
+run device-define-name 1 --device-define CUDA_ARCH=1 samples/mlp.etir -o "$tmp/dd.fatbin"
+[ -e "$tmp/dd.fatbin" ] && fail "device-define: an output was left behind" || pass
 LIMIT=300 run dynamic-fatbin 0 --schedule=dynamic samples/mlp.etir -arch sm_90a -o "$tmp/dyn.fatbin"
 # verify-schedule rejects a cycle; --no-verify-schedule lets it through (for watchdog tests).
 run cycle-rejected 1 tests/gpu/hang/cycle.etir --emit=tasks && stderr_has cycle-rejected "wait on each other in a cycle: @first -> @second -> @first"

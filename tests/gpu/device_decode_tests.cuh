@@ -6,12 +6,14 @@
 
 // ---- kernels ----------------------------------------------------------------------------------
 
+// Launched with up to 512 threads: without the bound ptxas may give a thread more registers
+// than a 512-thread block can have, and the launch fails.
 template <class T, class TW>
-__global__ void k_rms_heads(View<const T> x, View<const TW> w, float eps, View<T> y) {
+__global__ void __launch_bounds__(512) k_rms_heads(View<const T> x, View<const TW> w, float eps, View<T> y) {
   SMEM_DECL; Ctx c{smem_, kSmemSmall}; rmsnorm(c, x, w, eps, y);
 }
 template <class T, class TW>
-__global__ void k_add_rms(View<const T> x, View<const T> r, View<const TW> w, float eps, View<T> y, View<T> ro) {
+__global__ void __launch_bounds__(512) k_add_rms(View<const T> x, View<const T> r, View<const TW> w, float eps, View<T> y, View<T> ro) {
   SMEM_DECL; Ctx c{smem_, kSmemSmall}; add_rmsnorm(c, x, r, w, eps, y, ro);
 }
 template <class T>
@@ -80,8 +82,9 @@ __global__ void __launch_bounds__(256, 1) k_attn_parts(View<const T> q, View<con
   attention_decode<D, G>(c, qt, kt, vt, pv.lens, pv.o, pv.lse, scale);
 }
 template <int D, class TO>
-__global__ void k_attn_merge(View<const float> o_parts, View<const float> lse_parts, View<TO> o, View<float> lse, int g_heads) {
-  SMEM_DECL; Ctx c{smem_, kSmemSmall};
+__global__ void k_attn_merge(View<const float> o_parts, View<const float> lse_parts, View<TO> o, View<float> lse, int g_heads,
+                             unsigned smem_bytes = kSmemSmall) {
+  SMEM_DECL; Ctx c{smem_, smem_bytes};
   const long long g = blockIdx.x;
   View<const float> op = o_parts, lp = lse_parts;
   op.ptr += g * g_heads * D;
@@ -179,6 +182,7 @@ static void t_norm_heads(const char* what, long long rows, long long heads, long
                                                  dv<T>(y, xv), in_place ? dv<T>(r, xv) : dv<T>(ro, xv));
   else
     k_rms_heads<T, TW><<<1, threads, kSmemSmall>>>(dv<const T>(x, xv), dv<const TW>(w, wv), eps, dv<T>(y, xv));
+  CK(cudaGetLastError());  // a launch that could not start
   CK(cudaDeviceSynchronize());
   y.down();
   r.down();
@@ -584,9 +588,10 @@ static void t_attention_paged(const char* what, long long hk, long long page, lo
 }
 
 // attention_merge alone: random partials with -inf parts (whose o is NaN: it must not leak)
-// and a head whose parts are all -inf (o = 0, lse = -inf).
+// and a head whose parts are all -inf (o = 0, lse = -inf). smem_bytes: what the op may use
+// (too little for the weights of every part and head: the path without shared memory).
 template <int D>
-static void t_merge(long long parts, long long heads, int dead) {
+static void t_merge(long long parts, long long heads, int dead, unsigned smem_bytes = kSmemSmall) {
   Buf<float> op(parts * heads * D), lp(parts * heads), lse(heads), o(heads * D);
   op.random(-1, 1);
   lp.random(-3, 3);
@@ -606,7 +611,7 @@ static void t_merge(long long parts, long long heads, int dead) {
   k_attn_merge<D, float><<<1, 256, kSmemSmall>>>(dv<const float>(op, hv(0, {parts, heads * D}, {heads * D, 1})),
                                                  dv<const float>(lp, hv(0, {parts, heads}, {heads, 1})),
                                                  dv<float>(o, hv(0, {heads * D}, {1})), dv<float>(lse, hv(0, {heads}, {1})),
-                                                 (int)heads);
+                                                 (int)heads, smem_bytes);
   CK(cudaDeviceSynchronize());
   o.down();
   lse.down();
@@ -632,7 +637,8 @@ static void t_merge(long long parts, long long heads, int dead) {
     }
   }
   report(err < 1e-3, "attention_merge_P" + std::to_string(parts) + "_H" + std::to_string(heads) + "_D" +
-                         std::to_string(D) + "_dead" + std::to_string(dead),
+                         std::to_string(D) + "_dead" + std::to_string(dead) +
+                         (parts * heads * sizeof(float) <= smem_bytes ? "_smem" : "_nosmem"),
          err);
 }
 
@@ -708,5 +714,7 @@ static void run_decode_tests() {
   t_attention_paged<96, 3, float, float>("scalar_d96", 1, 8, 40, 41, 300, 128, 96, 0);
 
   t_merge<64>(17, 4, 3);
+  t_merge<64>(17, 4, 3, 0);
+  t_merge<64>(70, 4, 5);  // 280 weights: more than kSmemSmall holds
   t_merge<128>(2, 2, 1);
 }

@@ -202,7 +202,7 @@ template <bool MAX, class TX, class TY> __global__ void k_red(View<const TX> x, 
   else reduce_sum(c, x, axis, y);
 }
 template <class TX, class TW, class TY>
-__global__ void k_rms(View<const TX> x, View<const TW> w, float eps, View<TY> y) {
+__global__ void __launch_bounds__(512) k_rms(View<const TX> x, View<const TW> w, float eps, View<TY> y) {
   SMEM_DECL; Ctx c{smem_, kSmemSmall}; rmsnorm(c, x, w, eps, y);
 }
 // Launch bounds as the generated kernels have them (etcc: 256 threads, 1 CTA per SM), widened to
@@ -487,6 +487,7 @@ static void t_rms(const char* what, long long rows, long long H, long long row_p
   float eps = 1e-5f;
   k_rms<TX, TW, TY><<<1, threads, kSmemSmall>>>(dv<const TX>(x, xv), dv<const TW>(w, wv), eps,
                                                  dv<TY>(y, xv));
+  CK(cudaGetLastError());  // a launch that could not start (too many registers for the block)
   CK(cudaDeviceSynchronize());
   y.down();
   std::vector<double> ref(rows * H);
@@ -1033,6 +1034,11 @@ int main() {
   t_red<true, float, float>("axis0", {300, 40}, hv(0, {300, 33}, {40, 1}), 0);
   t_red<false, int, int>("wrap", {9, 1000}, hv(0, {9, 1000}, {1000, 1}), 1);
   t_red<true, long long, long long>("axis0", {50, 300}, hv(0, {50, 300}, {300, 1}), 0);
+  // A thread per output over several outputs and parts at a time: split-K partial sums, and
+  // ragged counts of both.
+  t_red<false, float, float>("axis0_splitk", {4, 2048}, hv(0, {4, 2048}, {2048, 1}), 0);
+  t_red<false, float, bf16>("axis0_ragged", {13, 3001}, hv(0, {13, 3001}, {3001, 1}), 0);
+  t_red<true, float, float>("axis0_ragged_nan", {19, 2999}, hv(0, {19, 2999}, {2999, 1}), 0, true);
 
   // rmsnorm: warp per row, block per row, vector and scalar paths, mixed dtypes.
   t_rms<bf16, bf16, bf16>("13x4096", 13, 4096, 4096, 0, 256);
@@ -1041,6 +1047,10 @@ int main() {
   t_rms<bf16, bf16, bf16>("3x999_unaligned", 3, 999, 1003, 1, 512);
   t_rms<f16, bf16, f16>("17x2056_pitch", 17, 2056, 2064, 8, 256);
   t_rms<bf16, bf16, float>("1x8192", 1, 8192, 8192, 0, 512);
+  // Rows that fit a thread's registers (at most 4 accesses each), by warps and by the CTA.
+  t_rms<bf16, bf16, bf16>("16x256_warp_regs", 16, 256, 256, 0, 256);
+  t_rms<bf16, bf16, bf16>("9x520_warp_regs", 9, 520, 520, 0, 256);
+  t_rms<bf16, bf16, bf16>("1x2056_block_regs", 1, 2056, 2056, 0, 256);
 
   // matmul: decode shapes, ragged M/N/K, unaligned starts and pitches, both b layouts.
   for (int t : kThreadsList) {

@@ -36,6 +36,13 @@ class TraceStages(unittest.TestCase):
         self.assertEqual((mm["n"], mm["first"], mm["end"]), (2, 1.0, 34.0))
         self.assertEqual(sorted(mm["work"]), [20.0, 24.0])
 
+    def test_work_splits_into_before_during_and_after_the_ops(self):
+        e = x(1, "matmul_y", "matmul", 1.0, 29.0, 9.0)
+        e["args"].update({"ops_begin_us": 11.0, "ops_us": 15.0})
+        self.assertEqual(ts.phases(e), (2.0, 15.0, 3.0))
+        # A trace without the op marks: everything after the wait counts as the ops.
+        self.assertEqual(ts.phases(x(1, "add_y", "add", 30.0, 10.0, 4.0)), (0.0, 6.0, 0.0))
+
     def test_cold_runs_are_each_sms_first_run_of_an_op(self):
         text = ts.cold_vs_warm(EVENTS)
         line = next(l for l in text.splitlines() if l.startswith("matmul"))

@@ -19,7 +19,7 @@ json profiled() {
   json ops = json::array();
   for (size_t t = 0; t < j["tasks"].size(); ++t) ops.push_back(json::array({"matmul"}));
   j["event_words"] = 20 + 2 + 3 * ETC_PROFILE_RECORD_WORDS;
-  j["profile"] = {{"offset", 20}, {"max_records", 3}, {"record_bytes", 48}, {"task_ops", ops}};
+  j["profile"] = {{"offset", 20}, {"max_records", 3}, {"record_bytes", sizeof(EtcProfileRecord)}, {"task_ops", ops}};
   return j;
 }
 
@@ -33,16 +33,16 @@ TEST(RuntimeProfile, ParsesWhereTheRecordsAre) {
   EXPECT_EQ(d.profile.max_records, 3);
   ASSERT_EQ(d.profile.task_ops.size(), d.tasks.size());
   EXPECT_EQ(d.profile.task_ops[0], std::vector<std::string>{"matmul"});
-  EXPECT_EQ(sizeof(EtcProfileRecord), 48u);
+  EXPECT_EQ(sizeof(EtcProfileRecord), 56u);
 }
 
 TEST(RuntimeProfile, RejectsRecordsOutsideTheCounterArea) {
   json j = profiled();
   j["profile"]["max_records"] = 4;
-  EXPECT_EQ(rejection(j), "descriptor: profile: the records (word 20, 4 records) do not fit in event_words 58");
+  EXPECT_EQ(rejection(j), "descriptor: profile: the records (word 20, 4 records) do not fit in event_words 64");
   j = profiled();
   j["profile"]["offset"] = 21;
-  EXPECT_EQ(rejection(j), "descriptor: profile: the records (word 21, 3 records) do not fit in event_words 58");
+  EXPECT_EQ(rejection(j), "descriptor: profile: the records (word 21, 3 records) do not fit in event_words 64");
   j = profiled();
   j["profile"]["max_records"] = INT64_MAX;  // no overflow on the way
   EXPECT_NE(rejection(j).find("do not fit"), std::string::npos);
@@ -51,7 +51,7 @@ TEST(RuntimeProfile, RejectsRecordsOutsideTheCounterArea) {
 TEST(RuntimeProfile, RejectsMalformedFields) {
   json j = profiled();
   j["profile"]["record_bytes"] = 32;
-  EXPECT_EQ(rejection(j), "descriptor: profile: record_bytes is not 48 (abi.h EtcProfileRecord)");
+  EXPECT_EQ(rejection(j), "descriptor: profile: record_bytes is not 56 (abi.h EtcProfileRecord)");
   j = profiled();
   j["profile"]["task_ops"].erase(0);
   EXPECT_EQ(rejection(j), "descriptor: profile: \"task_ops\" is not an array with one entry per task");

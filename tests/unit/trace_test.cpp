@@ -31,6 +31,8 @@ TraceInput sample() {
   in.task_ops = {{"matmul"}, {"reduce_sum", "add"}};
   in.records = {rec(1000, 5000, 0, 0, 0, 0, 0), rec(5000, 9000, 0, 0, 0, 1, 0, 500),
                 rec(1000, 3000, 1, 1, 0, 0, 1), rec(8000, 11000, 1, 3, 1, 0, 0, 2000)};
+  in.records[1].ops_begin_ns = 700;  // 500 of it spinning in waits
+  in.records[1].ops_ns = 3000;
   in.written = 4;
   return in;
 }
@@ -51,6 +53,8 @@ TEST(Trace, ChromeJsonHasOneTrackPerCtaAndOneSlicePerTaskRun) {
   EXPECT_DOUBLE_EQ(slices[1]["dur"].get<double>(), 4.0);
   EXPECT_EQ(slices[1]["args"]["coords"], nlohmann::json::parse("[1, 0, 0, 0]"));
   EXPECT_DOUBLE_EQ(slices[1]["args"]["wait_us"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(slices[1]["args"]["ops_begin_us"].get<double>(), 0.7);
+  EXPECT_DOUBLE_EQ(slices[1]["args"]["ops_us"].get<double>(), 3.0);
   EXPECT_EQ(slices[3]["name"], "final");
   EXPECT_EQ(slices[3]["args"]["op"], "reduce_sum, add");
   EXPECT_EQ(slices[3]["tid"], 3);

@@ -68,7 +68,9 @@ typedef struct EtcProfileRecord {
   unsigned int cta;                 /* blockIdx.x */
   int task;                         /* index into the descriptor's "tasks" */
   int coords[ETC_MAX_RANK];         /* the task's coordinates (unused entries 0) */
-} EtcProfileRecord;                 /* 48 bytes */
-#define ETC_PROFILE_RECORD_WORDS 12
+  unsigned int ops_begin_ns;        /* from start_ns to the task's first op (its waits done) */
+  unsigned int ops_ns;              /* from there to its first notify (or its end): its ops */
+} EtcProfileRecord;                 /* 56 bytes */
+#define ETC_PROFILE_RECORD_WORDS 14
 
 #endif /* ETC_ABI_H */

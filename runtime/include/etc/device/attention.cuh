@@ -316,20 +316,70 @@ __device__ void attention_decode(const Ctx& ctx, const View<TQ>& q, const View<T
   attention_decode<D, G>(ctx, q, kc, vc, lens, o, none, scale);
 }
 
+// Shared memory attention_merge asks for: the weights of up to 2048 (part, head) pairs.
+constexpr unsigned kAttnMergeSmem = 2048u * sizeof(float);
+
 // o = sum_p exp(lse_p - lse) o_p with lse = log(sum_p exp(lse_p)), for o_parts [P, W] and
 // lse_parts [P, W / head_dim]; parts with lse_p = -inf contribute nothing.
+//
+// The weights exp(lse_p - lse) go to shared memory first (one load of each lse), and every
+// output then loads its parts 16 at a time before adding any: in a decode step one CTA merges
+// a request's heads, and a loop of one load after another was some 50 round trips to L2.
+// Without room for the weights (a very long cache), each output computes them itself.
 template <class TP, class TL, class TO>
-__device__ void attention_merge(const Ctx&, const View<TP>& op, const View<TL>& lp, const View<TO>& o,
+__device__ void attention_merge(const Ctx& ctx, const View<TP>& op, const View<TL>& lp, const View<TO>& o,
                                 const View<float>& lse, int head_dim) {
   const long long parts = op.ext[0], width = op.ext[1], heads = lp.ext[1];
+  const float ninf = __int_as_float(0xff800000);
+  auto lse_at = [&](long long p, long long h) { return to_f32(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1])); };
+  if (parts * heads <= (long long)(ctx.smem_bytes / sizeof(float))) {
+    float* wts = reinterpret_cast<float*>(ctx.smem);  // [parts][heads]
+    for (long long i = threadIdx.x; i < parts * heads; i += blockDim.x) wts[i] = lse_at(i / heads, i % heads);
+    __syncthreads();
+    for (long long h = threadIdx.x; h < heads; h += blockDim.x) {
+      float mx = ninf;
+      for (long long p = 0; p < parts; ++p) mx = fmaxf(mx, wts[p * heads + h]);
+      float total = mx;
+      if (mx != ninf) {
+        float sum = 0.0f;
+        for (long long p = 0; p < parts; ++p) sum += expf(wts[p * heads + h] - mx);
+        total = mx + logf(sum);
+      }
+      for (long long p = 0; p < parts; ++p)
+        wts[p * heads + h] = mx != ninf ? expf(wts[p * heads + h] - total) : 0.0f;
+      if (lse.ptr) lse.ptr[h * lse.stride[0]] = total;
+    }
+    __syncthreads();
+    constexpr int PC = 16;
+    for (long long i = threadIdx.x; i < width; i += blockDim.x) {
+      const long long h = i / head_dim;
+      float acc = 0.0f;
+      for (long long p0 = 0; p0 < parts; p0 += PC) {
+        float v[PC];
+#pragma unroll
+        for (int q = 0; q < PC; ++q)
+          v[q] = p0 + q < parts && wts[(p0 + q) * heads + h] != 0.0f
+                     ? to_f32(ld(op.ptr + (p0 + q) * op.stride[0] + i * op.stride[1]))
+                     : 0.0f;
+#pragma unroll
+        for (int q = 0; q < PC; ++q) {  // in part order
+          const float w = p0 + q < parts ? wts[(p0 + q) * heads + h] : 0.0f;
+          if (w != 0.0f) acc += w * v[q];
+        }
+      }
+      o.ptr[i * o.stride[0]] = from_f32<TO>(acc);
+    }
+    __syncthreads();
+    return;
+  }
   for (long long i = threadIdx.x; i < width + heads; i += blockDim.x) {
     const long long h = i < width ? i / head_dim : i - width;
-    float mx = __int_as_float(0xff800000);
-    for (long long p = 0; p < parts; ++p) mx = fmaxf(mx, ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1]));
+    float mx = ninf;
+    for (long long p = 0; p < parts; ++p) mx = fmaxf(mx, lse_at(p, h));
     float total = mx;
-    if (mx != __int_as_float(0xff800000)) {
+    if (mx != ninf) {
       float sum = 0.0f;
-      for (long long p = 0; p < parts; ++p) sum += expf(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1]) - mx);
+      for (long long p = 0; p < parts; ++p) sum += expf(lse_at(p, h) - mx);
       total = mx + logf(sum);
     }
     if (i >= width) {
@@ -337,9 +387,9 @@ __device__ void attention_merge(const Ctx&, const View<TP>& op, const View<TL>& 
       continue;
     }
     float acc = 0.0f;
-    if (mx != __int_as_float(0xff800000))
+    if (mx != ninf)
       for (long long p = 0; p < parts; ++p) {
-        const float w = expf(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1]) - total);
+        const float w = expf(lse_at(p, h) - total);
         if (w != 0.0f) acc += w * to_f32(ld(op.ptr + p * op.stride[0] + i * op.stride[1]));
       }
     o.ptr[i * o.stride[0]] = from_f32<TO>(acc);

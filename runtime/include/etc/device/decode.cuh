@@ -149,22 +149,42 @@ __device__ __forceinline__ void rope_rows(const RopeParams& rp, const View<TX>& 
   int cached_r = -1, cached_j = -1;
   double freq = 0.0;
   float s = 0.0f, c = 1.0f;
-  for (int i = threadIdx.x; i < rows * pairs; i += blockDim.x) {
-    const int r = i / pairs, k = i - r * pairs, head = k / half, j = k - head * half;
-    if (j != cached_j) freq = rope_freq(rp, j);
-    if (r != cached_r || j != cached_j) {
-      const long long p = ld(pos.ptr + (pos.rank ? r * pos.stride[0] : 0));
-      // The angle reduced modulo 2 pi in double: positions up to millions keep f32 accuracy.
-      double angle = (double)p * freq;
-      angle -= two_pi * floor(angle / two_pi);
-      sincosf((float)angle, &s, &c);
-      cached_r = r;
-      cached_j = j;
+  // RB pairs per thread at a time, every load before any store: a row of q is a few pairs per
+  // thread, and one pair after another was a round trip to L2 each.
+  constexpr int RB = 4;
+  const int n = rows * pairs;
+  for (int i0 = threadIdx.x; i0 < n; i0 += blockDim.x * RB) {
+    float x0[RB], x1[RB], sv[RB], cv[RB];
+    long long ya[RB], yb[RB];
+#pragma unroll
+    for (int u = 0; u < RB; ++u) {
+      const int i = i0 + u * blockDim.x;
+      if (i >= n) continue;
+      const int r = i / pairs, k = i - r * pairs, head = k / half, j = k - head * half;
+      if (j != cached_j) freq = rope_freq(rp, j);
+      if (r != cached_r || j != cached_j) {
+        const long long p = ld(pos.ptr + (pos.rank ? r * pos.stride[0] : 0));
+        // The angle reduced modulo 2 pi in double: positions up to millions keep f32 accuracy.
+        double angle = (double)p * freq;
+        angle -= two_pi * floor(angle / two_pi);
+        sincosf((float)angle, &s, &c);
+        cached_r = r;
+        cached_j = j;
+      }
+      sv[u] = s;
+      cv[u] = c;
+      const long long a = (long long)head * rp.head_dim + j, b = a + half;
+      x0[u] = to_f32(ld(x.ptr + r * xr + a * xc));
+      x1[u] = to_f32(ld(x.ptr + r * xr + b * xc));
+      ya[u] = r * yr + a * yc;
+      yb[u] = r * yr + b * yc;
     }
-    const long long a = (long long)head * rp.head_dim + j, b = a + half;
-    const float x0 = to_f32(ld(x.ptr + r * xr + a * xc)), x1 = to_f32(ld(x.ptr + r * xr + b * xc));
-    y.ptr[r * yr + a * yc] = from_f32<TY>(x0 * c - x1 * s);
-    y.ptr[r * yr + b * yc] = from_f32<TY>(x1 * c + x0 * s);
+#pragma unroll
+    for (int u = 0; u < RB; ++u) {
+      if (i0 + u * (int)blockDim.x >= n) continue;
+      y.ptr[ya[u]] = from_f32<TY>(x0[u] * cv[u] - x1[u] * sv[u]);
+      y.ptr[yb[u]] = from_f32<TY>(x1[u] * cv[u] + x0[u] * sv[u]);
+    }
   }
 }
 

@@ -78,6 +78,25 @@ __device__ __forceinline__ void notify(const P& p, unsigned int* counter,
   for (unsigned i = threadIdx.x; i < n_elements; i += blockDim.x) red_release_gpu(counter + i, 1u);
 }
 
+// The static schedule's notifies of one task, after its ops: notify_fence() once (every
+// thread: a barrier, then warp 0 fences at gpu scope), then notify_add() per notify statement,
+// whose relaxed reductions warp 0 makes. The fence and each reduction of a lane are the PTX
+// release pattern (a fence, then a strong write in program order), and the barrier puts the
+// other warps' writes before the fence, so a waiter that acquires the counter sees them all.
+// One fence per task instead of one release per notify: a fence waits for the task's writes to
+// reach L2, which under a decode step's weight stream took about a microsecond each time.
+__device__ __forceinline__ void notify_fence() {
+  __syncthreads();
+  if (threadIdx.x < 32) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+// Adds `times` to each of counter[0 .. n_elements) (a statement notifying the same elements
+// `times` times over). Called by every thread, after notify_fence(); warp 0 adds.
+__device__ __forceinline__ void notify_add(unsigned int* counter, unsigned int n_elements, unsigned int times = 1) {
+  if (threadIdx.x >= 32) return;
+  for (unsigned i = threadIdx.x; i < n_elements; i += 32)
+    asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(counter + i), "r"(times) : "memory");
+}
+
 // notify() that also checks, from each add's old value, that no element goes past its initial
 // count (the same `initial` for every element of the range). Reports ETC_ERR_OVER_NOTIFY with
 // site (site.element = the element of counter[0]) and returns false in every thread if any

@@ -17,6 +17,13 @@
 
 #include "etc/device/common.cuh"
 
+#ifndef ETC_MM_RING_KIB
+#define ETC_MM_RING_KIB 96
+#endif
+#ifndef ETC_MM_MAX_STAGES
+#define ETC_MM_MAX_STAGES 4
+#endif
+
 namespace etc {
 namespace dev {
 namespace detail {
@@ -42,7 +49,9 @@ struct MmGeom {
   static constexpr unsigned STAGE_BYTES = (unsigned)(A_ELEMS + B_ELEMS) * sizeof(T);
   // About 96 KiB of ring, at most 4 stages: enough bytes in flight per SM to cover DRAM
   // latency. 192 KiB and 8 stages were slower on an LM-head-shaped product (H100: 346 -> 375 us).
-  static constexpr int STAGES = cmax(2, cmin(4, (int)((96u * 1024u) / STAGE_BYTES)));
+  // Knobs for measuring (etcc --device-define): ETC_MM_RING_KIB, ETC_MM_MAX_STAGES.
+  static constexpr int STAGES =
+      cmax(2, cmin(ETC_MM_MAX_STAGES, (int)((unsigned)ETC_MM_RING_KIB * 1024u / STAGE_BYTES)));
   static constexpr int C_PITCH = TN + 8;  // f32 partial-sum tile (16-bit inputs only)
   static constexpr unsigned RED_BYTES = sizeof(T) == 2 ? (unsigned)TMP * C_PITCH * 4u : 0u;
   static constexpr unsigned RING_BYTES = STAGES * STAGE_BYTES;

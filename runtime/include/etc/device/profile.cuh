@@ -22,12 +22,28 @@ __device__ __forceinline__ unsigned long long& wait_ns() {
   return acc;
 }
 
+// When the current task's ops began and ended (thread 0; 0 = not reached), as globaltimer
+// values: the task function marks them, the record stores them relative to the start.
+__device__ __forceinline__ unsigned long long* ops_marks() {
+  __shared__ unsigned long long marks[2];
+  return marks;
+}
+
+// Called by the task function before its first op and before its first notify after an op
+// (by all threads; thread 0 records). A mark already set is kept.
+__device__ __forceinline__ void mark(int which) {
+  if (threadIdx.x == 0 && ops_marks()[which] == 0) ops_marks()[which] = now_ns();
+}
+
 // Called by events.cuh's wait() after a spin (thread 0).
 __device__ __forceinline__ void waited(unsigned long long ns) { wait_ns() += ns; }
 
 // Before a task, by all threads; thread 0's timestamp is the one recorded.
 __device__ __forceinline__ unsigned long long begin() {
-  if (threadIdx.x == 0) wait_ns() = 0;
+  if (threadIdx.x == 0) {
+    wait_ns() = 0;
+    ops_marks()[0] = ops_marks()[1] = 0;
+  }
   return now_ns();
 }
 
@@ -46,6 +62,16 @@ __device__ __forceinline__ void end(unsigned int* area, long long max_records, u
   r.end_ns = stop;
   const unsigned long long w = wait_ns();
   r.wait_ns = w > 0xffffffffull ? 0xffffffffu : (unsigned)w;
+  // Offsets clamp to [start, stop]: a task with no ops records ops_ns = 0 at its end.
+  auto offset = [&](unsigned long long t) {
+    t = t < start ? start : (t > stop ? stop : t);
+    const unsigned long long d = t - start;
+    return d > 0xffffffffull ? 0xffffffffu : (unsigned)d;
+  };
+  const unsigned long long* m = ops_marks();
+  const unsigned long long ob = m[0] ? m[0] : stop, oe = m[1] ? m[1] : stop;
+  r.ops_begin_ns = offset(ob);
+  r.ops_ns = offset(oe < ob ? ob : oe) - r.ops_begin_ns;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(r.sm));
   r.cta = blockIdx.x;
   r.task = task;

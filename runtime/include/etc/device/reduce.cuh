@@ -119,19 +119,43 @@ __device__ void reduce_impl(const Ctx& ctx, const View<TX>& x, int axis, const V
   TY* yp = y.ptr;
   const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
   if (rs != 1 && nout >= nt) {
-    // Axis not innermost and many outputs: a thread per output keeps neighbours coalesced.
-    for (long long o = tid; o < nout; o += nt) {
-      long long xo, yo;
-      locate(o, xo, yo);
-      A acc = Op::id();
-      for (long long r = 0; r < R; ++r) acc = Op::op(acc, acc_load(ld(xp + xo + r * rs)));
-      yp[yo] = acc_store<TY>(acc);
+    // Axis not innermost and many outputs: a thread per output keeps neighbours coalesced. A
+    // thread takes U outputs at a time and loads RC of each one's inputs before adding any:
+    // the partial sums of a split-K matmul, read by one CTA in a decode step, were U * RC
+    // round trips to L2 in a row (tens of microseconds under a weight stream), now one.
+    constexpr int U = 4, RC = 8;
+    for (long long o0 = tid; o0 < nout; o0 += (long long)nt * U) {
+      long long xo[U], yo[U];
+      A acc[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        xo[u] = yo[u] = 0;
+        if (o0 + (long long)u * nt < nout) locate(o0 + (long long)u * nt, xo[u], yo[u]);
+        acc[u] = Op::id();
+      }
+      for (long long r0 = 0; r0 < R; r0 += RC) {
+        X v[U][RC];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int q = 0; q < RC; ++q)
+            if (o0 + (long long)u * nt < nout && r0 + q < R) v[u][q] = ld(xp + xo[u] + (r0 + q) * rs);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int q = 0; q < RC; ++q)  // in r order, as one output at a time would
+            if (o0 + (long long)u * nt < nout && r0 + q < R) acc[u] = Op::op(acc[u], acc_load(v[u][q]));
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (o0 + (long long)u * nt < nout) yp[yo[u]] = acc_store<TY>(acc[u]);
     }
   } else if (nout >= nw || R <= 256) {
     for (long long o = warp; o < nout; o += nw) {
       long long xo, yo;
       locate(o, xo, yo);
       A acc = Op::id();
+#pragma unroll 4  // independent loads in flight; the adds stay in r order
       for (long long r = lane; r < R; r += 32) acc = Op::op(acc, acc_load(ld(xp + xo + r * rs)));
       acc = warp_reduce<Op>(acc);
       if (lane == 0) yp[yo] = acc_store<TY>(acc);
@@ -142,6 +166,7 @@ __device__ void reduce_impl(const Ctx& ctx, const View<TX>& x, int axis, const V
       long long xo, yo;
       locate(o, xo, yo);
       A acc = Op::id();
+#pragma unroll 4
       for (long long r = tid; r < R; r += nt) acc = Op::op(acc, acc_load(ld(xp + xo + r * rs)));
       acc = block_reduce<Op>(acc, scratch);
       if (tid == 0) yp[yo] = acc_store<TY>(acc);
@@ -170,6 +195,58 @@ __device__ __forceinline__ void rms_row(TX* xr, long long xs, TR* rr, long long 
   const long long t0 = Block ? threadIdx.x : (threadIdx.x & 31);
   const long long nt = Block ? blockDim.x : 32;
   float ss = 0.0f;
+  if constexpr (V > 1) {
+    // A row of at most NB accesses per thread (a decode step's hidden size, normed by one CTA)
+    // stays in registers: every load is issued before the first use, and the second pass needs
+    // none. One access after another was a round trip to L2 each, twice.
+    constexpr int NB = 4;
+    if (H <= nt * V * NB) {
+      float f[NB][V];
+      Vec<W, V> wv[NB];
+#pragma unroll
+      for (int u = 0; u < NB; ++u) {
+        const long long h = (t0 + u * nt) * V;
+        if (h >= H) continue;
+        wv[u] = ldv<V>(wp + h);
+        Vec<X, V> v = ldv<V>(xr + h);
+#pragma unroll
+        for (int j = 0; j < V; ++j) f[u][j] = to_f32(v.v[j]);
+        if constexpr (kAdd) {
+          Vec<bare_t<TR>, V> r = ldv<V>(rr + h);
+#pragma unroll
+          for (int j = 0; j < V; ++j) f[u][j] += to_f32(r.v[j]);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < NB; ++u) {
+        const long long h = (t0 + u * nt) * V;
+        if (h >= H) continue;
+        if constexpr (kAdd) {
+          Vec<TO, V> s;
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            s.v[j] = from_f32<TO>(f[u][j]);
+            f[u][j] = to_f32(s.v[j]);
+          }
+          stv<V>(ror + h, s);
+        }
+#pragma unroll
+        for (int j = 0; j < V; ++j) ss += f[u][j] * f[u][j];
+      }
+      ss = Block ? block_sum(ss, scratch) : warp_sum(ss);
+      const float inv = 1.0f / sqrtf(ss / (float)H + eps);
+#pragma unroll
+      for (int u = 0; u < NB; ++u) {
+        const long long h = (t0 + u * nt) * V;
+        if (h >= H) continue;
+        Vec<TY, V> o;
+#pragma unroll
+        for (int j = 0; j < V; ++j) o.v[j] = from_f32<TY>(f[u][j] * inv * to_f32(wv[u].v[j]));
+        stv<V>(yr + h, o);
+      }
+      return;
+    }
+  }
   if constexpr (V == 1) {
     for (long long h = t0; h < H; h += nt) {
       float v = to_f32(ld(xr + h * xs));
