@@ -13,11 +13,11 @@
 namespace etc::backend {
 
 bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::string& cuda, DiagnosticEngine& diags,
-                  bool profile, bool weight_prefetch, const std::vector<std::string>& defines) {
+                  bool profile, const EmitOptions& options) {
   std::optional<ProfileLayout> layout;
   if (profile) layout = profileLayout(m);
   std::string descriptor = buildDescriptor(m, targets, ir::printModule(m), layout ? &*layout : nullptr);
-  return emitCuda(m, descriptor, cuda, diags, layout ? &*layout : nullptr, weight_prefetch, defines);
+  return emitCuda(m, descriptor, cuda, diags, layout ? &*layout : nullptr, options);
 }
 
 bool compileTargets(const std::string& cuda, const std::string& file_name, const std::vector<Target>& targets,

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/backend/emit_cuda.h"
 #include "compiler/backend/fatbin_writer.h"
 #include "compiler/backend/toolchain.h"
 #include "compiler/ir/ir.h"
@@ -15,7 +16,7 @@ namespace etc::backend {
 // The CUDA translation unit for the module, with its descriptor (listing `targets`) embedded.
 // profile (etcc --profile): the megakernels record a timeline (docs/runtime.md, "Traces").
 bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::string& cuda, DiagnosticEngine& diags,
-                  bool profile = false, bool weight_prefetch = true, const std::vector<std::string>& defines = {});
+                  bool profile = false, const EmitOptions& options = {});
 
 // Compiles `cuda` for every target; on failure reports each failing target with its log. On
 // success `logs`, when given, receives each image's NVRTC / nvJitLink log (ptxas's verbose

@@ -41,9 +41,9 @@ const std::set<std::string_view> kDeviceOps = {"copy",       "fill",         "ca
 
 class Emitter {
  public:
-  Emitter(const Module& m, DiagnosticEngine& diags, const ProfileLayout* profile, bool weight_prefetch,
-          const std::vector<std::string>& defines)
-      : m_(m), diags_(diags), profile_(profile), weight_prefetch_(weight_prefetch), defines_(defines) {
+  Emitter(const Module& m, DiagnosticEngine& diags, const ProfileLayout* profile, const EmitOptions& options)
+      : m_(m), diags_(diags), profile_(profile), weight_prefetch_(options.weight_prefetch),
+        share_task_code_(options.share_task_code), defines_(options.defines) {
     layout_ = eventLayout(m, nullptr);
     sched_ = schedLayout(m, nullptr);
   }
@@ -418,18 +418,19 @@ class Emitter {
     return out;
   }
 
-  // One function per distinct skeleton: a literal that is the same in every task of the group
-  // stays in the code, one that differs becomes an argument. A model's layers then share their
-  // task code: the code of layer 1 is already in L2 when layer 1 runs (a decode step's task of a
-  // few microseconds fetched tens of kilobytes of its own code from DRAM, per layer), and the
-  // CUDA is smaller and compiles faster.
+  // With --share-task-code, one function per distinct skeleton: a literal that is the same in
+  // every task of the group stays in the code, one that differs becomes an argument. A model's
+  // layers then share their task code: the CUDA is a third of the size and compiles three
+  // times faster, but the arguments (on the stack) and the lost constants made the Llama
+  // decode step 5% slower at B = 1 (H100), so it is not the default.
   void shareTaskFunctions() {
     std::vector<TaskLiterals> lits;
     std::map<std::string, std::vector<uint32_t>> groups;
     std::vector<const std::vector<uint32_t>*> order;
     for (uint32_t ti = 0; ti < task_fns_.size(); ++ti) {
       lits.push_back(taskLiterals(task_fns_[ti]));
-      auto [it, added] = groups.try_emplace(lits.back().skeleton);
+      // Without --share-task-code every task keeps its own function (a group of one).
+      auto [it, added] = groups.try_emplace(share_task_code_ ? lits.back().skeleton : std::to_string(ti));
       it->second.push_back(ti);
       if (added) order.push_back(&it->second);
     }
@@ -957,6 +958,7 @@ class Emitter {
   DiagnosticEngine& diags_;
   const ProfileLayout* profile_;  // null: no profiling code at all
   bool weight_prefetch_;          // etcc --no-weight-prefetch turns it off
+  bool share_task_code_;          // etcc --share-task-code
   const std::vector<std::string>& defines_;  // etcc --device-define NAME=VALUE
   std::vector<EventLayout> layout_;
   std::vector<SchedLayout> sched_;
@@ -974,8 +976,8 @@ class Emitter {
 }  // namespace
 
 bool emitCuda(const ir::Module& m, std::string_view descriptor, std::string& out, DiagnosticEngine& diags,
-              const ProfileLayout* profile, bool weight_prefetch, const std::vector<std::string>& defines) {
-  return Emitter(m, diags, profile, weight_prefetch, defines).run(descriptor, out);
+              const ProfileLayout* profile, const EmitOptions& options) {
+  return Emitter(m, diags, profile, options).run(descriptor, out);
 }
 
 }  // namespace etc::backend

@@ -14,13 +14,17 @@ namespace etc::backend {
 
 struct ProfileLayout;
 
+// What etcc's options change in the CUDA (docs/backend.md).
+struct EmitOptions {
+  bool weight_prefetch = true;       // static-schedule matmul tasks load weights before their waits
+  bool share_task_code = false;      // one function per distinct task code ("Shared task code")
+  std::vector<std::string> defines;  // NAME=VALUE before the device headers (--device-define)
+};
+
 // Returns false after reporting (e.g. an op that has no device kernel). With `profile`, every
 // task run of a megakernel writes a timeline record (etc/device/profile.cuh); without, the
-// code has no trace of profiling. weight_prefetch: static-schedule matmul tasks load their
-// weights before their waits (docs/backend.md, "Weight prefetch"). defines: NAME=VALUE macros
-// put before the device headers (etcc --device-define: the headers' tuning knobs).
+// code has no trace of profiling.
 bool emitCuda(const ir::Module& m, std::string_view descriptor, std::string& out, DiagnosticEngine& diags,
-              const ProfileLayout* profile = nullptr, bool weight_prefetch = true,
-              const std::vector<std::string>& defines = {});
+              const ProfileLayout* profile = nullptr, const EmitOptions& options = {});
 
 }  // namespace etc::backend

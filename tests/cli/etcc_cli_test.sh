@@ -89,6 +89,14 @@ run device-define-bad 1 --emit=cuda --device-define 'ETC_X=1;int y' samples/mlp.
   stderr_has device-define-bad "expects ETC_NAME=INTEGER, got 'ETC_X=1;int y'"
 run device-define-name 1 --device-define CUDA_ARCH=1 samples/mlp.etir -o "$tmp/dd.fatbin"
 [ -e "$tmp/dd.fatbin" ] && fail "device-define: an output was left behind" || pass
+# --share-task-code: the layers of a decode model share their task functions, and it compiles.
+python3 tools/gen_decode_sample.py llama3_2_1b --layers 2 --vocab 2048 >"$tmp/l2.etir"
+run share-task-code 0 --emit=cuda --share-task-code "$tmp/l2.etir" &&
+  stdout_has share-task-code "// the code of 6 tasks: @matmul_q_0 @matmul_k_0 @matmul_v_0 @matmul_q_1 @matmul_k_1 @matmul_v_1" &&
+  stdout_has share-task-code "if (!task_matmul_q_0<kStatic, 0>(p, ctx, t, "
+run no-share-task-code 0 --emit=cuda "$tmp/l2.etir" &&
+  if grep -q "// the code of" "$tmp/out"; then fail "no-share-task-code: tasks share code"; else pass; fi
+LIMIT=300 run share-task-code-fatbin 0 --share-task-code "$tmp/l2.etir" -arch sm_90a -o "$tmp/l2.fatbin"
 LIMIT=300 run dynamic-fatbin 0 --schedule=dynamic samples/mlp.etir -arch sm_90a -o "$tmp/dyn.fatbin"
 # verify-schedule rejects a cycle; --no-verify-schedule lets it through (for watchdog tests).
 run cycle-rejected 1 tests/gpu/hang/cycle.etir --emit=tasks && stderr_has cycle-rejected "wait on each other in a cycle: @first -> @second -> @first"

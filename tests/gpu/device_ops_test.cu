@@ -202,7 +202,7 @@ template <bool MAX, class TX, class TY> __global__ void k_red(View<const TX> x, 
   else reduce_sum(c, x, axis, y);
 }
 template <class TX, class TW, class TY>
-__global__ void __launch_bounds__(512) k_rms(View<const TX> x, View<const TW> w, float eps, View<TY> y) {
+__global__ void k_rms(View<const TX> x, View<const TW> w, float eps, View<TY> y) {
   SMEM_DECL; Ctx c{smem_, kSmemSmall}; rmsnorm(c, x, w, eps, y);
 }
 // Launch bounds as the generated kernels have them (etcc: 256 threads, 1 CTA per SM), widened to
@@ -1044,13 +1044,15 @@ int main() {
   t_rms<bf16, bf16, bf16>("13x4096", 13, 4096, 4096, 0, 256);
   t_rms<bf16, float, bf16>("3x4096_block", 3, 4096, 4096, 0, 256);
   t_rms<float, float, float>("5x1000", 5, 1000, 1000, 0, 128);
-  t_rms<bf16, bf16, bf16>("3x999_unaligned", 3, 999, 1003, 1, 512);
+  // 256 threads, as etcc's kernels have: a norm's row held in registers may not fit 512.
+  t_rms<bf16, bf16, bf16>("3x999_unaligned", 3, 999, 1003, 1, 256);
   t_rms<f16, bf16, f16>("17x2056_pitch", 17, 2056, 2064, 8, 256);
-  t_rms<bf16, bf16, float>("1x8192", 1, 8192, 8192, 0, 512);
-  // Rows that fit a thread's registers (at most 4 accesses each), by warps and by the CTA.
+  t_rms<bf16, bf16, float>("1x8192", 1, 8192, 8192, 0, 256);
+  // Rows that fit a thread's registers (at most 2 accesses each), by warps and by the CTA.
   t_rms<bf16, bf16, bf16>("16x256_warp_regs", 16, 256, 256, 0, 256);
-  t_rms<bf16, bf16, bf16>("9x520_warp_regs", 9, 520, 520, 0, 256);
+  t_rms<bf16, bf16, bf16>("9x264_warp_regs", 9, 264, 264, 0, 256);
   t_rms<bf16, bf16, bf16>("1x2056_block_regs", 1, 2056, 2056, 0, 256);
+  t_rms<bf16, bf16, float>("1x2048_block_regs", 1, 2048, 2048, 0, 256);
 
   // matmul: decode shapes, ragged M/N/K, unaligned starts and pitches, both b layouts.
   for (int t : kThreadsList) {

@@ -12,6 +12,8 @@ namespace dev {
 // most warps a CTA may have (the cross-warp reduction of o has a slot per warp).
 constexpr int kAttnBlock = 256;
 constexpr int kAttnMaxWarps = 16;
+// Row steps of a warp whose cache rows load together (attn_head).
+constexpr int kAttnRowBatch = 4;
 
 template <int D, int G>
 __host__ __device__ constexpr unsigned attention_decode_smem_bytes() {
@@ -127,23 +129,32 @@ __device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows
 
   for (long long b0 = 0; b0 < n; b0 += kAttnBlock) {
     const int nb = (int)(n - b0 < kAttnBlock ? n - b0 : kAttnBlock);
-    // Scores: the L lanes of a row each take PE elements of the dot product.
-    for (int jb = warp * Ln::R; jb < nb; jb += nw * Ln::R) {
-      const int j = jb + rg;
-      float kv[Ln::PE];
-      TK* krow = j < nb ? rows.k(b0 + j) : nullptr;
-      attn_load_row<D, kVec>(krow, kcs, c, j < nb && (!Rows::kMayMiss || krow), kv);
+    // Scores: the L lanes of a row each take PE elements of the dot product. A warp loads the
+    // rows of U steps before using any: one step at a time was a round trip to memory per 32
+    // rows of the CTA, 8 in a row per block, the most of a decode step's attention task.
+    for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R * kAttnRowBatch) {
+      float kv[kAttnRowBatch][Ln::PE];
 #pragma unroll
-      for (int h = 0; h < G; ++h) {
-        float part = 0.0f;
+      for (int u = 0; u < kAttnRowBatch; ++u) {
+        const int j = jb0 + u * nw * Ln::R + rg;
+        TK* krow = j < nb ? rows.k(b0 + j) : nullptr;
+        attn_load_row<D, kVec>(krow, kcs, c, j < nb && (!Rows::kMayMiss || krow), kv[u]);
+      }
 #pragma unroll
-        for (int e = 0; e < Ln::PE; ++e) {
-          const int d = Ln::elem(c, e);
-          if (kVec || d < D) part += q_s[h * D + d] * kv[e];
+      for (int u = 0; u < kAttnRowBatch; ++u) {
+        const int j = jb0 + u * nw * Ln::R + rg;
+#pragma unroll
+        for (int h = 0; h < G; ++h) {
+          float part = 0.0f;
+#pragma unroll
+          for (int e = 0; e < Ln::PE; ++e) {
+            const int d = Ln::elem(c, e);
+            if (kVec || d < D) part += q_s[h * D + d] * kv[u][e];
+          }
+#pragma unroll
+          for (int o = Ln::L / 2; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+          if (j < nb && c == 0) s_s[h * kAttnBlock + j] = part;
         }
-#pragma unroll
-        for (int o = Ln::L / 2; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
-        if (j < nb && c == 0) s_s[h * kAttnBlock + j] = part;
       }
     }
     __syncthreads();
@@ -176,17 +187,24 @@ __device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows
 #pragma unroll
       for (int e = 0; e < Ln::PE; ++e) acc[h][e] *= alpha;
     }
-    for (int jb = warp * Ln::R; jb < nb; jb += nw * Ln::R) {
-      const int j = jb + rg;
-      if (j >= nb) continue;
-      float vv[Ln::PE];
-      TV* vrow = rows.v(b0 + j);
-      attn_load_row<D, kVec>(vrow, vcs, c, !Rows::kMayMiss || vrow, vv);
+    for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R * kAttnRowBatch) {
+      float vv[kAttnRowBatch][Ln::PE];
 #pragma unroll
-      for (int h = 0; h < G; ++h) {
-        const float p = s_s[h * kAttnBlock + j];
+      for (int u = 0; u < kAttnRowBatch; ++u) {
+        const int j = jb0 + u * nw * Ln::R + rg;
+        TV* vrow = j < nb ? rows.v(b0 + j) : nullptr;
+        attn_load_row<D, kVec>(vrow, vcs, c, j < nb && (!Rows::kMayMiss || vrow), vv[u]);
+      }
 #pragma unroll
-        for (int e = 0; e < Ln::PE; ++e) acc[h][e] += p * vv[e];
+      for (int u = 0; u < kAttnRowBatch; ++u) {  // in row order, as one step at a time would
+        const int j = jb0 + u * nw * Ln::R + rg;
+        if (j >= nb) continue;
+#pragma unroll
+        for (int h = 0; h < G; ++h) {
+          const float p = s_s[h * kAttnBlock + j];
+#pragma unroll
+          for (int e = 0; e < Ln::PE; ++e) acc[h][e] += p * vv[u][e];
+        }
       }
     }
     __syncthreads();  // s_s is rewritten by the next block

@@ -106,6 +106,18 @@ __device__ void reduce_impl(const Ctx& ctx, const View<TX>& x, int axis, const V
     }
     xo = 0;
     yo = 0;
+    if (nout <= 0x7fffffffLL) {  // every tile: 32-bit divisions, inline (64-bit ones are calls)
+      unsigned u = (unsigned)o;
+#pragma unroll
+      for (int d = OR - 1; d >= 0; --d) {
+        if (d >= orank) continue;
+        const unsigned e = (unsigned)oext[d], c = u % e;
+        u /= e;
+        xo += (long long)c * oxs[d];
+        yo += (long long)c * oys[d];
+      }
+      return;
+    }
 #pragma unroll
     for (int d = OR - 1; d >= 0; --d) {
       if (d >= orank) continue;
@@ -198,8 +210,9 @@ __device__ __forceinline__ void rms_row(TX* xr, long long xs, TR* rr, long long 
   if constexpr (V > 1) {
     // A row of at most NB accesses per thread (a decode step's hidden size, normed by one CTA)
     // stays in registers: every load is issued before the first use, and the second pass needs
-    // none. One access after another was a round trip to L2 each, twice.
-    constexpr int NB = 4;
+    // none. One access after another was a round trip to L2 each, twice. (NB = 4 spilled in a
+    // 512-thread block.)
+    constexpr int NB = 2;
     if (H <= nt * V * NB) {
       float f[NB][V];
       Vec<W, V> wv[NB];
