@@ -76,10 +76,16 @@ __device__ void argmax(const Ctx& ctx, const View<TX>& x, const View<int>& y) {
     float best = __int_as_float(0xff800000);
     long long bi = n;  // no element yet: loses to everything
     if (cs == 1 && n % V == 0 && aligned_to(xr, 16)) {
-      // U accesses in flight per thread: a row of a vocabulary's logits is some 60 accesses a
-      // thread, and one after another they were a round trip each (28 us at B = 1, H100).
+      // U accesses in flight per thread, and U candidates (one per access slot) merged at the
+      // end: a row of a vocabulary's logits is some 60 accesses a thread, and one chain of
+      // comparisons over all of them took 28 us at B = 1 (H100). argmax_better is a total
+      // order, so the merge finds what one chain would.
       constexpr int U = 8;
       const long long step = (long long)blockDim.x * V;
+      float cb[U];
+      long long ci[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) cb[u] = best, ci[u] = bi;
       for (long long i0 = (long long)threadIdx.x * V; i0 < n; i0 += step * U) {
         Vec<X, V> v[U];
 #pragma unroll
@@ -88,14 +94,17 @@ __device__ void argmax(const Ctx& ctx, const View<TX>& x, const View<int>& y) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const long long i = i0 + u * step;
-          if (i >= n) break;
+          if (i >= n) continue;
 #pragma unroll
           for (int j = 0; j < V; ++j) {
             const float f = detail::argmax_key(v[u].v[j]);
-            if (detail::argmax_better(f, i + j, best, bi)) best = f, bi = i + j;
+            if (detail::argmax_better(f, i + j, cb[u], ci[u])) cb[u] = f, ci[u] = i + j;
           }
         }
       }
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (detail::argmax_better(cb[u], ci[u], best, bi)) best = cb[u], bi = ci[u];
     } else {
       for (long long i = threadIdx.x; i < n; i += blockDim.x) {
         const float f = detail::argmax_key(ld(xr + i * cs));
