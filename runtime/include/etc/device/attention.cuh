@@ -55,6 +55,20 @@ __device__ __forceinline__ void attn_load_row(TK* row, long long cs, int c, bool
   }
 }
 
+// The rows of a warp's kAttnRowBatch row steps from jb0 (`step` rows apart; row(i) gives the
+// first element of position i, null where a paged row is missing), all loaded before any is
+// used; rows past nb read as zeros.
+template <int D, bool kVec, bool kMayMiss, class RowAt, int PE>
+__device__ __forceinline__ void attn_load_steps(RowAt row, long long b0, int jb0, int step, int nb, int rg, long long cs,
+                                                int c, float (&out)[kAttnRowBatch][PE]) {
+#pragma unroll
+  for (int u = 0; u < kAttnRowBatch; ++u) {
+    const int j = jb0 + u * step + rg;
+    auto* r = j < nb ? row(b0 + j) : nullptr;
+    attn_load_row<D, kVec>(r, cs, c, j < nb && (!kMayMiss || r), out[u]);
+  }
+}
+
 // Where position i of one cache head is: a contiguous cache (row i), or a page pool through a
 // page table (row i % page of page table[i / page]). k(i) and v(i) give the row's first
 // element; a paged row whose page id is outside the pool is null (read as zeros).
@@ -134,12 +148,8 @@ __device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows
     // rows of the CTA, 8 in a row per block, the most of a decode step's attention task.
     for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R * kAttnRowBatch) {
       float kv[kAttnRowBatch][Ln::PE];
-#pragma unroll
-      for (int u = 0; u < kAttnRowBatch; ++u) {
-        const int j = jb0 + u * nw * Ln::R + rg;
-        TK* krow = j < nb ? rows.k(b0 + j) : nullptr;
-        attn_load_row<D, kVec>(krow, kcs, c, j < nb && (!Rows::kMayMiss || krow), kv[u]);
-      }
+      attn_load_steps<D, kVec, Rows::kMayMiss>([&](long long i) { return rows.k(i); }, b0, jb0, nw * Ln::R, nb, rg,
+                                                 kcs, c, kv);
 #pragma unroll
       for (int u = 0; u < kAttnRowBatch; ++u) {
         const int j = jb0 + u * nw * Ln::R + rg;
@@ -189,12 +199,8 @@ __device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows
     }
     for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R * kAttnRowBatch) {
       float vv[kAttnRowBatch][Ln::PE];
-#pragma unroll
-      for (int u = 0; u < kAttnRowBatch; ++u) {
-        const int j = jb0 + u * nw * Ln::R + rg;
-        TV* vrow = j < nb ? rows.v(b0 + j) : nullptr;
-        attn_load_row<D, kVec>(vrow, vcs, c, j < nb && (!Rows::kMayMiss || vrow), vv[u]);
-      }
+      attn_load_steps<D, kVec, Rows::kMayMiss>([&](long long i) { return rows.v(i); }, b0, jb0, nw * Ln::R, nb, rg,
+                                                 vcs, c, vv);
 #pragma unroll
       for (int u = 0; u < kAttnRowBatch; ++u) {  // in row order, as one step at a time would
         const int j = jb0 + u * nw * Ln::R + rg;
