@@ -12,10 +12,10 @@
 
 #include "compiler/backend/cuda_expr.h"
 #include "compiler/backend/descriptor.h"
-#include "compiler/ir/printer.h"
 #include "compiler/backend/profile.h"
 #include "compiler/ir/op_check.h"
 #include "compiler/ir/ops.h"
+#include "compiler/ir/printer.h"
 #include "compiler/passes/tiling.h"
 
 namespace etc::backend {
@@ -428,8 +428,9 @@ class Emitter {
     std::map<std::string, std::vector<uint32_t>> groups;
     std::vector<const std::vector<uint32_t>*> order;
     for (uint32_t ti = 0; ti < task_fns_.size(); ++ti) {
-      lits.push_back(taskLiterals(task_fns_[ti]));
-      // Without --share-task-code every task keeps its own function (a group of one).
+      // Without --share-task-code every task keeps its own function, literals and all (a group
+      // of one, with nothing to scan).
+      lits.push_back(share_task_code_ ? taskLiterals(task_fns_[ti]) : TaskLiterals{task_fns_[ti], {}, {}});
       auto [it, added] = groups.try_emplace(share_task_code_ ? lits.back().skeleton : std::to_string(ti));
       it->second.push_back(ti);
       if (added) order.push_back(&it->second);

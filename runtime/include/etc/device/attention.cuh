@@ -356,19 +356,26 @@ __device__ void attention_merge(const Ctx& ctx, const View<TP>& op, const View<T
   const long long parts = op.ext[0], width = op.ext[1], heads = lp.ext[1];
   const float ninf = __int_as_float(0xff800000);
   auto lse_at = [&](long long p, long long h) { return to_f32(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1])); };
+  // Head h's maximum and log-sum-exp over the parts, with lse_p = part_lse(p): -inf, -inf when
+  // every part is empty.
+  auto head_total = [&](auto part_lse, float& mx) {
+    mx = ninf;
+    for (long long p = 0; p < parts; ++p) mx = fmaxf(mx, part_lse(p));
+    float total = mx;
+    if (mx != ninf) {
+      float sum = 0.0f;
+      for (long long p = 0; p < parts; ++p) sum += expf(part_lse(p) - mx);
+      total = mx + logf(sum);
+    }
+    return total;
+  };
   if (parts * heads <= (long long)(ctx.smem_bytes / sizeof(float))) {
     float* wts = reinterpret_cast<float*>(ctx.smem);  // [parts][heads]
     for (long long i = threadIdx.x; i < parts * heads; i += blockDim.x) wts[i] = lse_at(i / heads, i % heads);
     __syncthreads();
     for (long long h = threadIdx.x; h < heads; h += blockDim.x) {
-      float mx = ninf;
-      for (long long p = 0; p < parts; ++p) mx = fmaxf(mx, wts[p * heads + h]);
-      float total = mx;
-      if (mx != ninf) {
-        float sum = 0.0f;
-        for (long long p = 0; p < parts; ++p) sum += expf(wts[p * heads + h] - mx);
-        total = mx + logf(sum);
-      }
+      float mx;
+      const float total = head_total([&](long long p) { return wts[p * heads + h]; }, mx);
       for (long long p = 0; p < parts; ++p)
         wts[p * heads + h] = mx != ninf ? expf(wts[p * heads + h] - total) : 0.0f;
       if (lse.ptr) lse.ptr[h * lse.stride[0]] = total;
@@ -398,14 +405,8 @@ __device__ void attention_merge(const Ctx& ctx, const View<TP>& op, const View<T
   }
   for (long long i = threadIdx.x; i < width + heads; i += blockDim.x) {
     const long long h = i < width ? i / head_dim : i - width;
-    float mx = ninf;
-    for (long long p = 0; p < parts; ++p) mx = fmaxf(mx, lse_at(p, h));
-    float total = mx;
-    if (mx != ninf) {
-      float sum = 0.0f;
-      for (long long p = 0; p < parts; ++p) sum += expf(lse_at(p, h) - mx);
-      total = mx + logf(sum);
-    }
+    float mx;
+    const float total = head_total([&](long long p) { return lse_at(p, h); }, mx);
     if (i >= width) {
       if (lse.ptr) lse.ptr[h * lse.stride[0]] = total;
       continue;

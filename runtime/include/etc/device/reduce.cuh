@@ -104,28 +104,23 @@ __device__ void reduce_impl(const Ctx& ctx, const View<TX>& x, int axis, const V
       yo = o * oys[0];
       return;
     }
-    xo = 0;
-    yo = 0;
-    if (nout <= 0x7fffffffLL) {  // every tile: 32-bit divisions, inline (64-bit ones are calls)
-      unsigned u = (unsigned)o;
+    // Every tile fits 32-bit divisions, which are inline (64-bit ones are calls); the same walk
+    // over the dimensions either way.
+    auto walk = [&](auto u) {
+      using I = decltype(u);
+      xo = 0;
+      yo = 0;
 #pragma unroll
       for (int d = OR - 1; d >= 0; --d) {
         if (d >= orank) continue;
-        const unsigned e = (unsigned)oext[d], c = u % e;
+        const I e = (I)oext[d], c = u % e;
         u /= e;
         xo += (long long)c * oxs[d];
         yo += (long long)c * oys[d];
       }
-      return;
-    }
-#pragma unroll
-    for (int d = OR - 1; d >= 0; --d) {
-      if (d >= orank) continue;
-      long long c = o % oext[d];
-      o /= oext[d];
-      xo += c * oxs[d];
-      yo += c * oys[d];
-    }
+    };
+    if (nout <= 0x7fffffffLL) walk((unsigned)o);
+    else walk(o);
   };
   TX* xp = x.ptr;
   TY* yp = y.ptr;
