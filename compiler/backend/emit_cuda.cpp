@@ -726,10 +726,77 @@ class Emitter {
       params.push_back(fmt::format("a{}", i));
     }
     if (c.call.op == "matmul") signature += ", bool prefetched";
-    std::string call = sharedFunction(signature, callCode(t, c, params, smem)) + "(ctx";
+    std::string code = callCode(t, c, params, smem);
+    if (std::string fast = rowFormCall(t, c, params); !fast.empty()) {
+      // The generic op in a function of its own: its code stays off the row form's path.
+      std::string args;
+      for (const std::string& a : params) args += ", " + a;
+      code = fmt::format("if (!{}) {}(ctx{});", fast, sharedFunction(signature, code), args);
+    }
+    std::string call = sharedFunction(signature, code) + "(ctx";
     for (const std::string& v : views) call += ", " + v;
     if (c.call.op == "matmul") call += prefetched ? ", etc_prefetched" : ", false";
     return call + ");";
+  }
+
+  // The row form of an op (etc/device/rows.cuh) where the tile's row length is a constant:
+  // a call that returns false when the views at run time do not have that form; "" for ops
+  // and tiles without one.
+  std::string rowFormCall(const Task& t, const CallStmt& c, const std::vector<std::string>& a) const {
+    const std::string& op = c.call.op;
+    auto type = [&](const Slice& s) { return sliceType(m_, s); };
+    const RangeEnv env = m_.gridRanges(t.grid);
+    // The last extent when it is the same for every task of the grid, else 0.
+    auto width = [&](const OperandType& o) -> int64_t {
+      if (o.shape.empty()) return 0;
+      const auto b = bounds(o.shape.back(), env);
+      return b.lo == b.hi && b.lo > 0 ? b.lo : 0;
+    };
+    // 16 bytes of the widest operand per access, as the row forms do.
+    auto vec = [&]() {
+      int widest = 1;
+      for (const Slice& s : c.call.args) widest = std::max(widest, dtypeBytes(m_.tensors[s.target].dtype));
+      for (const Slice& s : c.dests) widest = std::max(widest, dtypeBytes(m_.tensors[s.target].dtype));
+      return static_cast<int64_t>(16 / widest);
+    };
+    auto floats = [&]() {
+      for (const Slice& s : c.call.args) if (!isFloat(m_.tensors[s.target].dtype)) return false;
+      for (const Slice& s : c.dests) if (!isFloat(m_.tensors[s.target].dtype)) return false;
+      return true;
+    };
+    if (op == "reduce_sum") {
+      OperandType x = type(c.call.args[0]);
+      const int64_t n = width(x), rank = static_cast<int64_t>(x.shape.size());
+      int64_t axis = tiling::attrInt(c.call, "axis");
+      if (axis < 0) axis += rank;
+      if (axis != 0 || (rank != 2 && rank != 3) || x.dtype != DType::F32 || !floats() || n == 0 || n % 4 != 0) return "";
+      return fmt::format("etc::dev::reduce_parts_rows<{}>(ctx, {}, {})", n, a[0], a[1]);
+    }
+    if (op == "rmsnorm" || op == "add_rmsnorm") {
+      OperandType x = type(c.call.args[0]), w = type(c.call.args[op == "rmsnorm" ? 1 : 2]);
+      const int64_t n = width(x);
+      if (n == 0 || width(w) != n || w.shape.size() != 1 || x.shape.size() > 2 || !floats() || n % vec() != 0) return "";
+      const Attr* e = c.call.findAttr("eps");
+      const std::string eps = floatLiteral(e ? e->value.f : 1e-6) + "f";
+      if (op == "rmsnorm") return fmt::format("etc::dev::rmsnorm_rows<{}>(ctx, {}, {}, {}, {})", n, a[0], a[1], eps, a[2]);
+      return fmt::format("etc::dev::add_rmsnorm_rows<{}>(ctx, {}, {}, {}, {}, {}, {})", n, a[0], a[1], a[2], eps, a[3], a[4]);
+    }
+    if (op == "silu_mul") {
+      OperandType g = type(c.call.args[0]);
+      const int64_t n = width(g);
+      if (n == 0 || g.shape.size() > 2 || !floats() || n % vec() != 0) return "";
+      return fmt::format("etc::dev::silu_mul_rows<{}>(ctx, {}, {}, {})", n, a[0], a[1], a[2]);
+    }
+    if (op == "rope") {
+      OperandType q = type(c.call.args[0]), k = type(c.call.args[1]);
+      const int64_t nq = width(q), nk = width(k), d = tiling::attrInt(c.call, "head_dim");
+      if (q.shape.size() != 1 || k.shape.size() != 1 || d <= 0 || d % 2 != 0 || nq == 0 || nk == 0 || nq % d != 0 ||
+          nk % d != 0 || kThreadsPerCta % (d / 2) != 0)
+        return "";
+      return fmt::format("etc::dev::rope_row<{}, {}, {}>(ctx, {}, {}, {}, {}, {}, {})", nq, nk, d, a[0], a[1], a[2], a[3],
+                         a[4], ropeParams(c));
+    }
+    return "";
   }
 
   // A task whose first op is a matmul of a param (weights: never written during a launch) after
@@ -801,20 +868,24 @@ class Emitter {
     return "";
   }
 
+  // rope's attributes as the device's RopeParams.
+  std::string ropeParams(const CallStmt& c) const {
+    const bool llama3 = tiling::attrString(c.call, "scaling") == "llama3";
+    return fmt::format("etc::dev::RopeParams{{{}, {}, {}, {}, {}, {}, {}}}", tiling::attrInt(c.call, "head_dim"),
+                       floatLiteral(tiling::attrFloat(c.call, "theta")), llama3 ? "true" : "false",
+                       floatLiteral(tiling::attrFloat(c.call, "scaling_factor")),
+                       floatLiteral(tiling::attrFloat(c.call, "low_freq_factor")),
+                       floatLiteral(tiling::attrFloat(c.call, "high_freq_factor")),
+                       floatLiteral(static_cast<double>(tiling::attrInt(c.call, "original_max_position"))));
+  }
+
   // The decode ops whose calls carry attributes (docs/ops.md); the device kernels take the
   // task-level forms that lower-ops produces, checked here.
   std::string decodeCallCode(const Task& t, const CallStmt& c, const std::vector<std::string>& v,
                              std::vector<std::string>& smem) {
     const std::string& op = c.call.op;
     if (op == "split_lens") return fmt::format("etc::dev::split_lens(ctx, {}, {}, {}LL);", v[0], v[1], tiling::attrInt(c.call, "chunk"));
-    if (op == "rope") {
-      const bool llama3 = tiling::attrString(c.call, "scaling") == "llama3";
-      return fmt::format("etc::dev::rope(ctx, {}, {}, {}, {}, {}, etc::dev::RopeParams{{{}, {}, {}, {}, {}, {}, {}}});",
-                         v[0], v[1], v[2], v[3], v[4], tiling::attrInt(c.call, "head_dim"), floatLiteral(tiling::attrFloat(c.call, "theta")),
-                         llama3 ? "true" : "false", floatLiteral(tiling::attrFloat(c.call, "scaling_factor")),
-                         floatLiteral(tiling::attrFloat(c.call, "low_freq_factor")), floatLiteral(tiling::attrFloat(c.call, "high_freq_factor")),
-                         floatLiteral(static_cast<double>(tiling::attrInt(c.call, "original_max_position"))));
-    }
+    if (op == "rope") return fmt::format("etc::dev::rope(ctx, {}, {}, {}, {}, {}, {});", v[0], v[1], v[2], v[3], v[4], ropeParams(c));
     const int64_t d = tiling::attrInt(c.call, "head_dim");
     std::string lse = c.dests.size() > 1 ? ", " + v.back() : "";
     if (op == "attention_merge") {

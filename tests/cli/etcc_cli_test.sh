@@ -96,6 +96,17 @@ run share-task-code 0 --emit=cuda --share-task-code "$tmp/l2.etir" &&
   stdout_has share-task-code "if (!task_matmul_q_0<kStatic, 0>(p, ctx, t, "
 run no-share-task-code 0 --emit=cuda "$tmp/l2.etir" &&
   if grep -q "// the code of" "$tmp/out"; then fail "no-share-task-code: tasks share code"; else pass; fi
+# Row forms (etc/device/rows.cuh) where a decode tile's row length is a constant, each falling
+# back to the generic op in a function of its own; none for a row of symbolic length.
+run row-forms 0 --emit=cuda "$tmp/l2.etir" &&
+  stdout_has row-forms "if (!etc::dev::add_rmsnorm_rows<2048>(ctx, a0, a1, a2, 1.0000000000000001e-05f, a3, a4)) etc_op" &&
+  stdout_has row-forms "if (!etc::dev::reduce_parts_rows<512>(ctx, a0, a1)) etc_op" &&
+  stdout_has row-forms "if (!etc::dev::rope_row<2048, 512, 64>(ctx, a0, a1, a2, a3, a4, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192})) etc_op" &&
+  stdout_has row-forms "if (!etc::dev::silu_mul_rows<1024>(ctx, a0, a1, a2)) etc_op" &&
+  stdout_has row-forms "if (!etc::dev::rmsnorm_rows<2048>(ctx, a0, a1, 1.0000000000000001e-05f, a2)) etc_op"
+printf 'module @symrow\nsym N in [1, 64]\ntensor x : bf16[4, N] input\ntensor w : bf16[N] param\ntensor y : bf16[4, N] output\ngraph @main {\n  y = rmsnorm(x, w) { eps = 1e-5 }\n}\n' >"$tmp/symrow.etir"
+run no-row-form 0 --emit=cuda "$tmp/symrow.etir" &&
+  if grep -q "_rows<" "$tmp/out"; then fail "no-row-form: a row of symbolic length got a row form"; else pass; fi
 LIMIT=300 run share-task-code-fatbin 0 --share-task-code "$tmp/l2.etir" -arch sm_90a -o "$tmp/l2.fatbin"
 LIMIT=300 run dynamic-fatbin 0 --schedule=dynamic samples/mlp.etir -arch sm_90a -o "$tmp/dyn.fatbin"
 # verify-schedule rejects a cycle; --no-verify-schedule lets it through (for watchdog tests).

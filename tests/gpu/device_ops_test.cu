@@ -506,6 +506,7 @@ static void t_rms(const char* what, long long rows, long long H, long long row_p
 }
 
 #include "device_decode_tests.cuh"
+#include "device_rows_tests.cuh"
 
 // ---- matmul ---------------------------------------------------------------------------------------
 
@@ -1114,6 +1115,7 @@ int main() {
   t_combine<f16, f16>("1x8x1024", 1, 8, 1024, 1024, 8);
 
   run_decode_tests();
+  run_rows_tests();
 
   t_events();
 

@@ -36,4 +36,5 @@
 #include "etc/device/moe.cuh"
 #include "etc/device/decode.cuh"
 #include "etc/device/attention.cuh"
+#include "etc/device/rows.cuh"
 #include "etc/device/events.cuh"

@@ -1,0 +1,271 @@
+// Row forms of the ops on a decode step's chain: reduce_sum of split-K partials, rmsnorm and
+// add_rmsnorm, silu_mul and rope over rows whose length N (and head_dim) is known when the
+// kernel is compiled. The generic ops take any rank, stride and alignment at run time and run
+// thousands of instructions for a row of 2048 elements (6.6 us on one H100 CTA for a split-K
+// reduce and an add_rmsnorm, warm); these run a few hundred (0.9 us). Each returns false, having
+// done nothing, when its views are not N-element rows with unit stride, 16-byte aligned, or the
+// CTA is not kRowThreads wide: the caller then runs the generic op. Results are those of the
+// generic ops, bit for bit: the same roundings, in the same order.
+#pragma once
+
+#include "etc/device/common.cuh"
+#include "etc/device/decode.cuh"
+#include "etc/device/reduce.cuh"
+
+namespace etc {
+namespace dev {
+
+constexpr int kRowThreads = 256;  // the megakernels' CTA (etcc's kThreadsPerCta)
+
+namespace rows {
+
+// A view as rows of N unit-stride elements: rank 1 is one row, rank 2 rows of stride rs.
+template <class T>
+struct Rows {
+  T* ptr;
+  long long rs;
+  int n;
+};
+
+template <int N, int V, class T>
+__device__ __forceinline__ bool as_rows(const View<T>& v, Rows<T>& r, int lead = 0) {
+  const int rank = v.rank - lead;
+  if (rank < 1 || rank > 2 || pick(v.ext, v.rank - 1) != N || pick(v.stride, v.rank - 1) != 1) return false;
+  r.ptr = v.ptr;
+  r.n = rank == 2 ? (int)pick(v.ext, lead) : 1;
+  r.rs = rank == 2 ? pick(v.stride, lead) : 0;
+  return aligned_to(v.ptr, V * sizeof(bare_t<T>)) && (r.n <= 1 || r.rs % V == 0);
+}
+
+// Elements per thread and access: V per access, C accesses.
+template <int N, int V>
+struct Split {
+  static constexpr int C = (N + kRowThreads * V - 1) / (kRowThreads * V);
+  static_assert(N % V == 0, "row length must be a multiple of the vector width");
+};
+
+}  // namespace rows
+
+// y[r, :] = sum over p of x[p, r, :] (x [P, rows, N] or [P, N]), summed in p order in f32.
+template <int N, class TX, class TY>
+__device__ __forceinline__ bool reduce_parts_rows(const Ctx&, const View<TX>& x, const View<TY>& y) {
+  using X = bare_t<TX>;
+  static_assert(same_v<X, float>, "reduce_parts_rows: f32 partials");
+  constexpr int V = 4, C = rows::Split<N, V>::C, PG = 8;
+  rows::Rows<TX> xr;
+  rows::Rows<TY> yr;
+  if (blockDim.x != kRowThreads || !rows::as_rows<N, V>(x, xr, 1) || !rows::as_rows<N, V>(y, yr) || xr.n != yr.n)
+    return false;
+  const long long P = x.ext[0], ps = x.stride[0];
+  if (P > 1 && ps % V != 0) return false;
+  for (int r = 0; r < yr.n; ++r) {
+    float acc[C][V];
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+#pragma unroll
+      for (int j = 0; j < V; ++j) acc[c][j] = 0.0f;
+    for (long long p0 = 0; p0 < P; p0 += PG) {
+      // Every load of PG parts before the first add: one round trip to L2, not PG.
+      Vec<float, V> v[PG][C];
+#pragma unroll
+      for (int q = 0; q < PG; ++q)
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+          if (p0 + q < P && e < N) v[q][c] = ldv<V>(xr.ptr + (p0 + q) * ps + r * xr.rs + e);
+        }
+#pragma unroll
+      for (int q = 0; q < PG; ++q)
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+          if (p0 + q < P)
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[c][j] += v[q][c].v[j];
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+      if (e >= N) continue;
+      Vec<TY, V> o;
+#pragma unroll
+      for (int j = 0; j < V; ++j) o.v[j] = from_f32<TY>(acc[c][j]);
+      stv<V>(yr.ptr + r * yr.rs + e, o);
+    }
+  }
+  __syncthreads();
+  return true;
+}
+
+// rmsnorm (r, ro null) and add_rmsnorm over rows of N with a weight of N: the CTA takes a row
+// at a time and keeps it in registers.
+template <int N, class TX, class TR, class TO, class TW, class TY>
+__device__ __forceinline__ bool rms_rows(const Ctx& ctx, const View<TX>& x, const View<TR>* r, const View<TO>* ro,
+                                         const View<TW>& w, float eps, const View<TY>& y) {
+  using X = bare_t<TX>;
+  using W = bare_t<TW>;
+  constexpr bool kAdd = !same_v<TR, void>;
+  constexpr int kWidest = detail::cmax(detail::cmax((int)sizeof(X), (int)sizeof(W)),
+                                       detail::cmax((int)sizeof(TY), detail::cmax(detail::size_of_or_0<TR>(),
+                                                                                  detail::size_of_or_0<TO>())));
+  constexpr int V = 16 / kWidest, C = rows::Split<N, V>::C;
+  rows::Rows<TX> xr;
+  rows::Rows<TY> yr;
+  if (blockDim.x != kRowThreads || w.rank != 1 || w.ext[0] != N || w.stride[0] != 1 ||
+      !aligned_to(w.ptr, V * sizeof(W)) || !rows::as_rows<N, V>(x, xr) || !rows::as_rows<N, V>(y, yr) || xr.n != yr.n)
+    return false;
+  rows::Rows<TR> rr{};
+  rows::Rows<TO> orr{};
+  if constexpr (kAdd) {
+    if (!rows::as_rows<N, V>(*r, rr) || !rows::as_rows<N, V>(*ro, orr) || rr.n != xr.n || orr.n != xr.n) return false;
+  }
+  float* scratch = reinterpret_cast<float*>(ctx.smem);
+  for (int row = 0; row < xr.n; ++row) {
+    float f[C][V];
+    Vec<W, V> wv[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+      if (e >= N) continue;
+      wv[c] = ldv<V>(w.ptr + e);
+      Vec<X, V> xv = ldv<V>(xr.ptr + row * xr.rs + e);
+#pragma unroll
+      for (int j = 0; j < V; ++j) f[c][j] = to_f32(xv.v[j]);
+      if constexpr (kAdd) {
+        Vec<bare_t<TR>, V> rv = ldv<V>(rr.ptr + row * rr.rs + e);
+#pragma unroll
+        for (int j = 0; j < V; ++j) f[c][j] += to_f32(rv.v[j]);
+      }
+    }
+    float ss = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+      if (e >= N) continue;
+      if constexpr (kAdd) {
+        Vec<TO, V> s;
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          s.v[j] = from_f32<TO>(f[c][j]);
+          f[c][j] = to_f32(s.v[j]);
+        }
+        stv<V>(orr.ptr + row * orr.rs + e, s);
+      }
+#pragma unroll
+      for (int j = 0; j < V; ++j) ss += f[c][j] * f[c][j];
+    }
+    ss = detail::block_sum(ss, scratch);
+    const float inv = 1.0f / sqrtf(ss / (float)N + eps);
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+      if (e >= N) continue;
+      Vec<TY, V> o;
+#pragma unroll
+      for (int j = 0; j < V; ++j) o.v[j] = from_f32<TY>(f[c][j] * inv * to_f32(wv[c].v[j]));
+      stv<V>(yr.ptr + row * yr.rs + e, o);
+    }
+  }
+  __syncthreads();
+  return true;
+}
+
+template <int N, class TX, class TW, class TY>
+__device__ __forceinline__ bool rmsnorm_rows(const Ctx& ctx, const View<TX>& x, const View<TW>& w, float eps,
+                                             const View<TY>& y) {
+  return rms_rows<N, TX, void, bare_t<TY>>(ctx, x, (const View<void>*)nullptr, (const View<bare_t<TY>>*)nullptr, w,
+                                           eps, y);
+}
+
+template <int N, class TX, class TR, class TW, class TY, class TO>
+__device__ __forceinline__ bool add_rmsnorm_rows(const Ctx& ctx, const View<TX>& x, const View<TR>& r,
+                                                 const View<TW>& w, float eps, const View<TY>& y, const View<TO>& ro) {
+  return rms_rows<N>(ctx, x, &r, &ro, w, eps, y);
+}
+
+// y = silu(g) * u over rows of N.
+template <int N, class TG, class TU, class TY>
+__device__ __forceinline__ bool silu_mul_rows(const Ctx&, const View<TG>& g, const View<TU>& u, const View<TY>& y) {
+  constexpr int kWidest = detail::cmax(detail::cmax((int)sizeof(bare_t<TG>), (int)sizeof(bare_t<TU>)), (int)sizeof(TY));
+  constexpr int V = 16 / kWidest, C = rows::Split<N, V>::C;
+  rows::Rows<TG> gr;
+  rows::Rows<TU> ur;
+  rows::Rows<TY> yr;
+  if (blockDim.x != kRowThreads || !rows::as_rows<N, V>(g, gr) || !rows::as_rows<N, V>(u, ur) ||
+      !rows::as_rows<N, V>(y, yr) || ur.n != gr.n || yr.n != gr.n)
+    return false;
+  for (int row = 0; row < gr.n; ++row) {
+    Vec<bare_t<TG>, V> gv[C];
+    Vec<bare_t<TU>, V> uv[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+      if (e >= N) continue;
+      gv[c] = ldv<V>(gr.ptr + row * gr.rs + e);
+      uv[c] = ldv<V>(ur.ptr + row * ur.rs + e);
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+      if (e >= N) continue;
+      Vec<TY, V> o;
+#pragma unroll
+      for (int j = 0; j < V; ++j) o.v[j] = from_f32<TY>(detail::SiluMulF{}(to_f32(gv[c].v[j]), to_f32(uv[c].v[j])));
+      stv<V>(yr.ptr + row * yr.rs + e, o);
+    }
+  }
+  __syncthreads();
+  return true;
+}
+
+// rope of one row of q (NQ) and of k (NK) at one position: a thread keeps one pair index j of
+// every head it rotates, so the frequency and the angle's sine and cosine are computed once per
+// thread for q and k together (the generic op computes them per view).
+template <int NQ, int NK, int D, class TQ, class TK, class TP, class TQO, class TKO>
+__device__ __forceinline__ bool rope_row(const Ctx&, const View<TQ>& q, const View<TK>& k, const View<TP>& pos,
+                                         const View<TQO>& qo, const View<TKO>& ko, const RopeParams& rp) {
+  constexpr int H = D / 2;
+  static_assert(D % 2 == 0 && kRowThreads % H == 0 && NQ % D == 0 && NK % D == 0, "rope_row: shapes");
+  // Heads a thread takes in q and k: threads tid, tid + kRowThreads, ... over the pairs.
+  constexpr int HS = kRowThreads / H, CQ = (NQ / D + HS - 1) / HS, CK = (NK / D + HS - 1) / HS;
+  if (blockDim.x != kRowThreads || rp.head_dim != D || q.rank != 1 || k.rank != 1 || qo.rank != 1 || ko.rank != 1 ||
+      pos.rank != 0 || q.ext[0] != NQ || k.ext[0] != NK || qo.ext[0] != NQ || ko.ext[0] != NK || q.stride[0] != 1 ||
+      k.stride[0] != 1 || qo.stride[0] != 1 || ko.stride[0] != 1)
+    return false;
+  const int j = (int)threadIdx.x % H, h0 = (int)threadIdx.x / H;
+  float q0[CQ], q1[CQ], k0[CK], k1[CK];
+#pragma unroll
+  for (int c = 0; c < CQ; ++c) {
+    const int a = (h0 + c * HS) * D + j;
+    if (a < NQ) q0[c] = to_f32(ld(q.ptr + a)), q1[c] = to_f32(ld(q.ptr + a + H));
+  }
+#pragma unroll
+  for (int c = 0; c < CK; ++c) {
+    const int a = (h0 + c * HS) * D + j;
+    if (a < NK) k0[c] = to_f32(ld(k.ptr + a)), k1[c] = to_f32(ld(k.ptr + a + H));
+  }
+  const long long p = ld(pos.ptr);
+  const double two_pi = 2 * 3.14159265358979323846;
+  double angle = (double)p * rope_freq(rp, j);
+  angle -= two_pi * floor(angle / two_pi);
+  float s, c;
+  sincosf((float)angle, &s, &c);
+#pragma unroll
+  for (int u = 0; u < CQ; ++u) {
+    const int a = (h0 + u * HS) * D + j;
+    if (a >= NQ) continue;
+    qo.ptr[a] = from_f32<TQO>(q0[u] * c - q1[u] * s);
+    qo.ptr[a + H] = from_f32<TQO>(q1[u] * c + q0[u] * s);
+  }
+#pragma unroll
+  for (int u = 0; u < CK; ++u) {
+    const int a = (h0 + u * HS) * D + j;
+    if (a >= NK) continue;
+    ko.ptr[a] = from_f32<TKO>(k0[u] * c - k1[u] * s);
+    ko.ptr[a + H] = from_f32<TKO>(k1[u] * c + k0[u] * s);
+  }
+  __syncthreads();
+  return true;
+}
+
+}  // namespace dev
+}  // namespace etc
