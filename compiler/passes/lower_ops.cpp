@@ -404,10 +404,10 @@ class Lowerer {
   // time, so they share one task target. Where their 64-column tiles already make two waves of
   // it, the tiles are 128 columns wide (and 64 deep, which keeps four ring stages); otherwise
   // each one's K is split so that every task streams about the same share of the group's
-  // weights. Matmuls with tile attributes of their own keep them. H100, Llama-3.2-1B decode:
-  // q/k/v in 96 tasks instead of 256 and gate/up in 128 instead of 256 (and the LM head in
-  // 1002 instead of 2004): B = 1 2769 -> 2573 us, B = 16 4823 -> 4325 us, B = 64 12080 ->
-  // 10758 us (measured with q/k/v split 2/4/4).
+  // weights. Matmuls with tile attributes of their own keep them. H100, Llama-3.2-1B decode
+  // megakernel: q/k/v in 128 tasks instead of 256 (split 2/4/4; this rule makes it 96, split
+  // 2/2/2), gate/up in 128 instead of 256 and the LM head in 1002 instead of 2004: B = 1 2769
+  // -> 2573 us, B = 16 4823 -> 4325 us, B = 64 12080 -> 10758 us.
   void planMatmulGroups(const Graph& g) {
     mm_tiles_.clear();
     std::vector<const AssignStmt*> run;
