@@ -422,7 +422,8 @@ class Emitter {
   // every task of the group stays in the code, one that differs becomes an argument. A model's
   // layers then share their task code: the CUDA is a third of the size and compiles three
   // times faster, but the arguments (on the stack) and the lost constants made the Llama
-  // decode step 5% slower at B = 1 (H100), so it is not the default.
+  // decode step 5% slower at B = 1 (H100) with the generic ops; with the row forms it is level
+  // (docs/backend.md). Off by default.
   void shareTaskFunctions() {
     std::vector<TaskLiterals> lits;
     std::map<std::string, std::vector<uint32_t>> groups;
@@ -795,6 +796,19 @@ class Emitter {
         return "";
       return fmt::format("etc::dev::rope_row<{}, {}, {}>(ctx, {}, {}, {}, {}, {}, {})", nq, nk, d, a[0], a[1], a[2], a[3],
                          a[4], ropeParams(c));
+    }
+    if (op == "attention_merge") {
+      OperandType parts = type(c.call.args[0]), lse = type(c.call.args[1]);
+      const int64_t d = tiling::attrInt(c.call, "head_dim");
+      if (parts.shape.size() != 2 || lse.shape.size() != 2 || d <= 0) return "";
+      const auto np = bounds(parts.shape[0], env), nl = bounds(lse.shape[0], env);
+      const int64_t w = width(parts);
+      // The parts' weights live in registers: at most 64 of them.
+      if (np.lo != np.hi || np.lo < 1 || np.lo > 64 || nl.lo != np.lo || nl.hi != np.hi || w == 0 || w % d != 0 ||
+          width(lse) != w / d)
+        return "";
+      return fmt::format("etc::dev::attention_merge_row<{}, {}, {}>(ctx, {}, {}, {}, {})", np.lo, w, d, a[0], a[1], a[2],
+                         a.size() > 3 ? a[3] : "etc::dev::View<float>{}");
     }
     return "";
   }

@@ -45,6 +45,15 @@ __global__ void k_rows_rope(View<const T> q, View<const T> k, View<const int> po
   if (threadIdx.x == 0) *took = ran;
 }
 
+template <bool ROW, int P, int W, int D, class TO>
+__global__ void k_rows_merge(View<const float> op, View<const float> lp, View<TO> o, View<float> lse, int* took) {
+  SMEM_DECL; Ctx c{smem_, kAttnMergeSmem};
+  bool ran = false;
+  if constexpr (ROW) ran = attention_merge_row<P, W, D>(c, op, lp, o, lse);
+  else attention_merge(c, op, lp, o, lse, D);
+  if (threadIdx.x == 0) *took = ran;
+}
+
 // ---- helpers --------------------------------------------------------------------------------
 
 // Runs launch(row, took) for the row form and the generic op on copies of the same outputs;
@@ -203,6 +212,42 @@ static void t_rows_rope(const char* what, RopeParams rp, int p, long long koff, 
   rows_report(same, ran, expect_row, std::string("rows_rope_") + tname<T>() + "_" + what);
 }
 
+// Split-KV parts of one request: some parts empty (lse -inf), head `dead` empty in every part.
+template <int P, int W, int D, class TO>
+static void t_rows_merge(const char* what, int empty_every, int dead, bool with_lse, int threads, bool expect_row) {
+  constexpr int HEADS = W / D;
+  Buf<float> op(P * W), lp(P * HEADS), lse(HEADS);
+  Buf<TO> o(W);
+  op.random(-2, 2);
+  lp.random(-6, 6);
+  for (int p = 0; p < P; ++p)
+    for (int h = 0; h < HEADS; ++h)
+      if ((empty_every && p % empty_every == empty_every - 1) || h == dead) lp.h[p * HEADS + h] = -INFINITY;
+  o.poison();
+  lse.poison();
+  op.up();
+  lp.up();
+  o.up();
+  lse.up();
+  HV opv = hv(0, {P, W}, {W, 1}), lpv = hv(0, {P, HEADS}, {HEADS, 1}), ov = hv(0, {W}, {1}), lv = hv(0, {HEADS}, {1});
+  View<float> lse_view = dv<float>(lse, lv);
+  if (!with_lse) lse_view = View<float>{};
+  RowsRun rr;
+  rr.outs = {{o.d, o.n * sizeof(TO)}, {lse.d, lse.n * sizeof(float)}};
+  bool ran = false;
+  bool same = rr.run(
+      [&](bool row, int* took) {
+        if (row)
+          k_rows_merge<true, P, W, D, TO><<<1, threads, kAttnMergeSmem>>>(dv<const float>(op, opv), dv<const float>(lp, lpv),
+                                                                        dv<TO>(o, ov), lse_view, took);
+        else
+          k_rows_merge<false, P, W, D, TO><<<1, threads, kAttnMergeSmem>>>(dv<const float>(op, opv), dv<const float>(lp, lpv),
+                                                                         dv<TO>(o, ov), lse_view, took);
+      },
+      ran);
+  rows_report(same, ran, expect_row, std::string("rows_attention_merge_") + tname<TO>() + "_" + what);
+}
+
 static void run_rows_tests() {
   // Split-K reductions as a decode step has them: 4 and 8 parts of one row, a few rows, more
   // parts than one batch of loads, a row length that leaves threads idle; declines on an
@@ -237,4 +282,10 @@ static void run_rows_tests() {
     t_rows_rope<2048, 1024, 128, bf16>(("plain_p" + std::to_string(p)).c_str(), plain, p, 0, 256, true);
   }
   t_rows_rope<2048, 512, 64, bf16>("t128", llama, 7, 0, 128, false);
+  // attention_merge of a Llama (4 heads of 64) and a Qwen3-like (2 of 128) cache head's parts,
+  // with empty parts and an empty head; more outputs than threads; declines on 128 threads.
+  t_rows_merge<17, 256, 64, bf16>("p17_llama", 3, 2, false, 256, true);
+  t_rows_merge<17, 256, 128, bf16>("p17_qwen_lse", 4, -1, true, 256, true);
+  t_rows_merge<5, 512, 64, float>("p5_w512_lse", 0, 7, true, 256, true);
+  t_rows_merge<17, 256, 64, bf16>("t128", 3, 2, false, 128, false);
 }

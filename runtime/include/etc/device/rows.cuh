@@ -1,13 +1,15 @@
 // Row forms of the ops on a decode step's chain: reduce_sum of split-K partials, rmsnorm and
-// add_rmsnorm, silu_mul and rope over rows whose length N (and head_dim) is known when the
-// kernel is compiled. The generic ops take any rank, stride and alignment at run time and run
-// thousands of instructions for a row of 2048 elements (6.6 us on one H100 CTA for a split-K
-// reduce and an add_rmsnorm, warm); these run a few hundred (0.9 us). Each returns false, having
+// add_rmsnorm, silu_mul, rope and attention_merge over rows whose length N (and head_dim, the
+// number of parts) is known when the kernel is compiled. The generic ops take any rank, stride
+// and alignment at run time and run thousands of instructions for a row of 2048 elements
+// (6.6 us on one H100 CTA for a split-K reduce and an add_rmsnorm, warm); these run a few
+// hundred (0.9 us). Each returns false, having
 // done nothing, when its views are not N-element rows with unit stride, 16-byte aligned, or the
 // CTA is not kRowThreads wide: the caller then runs the generic op. Results are those of the
 // generic ops, bit for bit: the same roundings, in the same order.
 #pragma once
 
+#include "etc/device/attention.cuh"
 #include "etc/device/common.cuh"
 #include "etc/device/decode.cuh"
 #include "etc/device/reduce.cuh"
@@ -262,6 +264,51 @@ __device__ __forceinline__ bool rope_row(const Ctx&, const View<TQ>& q, const Vi
     if (a >= NK) continue;
     ko.ptr[a] = from_f32<TKO>(k0[u] * c - k1[u] * s);
     ko.ptr[a + H] = from_f32<TKO>(k1[u] * c + k0[u] * s);
+  }
+  __syncthreads();
+  return true;
+}
+
+// attention_merge of one request's split-KV parts: o_parts [P, W], lse_parts [P, W / D] into
+// o [W] (and lse [W / D] when lse.ptr is set), with P, W and head_dim D known when compiling:
+// each thread merges output elements of one head with its P weights in registers (the generic
+// op stages them in shared memory and divides by head_dim at run time).
+template <int P, int W, int D, class TP, class TL, class TO>
+__device__ __forceinline__ bool attention_merge_row(const Ctx&, const View<TP>& op, const View<TL>& lp,
+                                                    const View<TO>& o, const View<float>& lse) {
+  static_assert(W % D == 0 && P >= 1, "attention_merge_row: shapes");
+  constexpr int HEADS = W / D;
+  if (blockDim.x != kRowThreads || op.rank != 2 || lp.rank != 2 || o.rank != 1 || op.ext[0] != P || op.ext[1] != W ||
+      lp.ext[0] != P || lp.ext[1] != HEADS || o.ext[0] != W || op.stride[1] != 1 || o.stride[0] != 1)
+    return false;
+  const float ninf = __int_as_float(0xff800000);
+  for (int i = threadIdx.x; i < W; i += kRowThreads) {
+    const int h = i / D;
+    float w[P];
+#pragma unroll
+    for (int p = 0; p < P; ++p) w[p] = to_f32(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1]));
+    // head_total of the generic op: the maximum, then the sum in part order.
+    float mx = ninf;
+#pragma unroll
+    for (int p = 0; p < P; ++p) mx = fmaxf(mx, w[p]);
+    float total = mx;
+    if (mx != ninf) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int p = 0; p < P; ++p) sum += expf(w[p] - mx);
+      total = mx + logf(sum);
+    }
+#pragma unroll
+    for (int p = 0; p < P; ++p) w[p] = mx != ninf ? expf(w[p] - total) : 0.0f;
+    float v[P];
+#pragma unroll
+    for (int p = 0; p < P; ++p) v[p] = w[p] != 0.0f ? to_f32(ld(op.ptr + p * op.stride[0] + i)) : 0.0f;
+    float acc = 0.0f;
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+      if (w[p] != 0.0f) acc += w[p] * v[p];
+    o.ptr[i] = from_f32<TO>(acc);
+    if (lse.ptr && i % D == 0) lse.ptr[h * lse.stride[0]] = total;
   }
   __syncthreads();
   return true;
