@@ -3,10 +3,10 @@
 // number of parts) is known when the kernel is compiled. The generic ops take any rank, stride
 // and alignment at run time and run thousands of instructions for a row of 2048 elements
 // (6.6 us on one H100 CTA for a split-K reduce and an add_rmsnorm, warm); these run a few
-// hundred (0.9 us). Each returns false, having
-// done nothing, when its views are not N-element rows with unit stride, 16-byte aligned, or the
-// CTA is not kRowThreads wide: the caller then runs the generic op. Results are those of the
-// generic ops, bit for bit: the same roundings, in the same order.
+// hundred (0.9 us). Each returns false, having done nothing, when its views do not have the
+// compiled shape with unit innermost stride (and, where it loads 16 bytes at a time, 16-byte
+// alignment), or the CTA is not kRowThreads wide: the caller then runs the generic op. Results
+// are those of the generic ops, bit for bit: the same roundings, in the same order.
 #pragma once
 
 #include "etc/device/attention.cuh"
