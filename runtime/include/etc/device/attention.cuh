@@ -340,6 +340,27 @@ __device__ void attention_decode(const Ctx& ctx, const View<TQ>& q, const View<T
   attention_decode<D, G>(ctx, q, kc, vc, lens, o, none, scale);
 }
 
+namespace detail {
+
+// One head's maximum mx and log-sum-exp over the split-KV parts, part p's lse being
+// part_lse(p): -inf and -inf when every part is empty. In part order (attention_merge and its
+// row form give the same bits).
+template <class PartLse>
+__device__ __forceinline__ float merge_total(long long parts, PartLse part_lse, float& mx) {
+  const float ninf = __int_as_float(0xff800000);
+  mx = ninf;
+  for (long long p = 0; p < parts; ++p) mx = fmaxf(mx, part_lse(p));
+  float total = mx;
+  if (mx != ninf) {
+    float sum = 0.0f;
+    for (long long p = 0; p < parts; ++p) sum += expf(part_lse(p) - mx);
+    total = mx + logf(sum);
+  }
+  return total;
+}
+
+}  // namespace detail
+
 // Shared memory attention_merge asks for: the weights of up to 2048 (part, head) pairs.
 constexpr unsigned kAttnMergeSmem = 2048u * sizeof(float);
 
@@ -356,26 +377,13 @@ __device__ void attention_merge(const Ctx& ctx, const View<TP>& op, const View<T
   const long long parts = op.ext[0], width = op.ext[1], heads = lp.ext[1];
   const float ninf = __int_as_float(0xff800000);
   auto lse_at = [&](long long p, long long h) { return to_f32(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1])); };
-  // Head h's maximum and log-sum-exp over the parts, with lse_p = part_lse(p): -inf, -inf when
-  // every part is empty.
-  auto head_total = [&](auto part_lse, float& mx) {
-    mx = ninf;
-    for (long long p = 0; p < parts; ++p) mx = fmaxf(mx, part_lse(p));
-    float total = mx;
-    if (mx != ninf) {
-      float sum = 0.0f;
-      for (long long p = 0; p < parts; ++p) sum += expf(part_lse(p) - mx);
-      total = mx + logf(sum);
-    }
-    return total;
-  };
   if (parts * heads <= (long long)(ctx.smem_bytes / sizeof(float))) {
     float* wts = reinterpret_cast<float*>(ctx.smem);  // [parts][heads]
     for (long long i = threadIdx.x; i < parts * heads; i += blockDim.x) wts[i] = lse_at(i / heads, i % heads);
     __syncthreads();
     for (long long h = threadIdx.x; h < heads; h += blockDim.x) {
       float mx;
-      const float total = head_total([&](long long p) { return wts[p * heads + h]; }, mx);
+      const float total = detail::merge_total(parts, [&](long long p) { return wts[p * heads + h]; }, mx);
       for (long long p = 0; p < parts; ++p)
         wts[p * heads + h] = mx != ninf ? expf(wts[p * heads + h] - total) : 0.0f;
       if (lse.ptr) lse.ptr[h * lse.stride[0]] = total;
@@ -406,7 +414,7 @@ __device__ void attention_merge(const Ctx& ctx, const View<TP>& op, const View<T
   for (long long i = threadIdx.x; i < width + heads; i += blockDim.x) {
     const long long h = i < width ? i / head_dim : i - width;
     float mx;
-    const float total = head_total([&](long long p) { return lse_at(p, h); }, mx);
+    const float total = detail::merge_total(parts, [&](long long p) { return lse_at(p, h); }, mx);
     if (i >= width) {
       if (lse.ptr) lse.ptr[h * lse.stride[0]] = total;
       continue;

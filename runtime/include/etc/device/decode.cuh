@@ -153,6 +153,15 @@ __device__ __forceinline__ double rope_freq(const RopeParams& rp, int j) {
 
 namespace detail {
 
+// The sine and cosine of position p's angle at frequency freq (rope_freq): the angle reduced
+// modulo 2 pi in double, so that positions up to millions keep f32 accuracy.
+__device__ __forceinline__ void rope_sincos(double freq, long long p, float& s, float& c) {
+  const double two_pi = 2 * 3.14159265358979323846;
+  double angle = (double)p * freq;
+  angle -= two_pi * floor(angle / two_pi);
+  sincosf((float)angle, &s, &c);
+}
+
 // Rotates every head of one row (x rank 1) or of each row (rank 2) by the row's position.
 // The angle of a (row, pair index j) is the same for every head: a thread keeps the last one it
 // computed (with blockDim.x a multiple of head_dim / 2, j is fixed per thread), so the double
@@ -166,7 +175,6 @@ __device__ __forceinline__ void rope_rows(const RopeParams& rp, const View<TX>& 
   const long long yr = y.rank == 2 ? y.stride[0] : 0, yc = y.stride[y.rank == 2 ? 1 : 0];
   const int half = rp.head_dim / 2;
   const int pairs = width / rp.head_dim * half;
-  const double two_pi = 2 * 3.14159265358979323846;
   int cached_r = -1, cached_j = -1;
   double freq = 0.0;
   float s = 0.0f, c = 1.0f;
@@ -184,11 +192,7 @@ __device__ __forceinline__ void rope_rows(const RopeParams& rp, const View<TX>& 
       const int r = i / pairs, k = i - r * pairs, head = k / half, j = k - head * half;
       if (j != cached_j) freq = rope_freq(rp, j);
       if (r != cached_r || j != cached_j) {
-        const long long p = ld(pos.ptr + (pos.rank ? r * pos.stride[0] : 0));
-        // The angle reduced modulo 2 pi in double: positions up to millions keep f32 accuracy.
-        double angle = (double)p * freq;
-        angle -= two_pi * floor(angle / two_pi);
-        sincosf((float)angle, &s, &c);
+        rope_sincos(freq, ld(pos.ptr + (pos.rank ? r * pos.stride[0] : 0)), s, c);
         cached_r = r;
         cached_j = j;
       }

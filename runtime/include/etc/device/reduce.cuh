@@ -192,6 +192,13 @@ __host__ __device__ constexpr int size_of_or_0() {
   else return (int)sizeof(bare_t<T>);
 }
 
+// Elements per access of rmsnorm and add_rmsnorm: 16 bytes of the widest operand (a residual
+// may be wider than x). TR and TO are void for rmsnorm.
+template <class X, class W, class TY, class TR, class TO>
+__host__ __device__ constexpr int rms_vec_width() {
+  return 16 / cmax(cmax((int)sizeof(X), (int)sizeof(W)), cmax((int)sizeof(TY), cmax(size_of_or_0<TR>(), size_of_or_0<TO>())));
+}
+
 template <int V, bool Block, class TX, class TR, class TO, class TW, class TY>
 __device__ __forceinline__ void rms_row(TX* xr, long long xs, TR* rr, long long rs, TO* ror, long long os,
                                         TW* wp, long long ws, TY* yr, long long ys, long long H, float eps,
@@ -389,10 +396,7 @@ __device__ __forceinline__ void rmsnorm_impl(const Ctx& ctx, const View<TX>& x, 
     if (d < lead) lead_rows *= x.ext[d];
   if (H > 0 && lead_rows > 0 && width % H == 0) {
     const NormRows n{lead_rows * (width / H), width / H, H};
-    // Elements per access: 16 bytes of the widest operand (a residual may be wider than x).
-    constexpr int kWidest = cmax(cmax((int)sizeof(X), (int)sizeof(W)),
-                                 cmax((int)sizeof(TY), cmax(size_of_or_0<TR>(), size_of_or_0<TO>())));
-    constexpr int V = 16 / kWidest;
+    constexpr int V = rms_vec_width<X, W, TY, TR, TO>();
     bool vec = rows_vectorizable(x, V, H) && rows_vectorizable(y, V, H) && w.stride[0] == 1 &&
                aligned_to(w.ptr, V * sizeof(W));
     if constexpr (!same_v<TR, void>) {

@@ -39,11 +39,13 @@ __device__ __forceinline__ bool as_rows(const View<T>& v, Rows<T>& r, int lead =
   return aligned_to(v.ptr, V * sizeof(bare_t<T>)) && (r.n <= 1 || r.rs % V == 0);
 }
 
-// Elements per thread and access: V per access, C accesses.
+// Elements per thread and access: V per access, C accesses; at(c) is this thread's first
+// element of access c (N or more: none).
 template <int N, int V>
 struct Split {
   static constexpr int C = (N + kRowThreads * V - 1) / (kRowThreads * V);
   static_assert(N % V == 0, "row length must be a multiple of the vector width");
+  static __device__ __forceinline__ int at(int c) { return (c * kRowThreads + (int)threadIdx.x) * V; }
 };
 
 }  // namespace rows
@@ -73,7 +75,7 @@ __device__ __forceinline__ bool reduce_parts_rows(const Ctx&, const View<TX>& x,
       for (int q = 0; q < PG; ++q)
 #pragma unroll
         for (int c = 0; c < C; ++c) {
-          const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+          const int e = rows::Split<N, V>::at(c);
           if (p0 + q < P && e < N) v[q][c] = ldv<V>(xr.ptr + (p0 + q) * ps + r * xr.rs + e);
         }
 #pragma unroll
@@ -86,7 +88,7 @@ __device__ __forceinline__ bool reduce_parts_rows(const Ctx&, const View<TX>& x,
     }
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+      const int e = rows::Split<N, V>::at(c);
       if (e >= N) continue;
       Vec<TY, V> o;
 #pragma unroll
@@ -106,10 +108,7 @@ __device__ __forceinline__ bool rms_rows(const Ctx& ctx, const View<TX>& x, cons
   using X = bare_t<TX>;
   using W = bare_t<TW>;
   constexpr bool kAdd = !same_v<TR, void>;
-  constexpr int kWidest = detail::cmax(detail::cmax((int)sizeof(X), (int)sizeof(W)),
-                                       detail::cmax((int)sizeof(TY), detail::cmax(detail::size_of_or_0<TR>(),
-                                                                                  detail::size_of_or_0<TO>())));
-  constexpr int V = 16 / kWidest, C = rows::Split<N, V>::C;
+  constexpr int V = detail::rms_vec_width<X, W, TY, TR, TO>(), C = rows::Split<N, V>::C;
   rows::Rows<TX> xr;
   rows::Rows<TY> yr;
   if (blockDim.x != kRowThreads || w.rank != 1 || w.ext[0] != N || w.stride[0] != 1 ||
@@ -126,7 +125,7 @@ __device__ __forceinline__ bool rms_rows(const Ctx& ctx, const View<TX>& x, cons
     Vec<W, V> wv[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+      const int e = rows::Split<N, V>::at(c);
       if (e >= N) continue;
       wv[c] = ldv<V>(w.ptr + e);
       Vec<X, V> xv = ldv<V>(xr.ptr + row * xr.rs + e);
@@ -141,7 +140,7 @@ __device__ __forceinline__ bool rms_rows(const Ctx& ctx, const View<TX>& x, cons
     float ss = 0.0f;
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+      const int e = rows::Split<N, V>::at(c);
       if (e >= N) continue;
       if constexpr (kAdd) {
         Vec<TO, V> s;
@@ -159,7 +158,7 @@ __device__ __forceinline__ bool rms_rows(const Ctx& ctx, const View<TX>& x, cons
     const float inv = 1.0f / sqrtf(ss / (float)N + eps);
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+      const int e = rows::Split<N, V>::at(c);
       if (e >= N) continue;
       Vec<TY, V> o;
 #pragma unroll
@@ -200,14 +199,14 @@ __device__ __forceinline__ bool silu_mul_rows(const Ctx&, const View<TG>& g, con
     Vec<bare_t<TU>, V> uv[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+      const int e = rows::Split<N, V>::at(c);
       if (e >= N) continue;
       gv[c] = ldv<V>(gr.ptr + row * gr.rs + e);
       uv[c] = ldv<V>(ur.ptr + row * ur.rs + e);
     }
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const int e = (c * kRowThreads + (int)threadIdx.x) * V;
+      const int e = rows::Split<N, V>::at(c);
       if (e >= N) continue;
       Vec<TY, V> o;
 #pragma unroll
@@ -245,12 +244,9 @@ __device__ __forceinline__ bool rope_row(const Ctx&, const View<TQ>& q, const Vi
     const int a = (h0 + c * HS) * D + j;
     if (a < NK) k0[c] = to_f32(ld(k.ptr + a)), k1[c] = to_f32(ld(k.ptr + a + H));
   }
-  const long long p = ld(pos.ptr);
-  const double two_pi = 2 * 3.14159265358979323846;
-  double angle = (double)p * rope_freq(rp, j);
-  angle -= two_pi * floor(angle / two_pi);
+  const long long p = ld(pos.ptr);  // in flight while the frequency is computed
   float s, c;
-  sincosf((float)angle, &s, &c);
+  detail::rope_sincos(rope_freq(rp, j), p, s, c);
 #pragma unroll
   for (int u = 0; u < CQ; ++u) {
     const int a = (h0 + u * HS) * D + j;
@@ -287,17 +283,8 @@ __device__ __forceinline__ bool attention_merge_row(const Ctx&, const View<TP>& 
     float w[P];
 #pragma unroll
     for (int p = 0; p < P; ++p) w[p] = to_f32(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1]));
-    // head_total of the generic op: the maximum, then the sum in part order.
-    float mx = ninf;
-#pragma unroll
-    for (int p = 0; p < P; ++p) mx = fmaxf(mx, w[p]);
-    float total = mx;
-    if (mx != ninf) {
-      float sum = 0.0f;
-#pragma unroll
-      for (int p = 0; p < P; ++p) sum += expf(w[p] - mx);
-      total = mx + logf(sum);
-    }
+    float mx;
+    const float total = detail::merge_total(P, [&](long long p) { return w[p]; }, mx);
 #pragma unroll
     for (int p = 0; p < P; ++p) w[p] = mx != ninf ? expf(w[p] - total) : 0.0f;
     float v[P];
