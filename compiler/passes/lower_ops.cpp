@@ -299,15 +299,32 @@ class Lowerer {
     return true;
   }
 
+  // y [M, N] = a [M, K] b (b [K, N], or [N, K] with transpose_b; a vector a has M = 1).
+  struct MatmulDims {
+    OperandMap am, bm;
+    bool tb, vec;
+    Expr M, K, N;
+  };
+  MatmulDims matmulDims(const AssignStmt& a) const {
+    MatmulDims d{mapOperand(m_, a.call.args[0]), mapOperand(m_, a.call.args[1]), tiling::attrBool(a.call, "transpose_b"),
+                 false, intConst(1), intConst(1), intConst(1)};
+    d.vec = d.am.extent.size() == 1;
+    if (!d.vec) d.M = d.am.extent[0];
+    d.K = d.am.extent.back();
+    d.N = d.tb ? d.bm.extent[0] : d.bm.extent[1];
+    return d;
+  }
+  // tile_m when the call does not set it: M's upper bound, between 16 and 128.
+  int64_t defaultTileM(const Expr& M) const {
+    return std::clamp<int64_t>(tiling::pow2Ceil(tiling::upperBound(m_, M)), 16, 128);
+  }
+
   bool lowerMatmul(const AssignStmt& a, std::vector<uint32_t>& tasks) {
-    OperandMap am = mapOperand(m_, a.call.args[0]), bm = mapOperand(m_, a.call.args[1]);
+    MatmulDims dims = matmulDims(a);
+    OperandMap &am = dims.am, &bm = dims.bm;
     OperandMap ym = resultMaps(a).front();
-    bool tb = tiling::attrBool(a.call, "transpose_b");
-    bool vec = am.extent.size() == 1;
-    Expr M = vec ? intConst(1) : am.extent[0];
-    Expr K = am.extent.back();
-    Expr N = tb ? bm.extent[0] : bm.extent[1];
-    int64_t m_hi = tiling::upperBound(m_, M);
+    const bool tb = dims.tb, vec = dims.vec;
+    const Expr &M = dims.M, &K = dims.K, &N = dims.N;
     int64_t tm = tiling::attrInt(a.call, "tile_m"), tn = tiling::attrInt(a.call, "tile_n");
     int64_t tk = tiling::attrInt(a.call, "tile_k"), sk = tiling::attrInt(a.call, "split_k");
     if (auto it = mm_tiles_.find(&a); it != mm_tiles_.end()) {
@@ -315,7 +332,7 @@ class Lowerer {
       tk = it->second.tk;
       sk = it->second.sk;
     }
-    if (tm == 0) tm = std::clamp<int64_t>(tiling::pow2Ceil(m_hi), 16, 128);
+    if (tm == 0) tm = defaultTileM(M);
     if (tn == 0) tn = 64;
     // 128 rather than 64: each stage then reads 256 contiguous bytes of every weight row
     // (H100, mlp B = 1: 102 -> 92 us for the megakernel; 256 was slower at small B).
@@ -430,16 +447,15 @@ class Lowerer {
 
   void planMatmulGroup(const std::vector<const AssignStmt*>& group) {
     struct Shape {
-      int64_t tiles64, k_hi, n_hi;
+      int64_t tiles64, k_hi, n_hi;  // tiles64: M tiles x 64-column tiles at the smallest syms
     };
     std::vector<Shape> shapes;
     int64_t tiles64 = 0, elems = 0;
     for (const AssignStmt* a : group) {
-      OperandMap am = mapOperand(m_, a->call.args[0]), bm = mapOperand(m_, a->call.args[1]);
-      const bool tb = tiling::attrBool(a->call, "transpose_b");
-      Expr N = tb ? bm.extent[0] : bm.extent[1];
-      Shape s{std::max<int64_t>(1, tiling::lowerBound(m_, cdiv(N, intConst(64)))),
-              tiling::upperBound(m_, am.extent.back()), tiling::upperBound(m_, N)};
+      const MatmulDims d = matmulDims(*a);
+      const int64_t m_tiles = std::max<int64_t>(1, tiling::lowerBound(m_, cdiv(d.M, intConst(defaultTileM(d.M)))));
+      Shape s{m_tiles * std::max<int64_t>(1, tiling::lowerBound(m_, cdiv(d.N, intConst(64)))),
+              tiling::upperBound(m_, d.K), tiling::upperBound(m_, d.N)};
       tiles64 += s.tiles64;
       elems += s.n_hi * s.k_hi;
       shapes.push_back(s);
