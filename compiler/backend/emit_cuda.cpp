@@ -37,7 +37,7 @@ const std::set<std::string_view> kDeviceOps = {"copy",       "fill",         "ca
                                                "rmsnorm",    "matmul",       "topk_softmax", "moe_align",
                                                "grouped_matmul", "moe_combine", "add_rmsnorm",
                                                "embedding", "argmax", "rope", "kv_append", "split_lens",
-                                               "attention_decode", "attention_merge"};
+                                               "kv_ranges", "attention_decode", "attention_merge"};
 
 class Emitter {
  public:
@@ -669,7 +669,7 @@ class Emitter {
       return fmt::format("etc::dev::add_rmsnorm(ctx, {}, {}, {}, {}f, {}, {});", v[0], v[1], v[2], floatLiteral(eps), v[3],
                          v[4]);
     }
-    if (op == "rope" || op == "attention_decode" || op == "attention_merge" || op == "split_lens")
+    if (op == "rope" || op == "attention_decode" || op == "attention_merge" || op == "split_lens" || op == "kv_ranges")
       return decodeCallCode(t, c, v, smem);
     if (op == "kv_append" && c.call.args.size() == 4) return fmt::format("etc::dev::kv_append_paged(ctx{});", list());
     if (op == "matmul") return matmulDispatch(t, c, v, smem, false);
@@ -803,11 +803,11 @@ class Emitter {
       if (parts.shape.size() != 2 || lse.shape.size() != 2 || d <= 0) return "";
       const auto np = bounds(parts.shape[0], env), nl = bounds(lse.shape[0], env);
       const int64_t w = width(parts);
-      // The parts' weights live in registers: at most 64 of them.
-      if (np.lo != np.hi || np.lo < 1 || np.lo > 64 || nl.lo != np.lo || nl.hi != np.hi || w == 0 || w % d != 0 ||
-          width(lse) != w / d)
+      // The parts' weights live in registers: at most 64 of them (the parts' upper bound; fewer
+      // at run time where their number follows the batch).
+      if (np.hi < 1 || np.hi > 64 || nl.lo != np.lo || nl.hi != np.hi || w == 0 || w % d != 0 || width(lse) != w / d)
         return "";
-      return fmt::format("etc::dev::attention_merge_row<{}, {}, {}>(ctx, {}, {}, {}, {})", np.lo, w, d, a[0], a[1], a[2],
+      return fmt::format("etc::dev::attention_merge_row<{}, {}, {}>(ctx, {}, {}, {}, {})", np.hi, w, d, a[0], a[1], a[2],
                          a.size() > 3 ? a[3] : "etc::dev::View<float>{}");
     }
     return "";
@@ -858,13 +858,19 @@ class Emitter {
     const std::vector<Slice>& a = c.call.args;
     const std::string& op = c.call.op;
     auto need = [&](bool ok, const char* what) { return ok ? std::string() : std::string(what); };
+    // A ranged call's lens is one row's [first, count] (the device tells the forms by its rank).
+    const int lens_rank = op == "attention_decode" && tiling::attrBool(c.call, "ranged") ? 1 : 0;
     if (op == "attention_decode" && a.size() == 5)
-      return need(rank(a[0]) == 1 && rank(a[1]) == 3 && rank(a[2]) == 3 && rank(a[3]) == 0 && rank(a[4]) == 1,
-                  "q must be one row [Hq * head_dim], the page pools [pages, page size, Hk * head_dim], lens a "
-                  "scalar and the page table one row [pages]");
+      return need(rank(a[0]) == 1 && rank(a[1]) == 3 && rank(a[2]) == 3 && rank(a[3]) == lens_rank && rank(a[4]) == 1,
+                  lens_rank ? "q must be one row [Hq * head_dim], the page pools [pages, page size, Hk * head_dim], "
+                              "lens one row's [first, count] and the page table one row [pages]"
+                            : "q must be one row [Hq * head_dim], the page pools [pages, page size, Hk * head_dim], "
+                              "lens a scalar and the page table one row [pages]");
     if (op == "attention_decode")
-      return need(rank(a[0]) == 1 && rank(a[1]) == 2 && rank(a[2]) == 2 && rank(a[3]) == 0,
-                  "q must be one row [Hq * head_dim], the caches [positions, Hk * head_dim] and lens a scalar");
+      return need(rank(a[0]) == 1 && rank(a[1]) == 2 && rank(a[2]) == 2 && rank(a[3]) == lens_rank,
+                  lens_rank ? "q must be one row [Hq * head_dim], the caches [positions, Hk * head_dim] and lens one "
+                              "row's [first, count]"
+                            : "q must be one row [Hq * head_dim], the caches [positions, Hk * head_dim] and lens a scalar");
     if (op == "attention_merge")
       return need(rank(a[0]) == 2 && rank(a[1]) == 2, "the parts must be [P, Hq * head_dim] and [P, Hq] (one row)");
     if (op == "kv_append" && a.size() == 4)
@@ -878,7 +884,7 @@ class Emitter {
       DType t = sliceType(m_, a[0]).dtype;
       return need(rank(a[0]) <= 2 && (isFloat(t) || t == DType::I32), "x must be one row or rows of a float or i32");
     }
-    if (op == "split_lens") return need(rank(a[0]) <= 1, "lens must be a scalar or a vector");
+    if (op == "split_lens" || op == "kv_ranges") return need(rank(a[0]) <= 1, "lens must be a scalar or a vector");
     return "";
   }
 
@@ -899,6 +905,9 @@ class Emitter {
                              std::vector<std::string>& smem) {
     const std::string& op = c.call.op;
     if (op == "split_lens") return fmt::format("etc::dev::split_lens(ctx, {}, {}, {}LL);", v[0], v[1], tiling::attrInt(c.call, "chunk"));
+    if (op == "kv_ranges")
+      return fmt::format("etc::dev::kv_ranges(ctx, {}, {}, {}LL, {}LL);", v[0], v[1], tiling::attrInt(c.call, "min_chunk"),
+                         tiling::attrInt(c.call, "spread"));
     if (op == "rope") return fmt::format("etc::dev::rope(ctx, {}, {}, {}, {}, {}, {});", v[0], v[1], v[2], v[3], v[4], ropeParams(c));
     const int64_t d = tiling::attrInt(c.call, "head_dim");
     std::string lse = c.dests.size() > 1 ? ", " + v.back() : "";

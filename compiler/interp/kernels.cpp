@@ -42,6 +42,7 @@ OpKernel findKernel(std::string_view op) {
       {"attention_decode", opAttentionDecode},
       {"attention_merge", opAttentionMerge},
       {"split_lens", opSplitLens},
+      {"kv_ranges", opKvRanges},
       {"embedding", opEmbedding},
       {"argmax", opArgmax},
       {"topk_softmax", opTopkSoftmax},

@@ -69,6 +69,7 @@ std::string opKvAppend(OpArgs& a);
 std::string opAttentionDecode(OpArgs& a);
 std::string opAttentionMerge(OpArgs& a);
 std::string opSplitLens(OpArgs& a);
+std::string opKvRanges(OpArgs& a);
 
 // silu(g) = g / (1 + exp(-g)), shared by silu_mul and grouped_matmul.
 double silu(double g);

@@ -1,6 +1,6 @@
 // Decode attention references: kv_append (the in-place cache update), attention_decode (one
-// query row against the cached positions, grouped-query heads), split_lens (the lengths of a
-// split-KV attention's parts) and attention_merge (combining the partials through their
+// query row against the cached positions, grouped-query heads), split_lens and kv_ranges (the
+// lengths, or first positions and counts, of a split-KV attention's parts) and attention_merge (combining the partials through their
 // log-sum-exps). kv_append and attention_decode take either contiguous caches (one per row) or
 // page pools with a page table (docs/ops.md).
 #include <fmt/format.h>
@@ -74,9 +74,12 @@ std::string opKvAppend(OpArgs& a) {
 
 std::string opAttentionDecode(OpArgs& a) {
   const View &q = a.in[0], &kc = a.in[1], &vc = a.in[2];
+  // ranged: lens holds each row's first position and count; otherwise its count from 0.
+  const bool ranged = a.attrBool("ranged");
   std::vector<int64_t> lens = readInts(a.in[3]);
   const View* table = a.in.size() > 4 ? &a.in[4] : nullptr;
-  const int64_t d = a.attrInt("head_dim"), rows = static_cast<int64_t>(lens.size());
+  if (ranged && lens.size() % 2 != 0) return "lens must hold a first position and a count per row";
+  const int64_t d = a.attrInt("head_dim"), rows = static_cast<int64_t>(lens.size()) / (ranged ? 2 : 1);
   if (d <= 0 || kc.rank() < 2) return "head_dim must be positive and the caches of rank >= 2";
   const CacheRows kr_at{&kc, table}, vr_at{&vc, table};
   const int64_t hq = q.lastDim() / d, hk = kc.lastDim() / d, len = kr_at.capacity();
@@ -90,14 +93,16 @@ std::string opAttentionDecode(OpArgs& a) {
   std::vector<double> qv = readFloats(q), o(static_cast<size_t>(rows * hq * d), 0.0),
                       lse(static_cast<size_t>(rows * hq), -HUGE_VAL), s;
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t n = lens[r];
+    const int64_t first = ranged ? lens[2 * r] : 0, n = ranged ? lens[2 * r + 1] : lens[r];
+    if (ranged && (first < 0 || n < 0 || first > len || n > len - first))
+      return fmt::format("positions [{}, {} + {}) of row {} are outside [0, {})", first, first, n, r, len);
     if (n < 0 || n > len) return fmt::format("length {} of row {} is outside [0, {}]", n, r, len);
     if (n == 0) continue;
     std::vector<double> kr, vr;
     for (int64_t j = 0; j < n; ++j) {
       View krow, vrow;
-      if (std::string err = kr_at.row(r, j, krow); !err.empty()) return err;
-      if (std::string err = vr_at.row(r, j, vrow); !err.empty()) return err;
+      if (std::string err = kr_at.row(r, first + j, krow); !err.empty()) return err;
+      if (std::string err = vr_at.row(r, first + j, vrow); !err.empty()) return err;
       for (double x : readFloats(krow)) kr.push_back(x);
       for (double x : readFloats(vrow)) vr.push_back(x);
     }
@@ -137,6 +142,28 @@ std::string opSplitLens(OpArgs& a) {
   std::vector<int64_t> y;
   for (int64_t n : lens)
     for (int64_t p = 0; p < splits; ++p) y.push_back(std::clamp<int64_t>(n - p * chunk, 0, chunk));
+  writeInts(a.out[0], y.data());
+  return "";
+}
+
+std::string opKvRanges(OpArgs& a) {
+  std::vector<int64_t> lens = readInts(a.in[0]);
+  const int64_t splits = a.attrInt("splits"), min_chunk = a.attrInt("min_chunk"), spread = a.attrInt("spread");
+  if (splits <= 0 || min_chunk <= 0 || spread <= 0) return "splits, min_chunk and spread must be positive";
+  const auto rows = static_cast<int64_t>(lens.size());
+  if (a.out[0].numel() != rows * splits * 2)
+    return fmt::format("the destination does not hold {} rows of {} parts", rows, splits);
+  const int64_t used = std::clamp<int64_t>((spread + rows - 1) / std::max<int64_t>(rows, 1), 1, splits);
+  std::vector<int64_t> y;
+  for (int64_t n : lens) {
+    if (n < 0) return fmt::format("length {} is negative", n);
+    const int64_t chunk = std::max(min_chunk, (n + used - 1) / used);
+    for (int64_t p = 0; p < splits; ++p) {
+      const int64_t first = std::min(n, p * chunk);
+      y.push_back(first);
+      y.push_back(std::min(chunk, n - first));  // 0 past the used parts: chunk * used >= n
+    }
+  }
   writeInts(a.out[0], y.data());
   return "";
 }

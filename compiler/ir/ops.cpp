@@ -612,8 +612,15 @@ bool inferAttentionDecode(OpContext& ctx, std::vector<OperandType>& out) {
         r.sameShape(2, 1);
       }
     }
-    if (r.rankRelative(3, 0, -1, "one length per row of operand 0 (q)"))
+    // ranged: lens [..., 2] holds a row's first position and its count (a split-KV part).
+    if (ctx.attrBool("ranged")) {
+      if (r.rankRelative(3, 0, 0, "the first position and the count of each row of operand 0 (q)")) {
+        r.leadingMatch(3, 0, rank - 1);
+        r.extentIs(3, rank - 1, intConst(2), "(the first position and the count)");
+      }
+    } else if (r.rankRelative(3, 0, -1, "one length per row of operand 0 (q)")) {
       r.leadingMatch(3, 0, rank - 1);
+    }
   }
   if (paged) checkPageTable(r, 4, 0, rank, q_rank);
   const int c_last = paged ? 2 : rank;  // the caches' head dimension
@@ -669,6 +676,21 @@ bool inferSplitLens(OpContext& ctx, std::vector<OperandType>& out) {
   if (!r.ok) return false;
   Shape s = r.in(0).shape;
   s.push_back(intConst(ctx.attrInt("splits")));
+  setOutputs(ctx, out, {{DType::I32, std::move(s)}});
+  return true;
+}
+
+bool inferKvRanges(OpContext& ctx, std::vector<OperandType>& out) {
+  Rule r(ctx, {"lens"});
+  r.dtypeIs(0, DType::I32);
+  r.rankIn(0, 0, 1);
+  r.positiveInt("splits");
+  r.positiveInt("min_chunk");
+  r.positiveInt("spread");
+  if (!r.ok) return false;
+  Shape s = r.in(0).shape;
+  s.push_back(intConst(ctx.attrInt("splits")));
+  s.push_back(intConst(2));
   setOutputs(ctx, out, {{DType::I32, std::move(s)}});
   return true;
 }
@@ -875,9 +897,12 @@ std::vector<OpInfo> buildOps() {
                     optional("scale", floatV(0.0, "0.0"),
                              "softmax scale; 0 means 1 / sqrt(head_dim)"),
                     optional("kv_splits", intV(0),
-                             "number of parts the cache is split into; 0: the compiler chooses")},
+                             "number of parts each row's positions are split into; 0: the "
+                             "compiler chooses, by the batch and the cache length"),
+                    optional("ranged", boolV(false),
+                             "lens is i32[..., 2]: each row's first position and count")},
                    "attention_decode(q [..., Hq*D], k_cache [..., S, Hk*D], v_cache [..., S, "
-                   "Hk*D], lens i32[...]) {head_dim, scale, kv_splits} -> (o [..., Hq*D], "
+                   "Hk*D], lens i32[...]) {head_dim, scale, kv_splits, ranged} -> (o [..., Hq*D], "
                    "lse f32[..., Hq]): one query row per sequence against lens cached positions; "
                    "paged: caches [P, PAGE, Hk*D] and a 5th operand page_table i32[..., MAXP]",
                    inferAttentionDecode));
@@ -893,6 +918,15 @@ std::vector<OpInfo> buildOps() {
                    "y[r, p] = clamp(lens[r] - p * chunk, 0, chunk), the lengths of a split-KV "
                    "attention's parts",
                    inferSplitLens));
+  ops.push_back(op("kv_ranges", 1, 1, 1, 1,
+                   {required("splits", T::Int, "parts per row (the result's dimension)"),
+                    required("min_chunk", T::Int, "the fewest positions a part holds"),
+                    required("spread", T::Int, "parts wanted over all rows together")},
+                   "kv_ranges(lens i32[R]) {splits, min_chunk, spread} -> i32[R, splits, 2]: "
+                   "the (first position, count) of each split-KV part; row r uses the first "
+                   "n = min(splits, max(1, cdiv(spread, R))) parts of c = max(min_chunk, "
+                   "cdiv(lens[r], n)) positions, part p covering [p c, min(lens[r], (p + 1) c))",
+                   inferKvRanges));
   ops.push_back(op("embedding", 2, 2, 1, 1, {},
                    "embedding(ids i32[...], table [V, H]) -> y [..., H]: y[t] = table[ids[t]]",
                    inferEmbedding));

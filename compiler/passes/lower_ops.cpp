@@ -42,9 +42,12 @@ constexpr int64_t kTopkRows = 8;
 // grouped_matmul: the widest column tile, and the narrowest it is cut to for parallelism.
 constexpr int64_t kGroupedTileN = 64;
 constexpr int64_t kGroupedMinTileN = 16;
-// attention_decode: cache positions per split-KV task (B = 1 with a 4096-position cache and 8
-// cache heads gives 128 tasks; B = 128 gives 16384 of 64 KiB of K and V each).
-constexpr int64_t kAttentionChunk = 256;
+// attention_decode's split-KV: about this many tasks share a step's positions (all rows and
+// cache heads: two per SM of an H100), and a part holds at least kAttentionMinChunk positions
+// (one load of a row per lane group of the 256-thread CTA at head_dim 64). Llama-3.2-1B, B = 1,
+// 512 positions: 16 parts of 32 on each of 8 cache heads; B = 64: one part of 512.
+constexpr int64_t kAttentionTasks = 256;
+constexpr int64_t kAttentionMinChunk = 32;
 
 const char* kCoordNames[] = {"i", "j", "k", "l"};
 
@@ -155,7 +158,7 @@ class Lowerer {
         }
         std::vector<uint32_t> tasks;
         if (!lower(*a, tasks)) return false;
-        forgetSplitLens(*a);
+        forgetKvRanges(*a);
         for (uint32_t t : tasks) body.push_back(RunStmt{t, a->range});
       }
       g.body = std::move(body);
@@ -235,7 +238,7 @@ class Lowerer {
     if (op == "rmsnorm" || op == "add_rmsnorm") return lowerRowwise(a, tasks);
     if (op == "matmul") return lowerMatmul(a, tasks);
     if (op == "topk_softmax") return lowerTopkSoftmax(a, tasks);
-    if (op == "moe_align") return lowerWhole(a, tasks);
+    if (op == "moe_align" || op == "kv_ranges") return lowerWhole(a, tasks);
     if (op == "grouped_matmul") return lowerGroupedMatmul(a, tasks);
     if (op == "moe_combine") return lowerMoeCombine(a, tasks);
     if (op == "embedding") return lowerEmbedding(a, tasks);
@@ -521,22 +524,26 @@ class Lowerer {
     return true;
   }
 
-  // Split-KV decode attention over q [B, Hq*D] and caches [B, S, Hk*D]: split_lens gives each
-  // part's length (kept for later layers that use the same lens), the grid [B, Hk, parts]
-  // runs one task per (row, cache head, part) on the part's positions with the cache head's
-  // group of query heads, writing f32 partials, and a grid [B, Hk] merges them. A part past a
-  // row's length has length 0: its task only writes o = 0, lse = -inf, so the work follows the
-  // sequence lengths. With one part, the tasks write the results directly.
+  // Split-KV decode attention over q [B, Hq*D] and caches [B, S, Hk*D]: kv_ranges gives each
+  // part its first position and count (kept for later layers that use the same lens), the grid
+  // [B, Hk, parts] runs one task per (row, cache head, part) on the part's positions with the
+  // cache head's group of query heads, writing f32 partials, and a grid [B, Hk] merges them.
+  //
+  // The work follows the batch and the sequence lengths: the grid has parts(B) =
+  // min(splits, cdiv(spread, B)) parts per row, so that about kAttentionTasks tasks share the
+  // positions whatever B is, and each row's length is cut into parts(B) equal pieces of at least
+  // kAttentionMinChunk positions (kv_ranges computes the same parts(B) from its row count). A
+  // part past a row's length has count 0: its task only writes o = 0, lse = -inf. With one
+  // part, the tasks write the results directly.
   //
   // Paged caches (a page table, operand 4) keep the same grids: the tasks read their cache
-  // head's columns of the whole page pools and the slice of the row's page table that covers
-  // their part's positions. Parts are whole pages (chunk is rounded up to a multiple of the page
-  // size), so a part's positions start at its first page; a part may span many pages.
+  // head's columns of the whole page pools and the row's whole page table, from the part's
+  // first position on.
   bool lowerAttentionDecode(const AssignStmt& a, std::vector<uint32_t>& tasks) {
     const OpCall& c = a.call;
     OperandMap qm = mapOperand(m_, c.args[0]), km = mapOperand(m_, c.args[1]), vm = mapOperand(m_, c.args[2]);
     OperandMap lm = mapOperand(m_, c.args[3]);
-    const bool paged = c.args.size() == 5;
+    const bool paged = c.args.size() == 5, ranged = tiling::attrBool(c, "ranged");
     std::optional<OperandMap> ptm;
     if (paged) ptm = mapOperand(m_, c.args[4]);
     std::vector<OperandMap> results = resultMaps(a);
@@ -558,11 +565,14 @@ class Lowerer {
     // The positions a row can hold: its cache length, or its page table's pages.
     const Expr len = paged ? mul(ptm->extent[1], intConst(*page)) : km.extent[1];
     const int64_t len_hi = std::max<int64_t>(1, tiling::upperBound(m_, len));
+    const int64_t rows_hi = std::max<int64_t>(1, tiling::upperBound(m_, rows));
+    // Parts per row: kv_splits where written (at every B), else up to the positions' share of
+    // kAttentionTasks. Ranged calls are parts already.
+    const int64_t spread = (kAttentionTasks + hk - 1) / hk;
     int64_t splits = tiling::attrInt(c, "kv_splits");
-    int64_t chunk = splits > 0 ? (len_hi + splits - 1) / splits : std::min(len_hi, kAttentionChunk);
-    if (paged) chunk = (chunk + *page - 1) / *page * *page;
-    splits = (len_hi + chunk - 1) / chunk;  // at the largest cache length; the grid has cdiv(S, chunk)
-    const Expr parts = simplify(cdiv(len, intConst(chunk)), m_.symRanges());
+    const bool fixed = splits > 0;
+    if (!fixed) splits = std::min(spread, (len_hi + kAttentionMinChunk - 1) / kAttentionMinChunk);
+    if (ranged) splits = 1;
 
     Expr b = coordRef(0, "b"), g = coordRef(1, "g"), part = coordRef(2, "p");
     auto heads = [&](int64_t width) {  // cache head g's columns of a row of heads of `width`
@@ -576,58 +586,56 @@ class Lowerer {
     call.attrs.push_back(tiling::intAttr("head_dim", d));
     if (const Attr* sc = c.findAttr("scale")) call.attrs.push_back(*sc);
     call.args[0] = slice(qm, {b, heads(group * d)});
+    call.args[1] = paged ? slice(km, {All{}, All{}, heads(d)}) : slice(km, {b, All{}, heads(d)});
+    call.args[2] = paged ? slice(vm, {All{}, All{}, heads(d)}) : slice(vm, {b, All{}, heads(d)});
+    if (paged) call.args[4] = slice(*ptm, {b, All{}});
     if (splits == 1) {
-      call.args[1] = paged ? slice(km, {All{}, All{}, heads(d)}) : slice(km, {b, All{}, heads(d)});
-      call.args[2] = paged ? slice(vm, {All{}, All{}, heads(d)}) : slice(vm, {b, All{}, heads(d)});
-      call.args[3] = pointSlice(lm, {b});
-      if (paged) call.args[4] = slice(*ptm, {b, All{}});
+      if (ranged) call.attrs.push_back(tiling::boolAttr("ranged"));
+      call.args[3] = ranged ? slice(lm, {b, All{}}) : pointSlice(lm, {b});
       std::vector<Slice> dests{slice(results[0], {b, heads(group * d)})};
       if (results.size() > 1) dests.push_back(slice(results[1], {b, heads(group)}));
       tasks.push_back(addTask(baseName(a), p, std::move(call), std::move(dests), a.range));
       return true;
     }
-    // The part lengths: one split_lens per (lens slice, chunk, parts) until lens is written again.
+    // kv_splits where written: every row uses all of them at every B.
+    const int64_t spread_rows = fixed ? splits * rows_hi : spread;
+    // The parts' ranges: one kv_ranges per (lens slice, splits, spread) until lens is written again.
     Slice lens_slice = c.args[3];
-    std::string key = fmt::format("{}:{}:{}", lens_slice.target, chunk, splits);
+    std::string key = fmt::format("{}:{}:{}", lens_slice.target, splits, spread_rows);
     for (const SliceDim& sd : lens_slice.dims)
       key += fmt::format(":{}{}{}", sd.is_range ? "r" : "p", toString(sd.lo), sd.is_range ? "," + toString(sd.hi) : "");
-    uint32_t part_lens = 0;
-    if (auto it = split_lens_.find(key); it != split_lens_.end()) {
-      part_lens = it->second;
+    uint32_t ranges = 0;
+    if (auto it = kv_ranges_.find(key); it != kv_ranges_.end()) {
+      ranges = it->second;
     } else {
       std::vector<Expr> shape = lm.extent;
       shape.push_back(intConst(splits));
-      part_lens = addTemp(m_.tensors[lens_slice.target].name + "_parts", DType::I32, shape, a.range);
-      AssignStmt sl;
-      sl.call.op = "split_lens";
-      sl.call.args = {lens_slice};
-      sl.call.attrs = {tiling::intAttr("chunk", chunk), tiling::intAttr("splits", splits)};
-      sl.results = {part_lens};
-      sl.range = a.range;
-      if (!lowerPerRow(sl, tasks)) return false;
-      split_lens_[key] = part_lens;
-      split_lens_readers_[lens_slice.target].push_back(key);
+      shape.push_back(intConst(2));
+      ranges = addTemp(m_.tensors[lens_slice.target].name + "_ranges", DType::I32, shape, a.range);
+      AssignStmt kr;
+      kr.call.op = "kv_ranges";
+      kr.call.args = {lens_slice};
+      kr.call.attrs = {tiling::intAttr("splits", splits), tiling::intAttr("min_chunk", kAttentionMinChunk),
+                       tiling::intAttr("spread", spread_rows)};
+      kr.results = {ranges};
+      kr.range = a.range;
+      if (!lowerWhole(kr, tasks)) return false;
+      kv_ranges_[key] = ranges;
+      kv_ranges_readers_[lens_slice.target].push_back(key);
     }
+    // The grid's parts: kv_ranges' parts per row for this many rows, and no more than a full
+    // row's positions fill (parts of min_chunk): the parts after those are always empty.
+    const Expr parts = simplify(min(min(intConst(splits), cdiv(intConst(spread_rows), max(rows, intConst(1)))),
+                                    cdiv(len, intConst(kAttentionMinChunk))),
+                                m_.symRanges());
     const std::string oname = m_.tensors[results[0].tensor].name;  // a copy: addTemp grows the tensors
     uint32_t o_parts = addTemp(oname + "_parts", DType::F32, {intConst(splits), rows, intConst(hq * d)}, a.range);
     uint32_t lse_parts = addTemp(oname + "_lse_parts", DType::F32, {intConst(splits), rows, intConst(hq)}, a.range);
-    OperandMap om = wholeMap(o_parts), lsm = wholeMap(lse_parts), plm = wholeMap(part_lens);
+    OperandMap om = wholeMap(o_parts), lsm = wholeMap(lse_parts), rm = wholeMap(ranges);
     p.grid.push_back(parts);
     p.coords.push_back("p");
-    if (paged) {
-      const int64_t part_pages = chunk / *page;
-      const Expr& maxp = ptm->extent[1];
-      std::pair<Expr, Expr> pages{mul(part, intConst(part_pages)),
-                                  min(maxp, add(mul(part, intConst(part_pages)), intConst(part_pages)))};
-      call.args[1] = slice(km, {All{}, All{}, heads(d)});
-      call.args[2] = slice(vm, {All{}, All{}, heads(d)});
-      call.args[4] = slice(*ptm, {b, pages});
-    } else {
-      std::pair<Expr, Expr> positions{mul(part, intConst(chunk)), min(len, add(mul(part, intConst(chunk)), intConst(chunk)))};
-      call.args[1] = slice(km, {b, positions, heads(d)});
-      call.args[2] = slice(vm, {b, positions, heads(d)});
-    }
-    call.args[3] = slice(plm, {b, part});
+    call.attrs.push_back(tiling::boolAttr("ranged"));
+    call.args[3] = slice(rm, {b, part, All{}});
     tasks.push_back(addTask(baseName(a), p,
                             std::move(call), {slice(om, {part, b, heads(group * d)}), slice(lsm, {part, b, heads(group)})},
                             a.range));
@@ -637,8 +645,7 @@ class Lowerer {
     mp.coords = {"b", "g"};
     OpCall merge;
     merge.op = "attention_merge";
-    // Only the parts that the grid has for this cache length (all of them with a constant S).
-    std::pair<Expr, Expr> written{intConst(0), parts};
+    std::pair<Expr, Expr> written{intConst(0), parts};  // the parts that the grid has at this B
     merge.args = {slice(om, {written, b, heads(group * d)}), slice(lsm, {written, b, heads(group)})};
     merge.attrs = {tiling::intAttr("head_dim", d)};
     std::vector<Slice> dests{slice(results[0], {b, heads(group * d)})};
@@ -699,13 +706,13 @@ class Lowerer {
     return mapOperand(m_, whole);
   }
 
-  // Forgets the split_lens results of a lens tensor that a statement writes.
-  void forgetSplitLens(const AssignStmt& a) {
+  // Forgets the kv_ranges results of a lens tensor that a statement writes.
+  void forgetKvRanges(const AssignStmt& a) {
     for (uint32_t r : a.results) {
-      auto it = split_lens_readers_.find(r);
-      if (it == split_lens_readers_.end()) continue;
-      for (const std::string& key : it->second) split_lens_.erase(key);
-      split_lens_readers_.erase(it);
+      auto it = kv_ranges_readers_.find(r);
+      if (it == kv_ranges_readers_.end()) continue;
+      for (const std::string& key : it->second) kv_ranges_.erase(key);
+      kv_ranges_readers_.erase(it);
     }
   }
 
@@ -850,8 +857,8 @@ class Lowerer {
     int64_t tn, tk, sk;
   };
   std::map<const AssignStmt*, MmTiles> mm_tiles_;  // planMatmulGroups, per graph
-  std::map<std::string, uint32_t> split_lens_;                        // lens slice, chunk, parts -> part lengths
-  std::map<uint32_t, std::vector<std::string>> split_lens_readers_;  // lens tensor -> keys above
+  std::map<std::string, uint32_t> kv_ranges_;                         // lens slice, splits, spread -> part ranges
+  std::map<uint32_t, std::vector<std::string>> kv_ranges_readers_;  // lens tensor -> keys above
 };
 
 }  // namespace

@@ -38,15 +38,21 @@ __global__ void k_kv_append_paged(View<const T> k, View<const T> v, View<const i
 __global__ void k_split_lens(View<const int> lens, View<int> y, long long chunk) {
   SMEM_DECL; Ctx c{smem_, kSmemSmall}; split_lens(c, lens, y, chunk);
 }
-// Part p's length and cache head g's slices of the f32 partials (o [P, Hq*D], lse [P, Hq]).
+__global__ void k_kv_ranges(View<const int> lens, View<int> y, long long min_chunk, long long spread) {
+  SMEM_DECL; Ctx c{smem_, kSmemSmall}; kv_ranges(c, lens, y, min_chunk, spread);
+}
+// Part p's [first, count] (ranges [P, 2]) and cache head g's slices of the f32 partials
+// (o [P, Hq*D], lse [P, Hq]).
 struct PartViews {
   View<const int> lens;
   View<float> o, lse;
-  __device__ PartViews(const View<const int>& part_lens, const View<float>& o_parts, const View<float>& lse_parts,
+  __device__ PartViews(const View<const int>& ranges, const View<float>& o_parts, const View<float>& lse_parts,
                        long long p, long long g, long long width, long long heads)
-      : lens(part_lens), o(o_parts), lse(lse_parts) {
-    lens.ptr += p;
-    lens.rank = 0;
+      : lens(ranges), o(o_parts), lse(lse_parts) {
+    lens.ptr += p * ranges.stride[0];
+    lens.rank = 1;
+    lens.ext[0] = 2;
+    lens.stride[0] = ranges.stride[1];
     o.ptr += p * o_parts.stride[0] + g * width;
     o.rank = 1;
     o.ext[0] = width;
@@ -58,25 +64,23 @@ struct PartViews {
   }
 };
 // The lowered form of split-KV attention: CTA (g, p) runs cache head g on part p's positions
-// (lens from split_lens) into f32 partials, then a second launch merges per cache head.
+// (its [first, count] from kv_ranges, over the whole cache) into f32 partials, then a second
+// launch merges per cache head.
 template <int D, int G, class T>
 __global__ void __launch_bounds__(256, 1) k_attn_parts(View<const T> q, View<const T> kc, View<const T> vc,
-                                                        View<const int> part_lens, long long chunk, long long len,
-                                                        View<float> o_parts, View<float> lse_parts, float scale) {
+                                                        View<const int> ranges, View<float> o_parts,
+                                                        View<float> lse_parts, float scale) {
   SMEM_DECL;
   Ctx c{smem_, attention_decode_smem_bytes<D, G>()};
   const long long g = blockIdx.x, p = blockIdx.y;
   View<const T> qt = q, kt = kc, vt = vc;
   qt.ptr += g * G * D * q.stride[0];
   qt.ext[0] = G * D;
-  const long long lo = p * chunk, hi = lo + chunk < len ? lo + chunk : len;
-  kt.ptr += lo * kc.stride[0] + g * D * kc.stride[1];
-  kt.ext[0] = hi - lo;
+  kt.ptr += g * D * kc.stride[1];
   kt.ext[1] = D;
-  vt.ptr += lo * vc.stride[0] + g * D * vc.stride[1];
-  vt.ext[0] = hi - lo;
+  vt.ptr += g * D * vc.stride[1];
   vt.ext[1] = D;
-  const PartViews pv(part_lens, o_parts, lse_parts, p, g, G * D, G);
+  const PartViews pv(ranges, o_parts, lse_parts, p, g, G * D, G);
   attention_decode<D, G>(c, qt, kt, vt, pv.lens, pv.o, pv.lse, scale);
 }
 template <int D, class TO>
@@ -107,12 +111,11 @@ __global__ void __launch_bounds__(256, 1) k_attn_whole(View<const T> q, View<con
 }
 
 // The lowered form over page pools [P, PAGE, Hk*D]: CTA (g, p) reads cache head g's columns of
-// the pools and the part_pages entries of the page table that cover part p.
+// the pools and the whole page table, from part p's first position on.
 template <int D, int G, class T>
 __global__ void __launch_bounds__(256, 1) k_attn_parts_paged(View<const T> q, View<const T> kp, View<const T> vp,
-                                                              View<const int> part_lens, View<const int> table,
-                                                              long long part_pages, View<float> o_parts,
-                                                              View<float> lse_parts, float scale) {
+                                                              View<const int> ranges, View<const int> table,
+                                                              View<float> o_parts, View<float> lse_parts, float scale) {
   SMEM_DECL;
   Ctx c{smem_, attention_decode_smem_bytes<D, G>()};
   const long long g = blockIdx.x, p = blockIdx.y;
@@ -123,12 +126,8 @@ __global__ void __launch_bounds__(256, 1) k_attn_parts_paged(View<const T> q, Vi
   kt.ext[2] = D;
   vt.ptr += g * D * vp.stride[2];
   vt.ext[2] = D;
-  View<const int> tt = table;
-  const long long first = p * part_pages, left = table.ext[0] - first;
-  tt.ptr += first * table.stride[0];
-  tt.ext[0] = left < part_pages ? left : part_pages;
-  const PartViews pv(part_lens, o_parts, lse_parts, p, g, G * D, G);
-  attention_decode_paged<D, G>(c, qt, kt, vt, pv.lens, tt, pv.o, pv.lse, scale);
+  const PartViews pv(ranges, o_parts, lse_parts, p, g, G * D, G);
+  attention_decode_paged<D, G>(c, qt, kt, vt, pv.lens, table, pv.o, pv.lse, scale);
 }
 template <int D, int G, class T, class TO>
 __global__ void __launch_bounds__(256, 1) k_attn_whole_paged(View<const T> q, View<const T> kp, View<const T> vp,
@@ -420,6 +419,37 @@ static void t_split_lens() {
   report(bad == 0, "split_lens_5x17", (double)bad);
 }
 
+// kv_ranges against its formula: rows of lengths 0 .. 4097 and several row counts, so that the
+// parts a row uses (cdiv(spread, R), at most `parts`) go from all of them to one.
+static void t_kv_ranges(long long rows, long long parts, long long min_chunk, long long spread) {
+  Buf<int> lens(rows), y(rows * parts * 2);
+  const int vals[] = {0, 1, 31, 32, 33, 256, 257, 511, 512, 4097};
+  for (long long r = 0; r < rows; ++r) lens.h[r] = vals[r % 10];
+  lens.up();
+  y.poison();
+  y.up();
+  k_kv_ranges<<<1, 256, kSmemSmall>>>(dv<const int>(lens, hv(0, {rows}, {1})),
+                                      dv<int>(y, hv(0, {rows, parts, 2}, {parts * 2, 2, 1})), min_chunk, spread);
+  CK(cudaDeviceSynchronize());
+  y.down();
+  const long long used = std::clamp<long long>((spread + rows - 1) / rows, 1, parts);
+  long long bad = 0;
+  for (long long r = 0; r < rows; ++r) {
+    const long long n = lens.h[r], chunk = std::max(min_chunk, (n + used - 1) / used);
+    long long covered = 0;
+    for (long long p = 0; p < parts; ++p) {
+      const long long first = std::min(n, p * chunk), count = std::min(chunk, n - first);
+      bad += y.h[(r * parts + p) * 2] != first || y.h[(r * parts + p) * 2 + 1] != count;
+      bad += p >= used && count != 0;
+      covered += count;
+    }
+    bad += covered != n;
+  }
+  char name[96];
+  std::snprintf(name, sizeof name, "kv_ranges_%lldx%lld_min%lld_spread%lld", rows, parts, min_chunk, spread);
+  report(bad == 0, name, (double)bad);
+}
+
 // Reference attention of one request: q [Hq*D], caches [len, Hk*D] (row pitch), n positions.
 template <class T>
 static void attn_ref(const Buf<T>& q, const Buf<T>& kc, const Buf<T>& vc, long long pitch, long long koff, long long hq,
@@ -462,14 +492,15 @@ static std::pair<double, double> attn_errors(const Buf<TO>& o, const Buf<TO>& o2
   return {err, lerr};
 }
 
-// Split-KV attention as lowered: split_lens -> parts -> merge, for one request with a cache of
-// len positions (row pitch >= Hk*D, offset koff: the scalar path when unaligned).
+// Split-KV attention as lowered: kv_ranges -> parts -> merge, for one request with a cache of
+// len positions (row pitch >= Hk*D, offset koff: the scalar path when unaligned), n of them
+// cut into `parts` parts of at least min_chunk.
 template <int D, int G, class T, class TO>
-static void t_attention(const char* what, long long hk, long long len, long long n, long long chunk, long long pitch,
-                        long long koff) {
-  const long long hq = hk * G, parts = (len + chunk - 1) / chunk;
+static void t_attention(const char* what, long long hk, long long len, long long n, long long parts,
+                        long long min_chunk, long long pitch, long long koff) {
+  const long long hq = hk * G;
   Buf<T> q(hq * D), kc(len * pitch + koff + 8), vc(len * pitch + koff + 8);
-  Buf<int> lens(1), plens(parts);
+  Buf<int> lens(1), ranges(parts * 2);
   Buf<float> o_parts(parts * hq * D), lse_parts(parts * hq), lse(hq);
   Buf<TO> o(hq * D), o2(hq * D);
   q.random(-1, 1);
@@ -489,13 +520,13 @@ static void t_attention(const char* what, long long hk, long long len, long long
   o_parts.up();
   lse_parts.up();
   const float scale = 1.0f / std::sqrt((float)D);
-  HV qv = hv(0, {hq * D}, {1}), cv = hv(koff, {len, hk * D}, {pitch, 1});
-  k_split_lens<<<1, 256, kSmemSmall>>>(dv<const int>(lens, hv(0, {}, {})), dv<int>(plens, hv(0, {parts}, {1})), chunk);
+  HV qv = hv(0, {hq * D}, {1}), cv = hv(koff, {len, hk * D}, {pitch, 1}), rv = hv(0, {parts, 2}, {2, 1});
+  k_kv_ranges<<<1, 256, kSmemSmall>>>(dv<const int>(lens, hv(0, {}, {})), dv<int>(ranges, rv), min_chunk, parts);
   const unsigned smem = attention_decode_smem_bytes<D, G>();
   CK(cudaFuncSetAttribute(k_attn_parts<D, G, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   CK(cudaFuncSetAttribute(k_attn_whole<D, G, T, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   k_attn_parts<D, G, T><<<dim3((unsigned)hk, (unsigned)parts), 256, smem>>>(
-      dv<const T>(q, qv), dv<const T>(kc, cv), dv<const T>(vc, cv), dv<const int>(plens, hv(0, {parts}, {1})), chunk, len,
+      dv<const T>(q, qv), dv<const T>(kc, cv), dv<const T>(vc, cv), dv<const int>(ranges, rv),
       dv<float>(o_parts, hv(0, {parts, hq * D}, {hq * D, 1})), dv<float>(lse_parts, hv(0, {parts, hq}, {hq, 1})), scale);
   k_attn_merge<D, TO><<<(unsigned)hk, 128, kSmemSmall>>>(
       dv<const float>(o_parts, hv(0, {parts, hq * D}, {hq * D, 1})), dv<const float>(lse_parts, hv(0, {parts, hq}, {hq, 1})),
@@ -511,23 +542,23 @@ static void t_attention(const char* what, long long hk, long long len, long long
   attn_ref(q, kc, vc, pitch, koff, hq, hk, D, n, scale, ro, rl);
   const auto [err, lerr] = attn_errors(o, o2, lse, qv, ro, rl, hq, D, n);
   char name[160];
-  std::snprintf(name, sizeof name, "attention_decode_split_%s_%s_D%d_G%d_hk%lld_len%lld_n%lld_chunk%lld_%s", tname<T>(),
-                tname<TO>(), D, G, hk, len, n, chunk, what);
+  std::snprintf(name, sizeof name, "attention_decode_split_%s_%s_D%d_G%d_hk%lld_len%lld_n%lld_parts%lld_%s", tname<T>(),
+                tname<TO>(), D, G, hk, len, n, parts, what);
   report(err < tol<TO>() && lerr < 1e-3, name, std::max(err, lerr));
 }
 
-// Split-KV attention over page pools, as lowered (split_lens -> parts over page-table slices ->
-// merge) and unsplit, against the reference on the same positions in a contiguous cache. The
+// Split-KV attention over page pools, as lowered (kv_ranges -> parts reading the whole page
+// table from their first position -> merge) and unsplit, against the reference on the same positions in a contiguous cache. The
 // request's maxp pages are a shuffled subset of a pool of `pages` (rows of pitch >= Hk*D at
 // offset koff: the scalar path when unaligned); only its first n positions are written, every
 // other pool element is NaN, so a read past n or through a wrong page shows.
 template <int D, int G, class T, class TO>
 static void t_attention_paged(const char* what, long long hk, long long page, long long maxp, long long pages,
-                              long long n, long long chunk, long long pitch, long long koff) {
-  const long long hq = hk * G, len = maxp * page, parts = (len + chunk - 1) / chunk, part_pages = chunk / page;
+                              long long n, long long parts, long long min_chunk, long long pitch, long long koff) {
+  const long long hq = hk * G, len = maxp * page;
   const long long W = hk * D;
   Buf<T> q(hq * D), kc(len * W + 8), vc(len * W + 8), kp(pages * page * pitch + koff + 8), vp(pages * page * pitch + koff + 8);
-  Buf<int> lens(1), plens(parts), table(maxp);
+  Buf<int> lens(1), ranges(parts * 2), table(maxp);
   Buf<float> o_parts(parts * hq * D), lse_parts(parts * hq), lse(hq);
   Buf<TO> o(hq * D), o2(hq * D);
   q.random(-1, 1);
@@ -558,13 +589,14 @@ static void t_attention_paged(const char* what, long long hk, long long page, lo
   lse_parts.up();
   const float scale = 1.0f / std::sqrt((float)D);
   HV qv = hv(0, {hq * D}, {1}), pv = hv(koff, {pages, page, W}, {page * pitch, pitch, 1}), tv = hv(0, {maxp}, {1});
-  k_split_lens<<<1, 256, kSmemSmall>>>(dv<const int>(lens, hv(0, {}, {})), dv<int>(plens, hv(0, {parts}, {1})), chunk);
+  HV rv = hv(0, {parts, 2}, {2, 1});
+  k_kv_ranges<<<1, 256, kSmemSmall>>>(dv<const int>(lens, hv(0, {}, {})), dv<int>(ranges, rv), min_chunk, parts);
   const unsigned smem = attention_decode_smem_bytes<D, G>();
   CK(cudaFuncSetAttribute(k_attn_parts_paged<D, G, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   CK(cudaFuncSetAttribute(k_attn_whole_paged<D, G, T, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   k_attn_parts_paged<D, G, T><<<dim3((unsigned)hk, (unsigned)parts), 256, smem>>>(
-      dv<const T>(q, qv), dv<const T>(kp, pv), dv<const T>(vp, pv), dv<const int>(plens, hv(0, {parts}, {1})),
-      dv<const int>(table, tv), part_pages, dv<float>(o_parts, hv(0, {parts, hq * D}, {hq * D, 1})),
+      dv<const T>(q, qv), dv<const T>(kp, pv), dv<const T>(vp, pv), dv<const int>(ranges, rv),
+      dv<const int>(table, tv), dv<float>(o_parts, hv(0, {parts, hq * D}, {hq * D, 1})),
       dv<float>(lse_parts, hv(0, {parts, hq}, {hq, 1})), scale);
   k_attn_merge<D, TO><<<(unsigned)hk, 128, kSmemSmall>>>(
       dv<const float>(o_parts, hv(0, {parts, hq * D}, {hq * D, 1})), dv<const float>(lse_parts, hv(0, {parts, hq}, {hq, 1})),
@@ -580,8 +612,8 @@ static void t_attention_paged(const char* what, long long hk, long long page, lo
   attn_ref(q, kc, vc, W, 0, hq, hk, D, n, scale, ro, rl);
   const auto [err, lerr] = attn_errors(o, o2, lse, qv, ro, rl, hq, D, n);
   char name[192];
-  std::snprintf(name, sizeof name, "attention_decode_paged_%s_%s_D%d_G%d_hk%lld_page%lld_maxp%lld_pool%lld_n%lld_chunk%lld_%s",
-                tname<T>(), tname<TO>(), D, G, hk, page, maxp, pages, n, chunk, what);
+  std::snprintf(name, sizeof name, "attention_decode_paged_%s_%s_D%d_G%d_hk%lld_page%lld_maxp%lld_pool%lld_n%lld_parts%lld_%s",
+                tname<T>(), tname<TO>(), D, G, hk, page, maxp, pages, n, parts, what);
   report(err < tol<TO>() && lerr < 1e-3, name, std::max(err, lerr));
 }
 
@@ -684,32 +716,37 @@ static void run_decode_tests() {
   t_kv_append_paged<float>("page1_pos5", 16, 1, 64, 8, 5, false);
 
   t_split_lens();
+  t_kv_ranges(1, 32, 32, 32);
+  t_kv_ranges(3, 32, 32, 32);
+  t_kv_ranges(10, 17, 32, 32);
+  t_kv_ranges(64, 32, 32, 32);
+  t_kv_ranges(130, 4, 8, 1000);
 
   // Split-KV attention: Llama (D 64, G 4) and Qwen3 (D 128, G 2); lengths 0, 1, a block edge,
   // ragged, past several blocks and parts; the 16-byte path and the scalar path (odd pitch).
-  t_attention<64, 4, bf16, bf16>("vec", 1, 4097, 1, 256, 512, 0);
-  t_attention<64, 4, bf16, bf16>("vec", 2, 4097, 4096, 256, 512, 0);
-  t_attention<64, 4, bf16, bf16>("vec", 1, 1000, 257, 256, 512, 0);
-  t_attention<64, 4, bf16, bf16>("vec_n0", 1, 600, 0, 256, 512, 0);
-  t_attention<64, 4, bf16, float>("vec_bigchunk", 1, 1000, 999, 1000, 512, 0);
-  t_attention<128, 2, bf16, bf16>("vec", 1, 4097, 511, 256, 1024, 0);
-  t_attention<128, 2, bf16, bf16>("vec", 2, 4097, 4097, 256, 1024, 0);
-  t_attention<64, 4, bf16, bf16>("scalar_pitch", 2, 700, 613, 256, 131, 1);
-  t_attention<96, 3, float, float>("scalar_d96", 1, 300, 300, 128, 96, 0);
+  t_attention<64, 4, bf16, bf16>("vec", 1, 4097, 1, 32, 32, 512, 0);
+  t_attention<64, 4, bf16, bf16>("vec", 2, 4097, 4096, 32, 32, 512, 0);
+  t_attention<64, 4, bf16, bf16>("vec", 1, 1000, 257, 16, 32, 512, 0);
+  t_attention<64, 4, bf16, bf16>("vec_n0", 1, 600, 0, 16, 32, 512, 0);
+  t_attention<64, 4, bf16, float>("vec_onepart", 1, 1000, 999, 1, 32, 512, 0);
+  t_attention<128, 2, bf16, bf16>("vec", 1, 4097, 511, 32, 32, 1024, 0);
+  t_attention<128, 2, bf16, bf16>("vec", 2, 4097, 4097, 17, 32, 1024, 0);
+  t_attention<64, 4, bf16, bf16>("scalar_pitch", 2, 700, 613, 5, 32, 131, 1);
+  t_attention<96, 3, float, float>("scalar_d96", 1, 300, 300, 3, 32, 96, 0);
 
   // Paged split-KV attention (shuffled page tables, pools larger than the request): lengths 0,
   // 1, mid-page, a page edge, crossing split boundaries mid-page, the whole table; pages of 16
   // and of 32 with parts of 2 pages; the scalar path (odd pitch, unaligned).
-  t_attention_paged<64, 4, bf16, bf16>("vec", 1, 16, 64, 96, 0, 256, 512, 0);
-  t_attention_paged<64, 4, bf16, bf16>("vec", 1, 16, 64, 96, 1, 256, 512, 0);
-  t_attention_paged<64, 4, bf16, bf16>("vec_midpage", 2, 16, 64, 96, 23, 256, 512, 0);
-  t_attention_paged<64, 4, bf16, bf16>("vec_page_edge", 2, 16, 64, 96, 256, 256, 512, 0);
-  t_attention_paged<64, 4, bf16, bf16>("vec_cross_split", 2, 16, 64, 96, 263, 256, 512, 0);
-  t_attention_paged<64, 4, bf16, float>("vec_full", 1, 16, 64, 64, 1024, 256, 512, 0);
-  t_attention_paged<128, 2, bf16, bf16>("vec_page32", 2, 32, 40, 77, 1000, 64, 1024, 0);
-  t_attention_paged<128, 2, bf16, bf16>("vec_ragged_table", 1, 16, 33, 50, 520, 256, 1024, 0);
-  t_attention_paged<64, 4, bf16, bf16>("scalar_pitch", 2, 16, 48, 60, 613, 256, 131, 1);
-  t_attention_paged<96, 3, float, float>("scalar_d96", 1, 8, 40, 41, 300, 128, 96, 0);
+  t_attention_paged<64, 4, bf16, bf16>("vec", 1, 16, 64, 96, 0, 32, 32, 512, 0);
+  t_attention_paged<64, 4, bf16, bf16>("vec", 1, 16, 64, 96, 1, 32, 32, 512, 0);
+  t_attention_paged<64, 4, bf16, bf16>("vec_midpage", 2, 16, 64, 96, 23, 32, 32, 512, 0);
+  t_attention_paged<64, 4, bf16, bf16>("vec_page_edge", 2, 16, 64, 96, 256, 32, 32, 512, 0);
+  t_attention_paged<64, 4, bf16, bf16>("vec_cross_split", 2, 16, 64, 96, 263, 32, 32, 512, 0);
+  t_attention_paged<64, 4, bf16, float>("vec_full", 1, 16, 64, 64, 1024, 32, 32, 512, 0);
+  t_attention_paged<128, 2, bf16, bf16>("vec_page32_midpage_parts", 2, 32, 40, 77, 1000, 16, 32, 1024, 0);
+  t_attention_paged<128, 2, bf16, bf16>("vec_ragged_table", 1, 16, 33, 50, 520, 5, 32, 1024, 0);
+  t_attention_paged<64, 4, bf16, bf16>("scalar_pitch", 2, 16, 48, 60, 613, 7, 32, 131, 1);
+  t_attention_paged<96, 3, float, float>("scalar_d96", 1, 8, 40, 41, 300, 3, 32, 96, 0);
 
   t_merge<64>(17, 4, 3);
   t_merge<64>(17, 4, 3, 0);

@@ -212,15 +212,17 @@ static void t_rows_rope(const char* what, RopeParams rp, int p, long long koff, 
   rows_report(same, ran, expect_row, std::string("rows_rope_") + tname<T>() + "_" + what);
 }
 
-// Split-KV parts of one request: some parts empty (lse -inf), head `dead` empty in every part.
+// Split-KV parts of one request: some parts empty (lse -inf), head `dead` empty in every part;
+// np parts at run time (the row form takes 1 to P of them).
 template <int P, int W, int D, class TO>
-static void t_rows_merge(const char* what, int empty_every, int dead, bool with_lse, int threads, bool expect_row) {
+static void t_rows_merge(const char* what, int empty_every, int dead, bool with_lse, int threads, bool expect_row,
+                         int np = P) {
   constexpr int HEADS = W / D;
-  Buf<float> op(P * W), lp(P * HEADS), lse(HEADS);
+  Buf<float> op(np * W), lp(np * HEADS), lse(HEADS);
   Buf<TO> o(W);
   op.random(-2, 2);
   lp.random(-6, 6);
-  for (int p = 0; p < P; ++p)
+  for (int p = 0; p < np; ++p)
     for (int h = 0; h < HEADS; ++h)
       if ((empty_every && p % empty_every == empty_every - 1) || h == dead) lp.h[p * HEADS + h] = -INFINITY;
   o.poison();
@@ -229,7 +231,7 @@ static void t_rows_merge(const char* what, int empty_every, int dead, bool with_
   lp.up();
   o.up();
   lse.up();
-  HV opv = hv(0, {P, W}, {W, 1}), lpv = hv(0, {P, HEADS}, {HEADS, 1}), ov = hv(0, {W}, {1}), lv = hv(0, {HEADS}, {1});
+  HV opv = hv(0, {np, W}, {W, 1}), lpv = hv(0, {np, HEADS}, {HEADS, 1}), ov = hv(0, {W}, {1}), lv = hv(0, {HEADS}, {1});
   View<float> lse_view = dv<float>(lse, lv);
   if (!with_lse) lse_view = View<float>{};
   RowsRun rr;
@@ -288,4 +290,8 @@ static void run_rows_tests() {
   t_rows_merge<17, 256, 128, bf16>("p17_qwen_lse", 4, -1, true, 256, true);
   t_rows_merge<5, 512, 64, float>("p5_w512_lse", 0, 7, true, 256, true);
   t_rows_merge<17, 256, 64, bf16>("t128", 3, 2, false, 128, false);
+  // Fewer parts at run time than the form's most (the parts follow the batch), and more.
+  t_rows_merge<32, 256, 64, bf16>("p32_np16", 3, 2, true, 256, true, 16);
+  t_rows_merge<32, 256, 64, bf16>("p32_np1", 0, -1, true, 256, true, 1);
+  t_rows_merge<32, 256, 64, bf16>("p32_np33", 3, 2, false, 256, false, 33);
 }

@@ -260,7 +260,7 @@ TEST(OpsRegistry, AllOpsInDocumentedOrder) {
   EXPECT_EQ(names, (std::vector<std::string>{
                        "copy", "fill", "cast", "add", "mul", "silu_mul", "reduce_sum",
                        "reduce_max", "rmsnorm", "add_rmsnorm", "matmul", "rope", "kv_append",
-                       "attention_decode", "attention_merge", "split_lens", "embedding", "argmax",
+                       "attention_decode", "attention_merge", "split_lens", "kv_ranges", "embedding", "argmax",
                        "topk_softmax", "moe_align", "grouped_matmul", "moe_combine"}));
 }
 

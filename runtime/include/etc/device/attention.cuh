@@ -15,9 +15,20 @@ constexpr int kAttnMaxWarps = 16;
 // Row steps of a warp whose cache rows load together (attn_head).
 constexpr int kAttnRowBatch = 4;
 
+// Bytes of shared memory per staged block of K (and as many of V): the 16-byte path copies a
+// block's cache rows with cp.async before using any, so that a task waits for memory about
+// once per block instead of once per 128 rows of K and of V (a decode step's parts hold 32 to
+// 512 positions). Knob (etcc --device-define): ETC_ATTN_STAGE=0 reads the rows straight from
+// global memory instead, 4 row steps of a warp at a time.
+#ifndef ETC_ATTN_STAGE
+#define ETC_ATTN_STAGE 1
+#endif
+constexpr unsigned kAttnStageBytes = 32768;
+
 template <int D, int G>
 __host__ __device__ constexpr unsigned attention_decode_smem_bytes() {
-  return (unsigned)sizeof(float) * (G * D + G * kAttnBlock + 4 * G + kAttnMaxWarps * G * D);
+  return ((unsigned)sizeof(float) * (G * D + G * kAttnBlock + 4 * G + kAttnMaxWarps * G * D) + 15u) / 16u * 16u +
+         2u * kAttnStageBytes;
 }
 
 namespace detail {
@@ -98,8 +109,9 @@ struct AttnPagedRows {
   long long ts;
   unsigned page;       // rows per page (positions fit 32 bits: 32-bit division)
   long long pages;     // pages in the pool
+  long long first;     // the position that i = 0 is (a split-KV part's first)
   __device__ __forceinline__ long long slot(long long i, long long& row) const {
-    const unsigned u = (unsigned)i, j = u / page;
+    const unsigned u = (unsigned)(i + first), j = u / page;
     row = u - j * page;
     const long long id = ld(table + j * ts);
     return id >= 0 && id < pages ? id : -1;
@@ -243,6 +255,160 @@ __device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows
   __syncthreads();
 }
 
+// Positions per block of the staged path: kAttnStageBytes of K rows, at most kAttnBlock.
+template <int D, class K>
+__host__ __device__ constexpr int attn_stage_rows() {
+  return (int)(kAttnStageBytes / (D * sizeof(K))) < kAttnBlock ? (int)(kAttnStageBytes / (D * sizeof(K))) : kAttnBlock;
+}
+
+// attn_head's 16-byte path with the rows staged in shared memory. Per block: wait for its K
+// and V rows, scores from K, then the next block's K rows are requested (K's buffer is free)
+// while the softmax and o run from V, and the next block's V rows after that, so that a long
+// part streams its cache with a block in flight. Rows are read by the same lanes, and summed
+// in the same order, as attn_head reads them from global memory: the same bits where the
+// blocks are as long.
+template <int D, int G, class TQ, class Rows, class TO>
+__device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long n, float scale,
+                                 TO* op, long long os, float* lsep, long long ls) {
+  using K = bare_t<typename Rows::KT>;
+  using Ln = AttnLanes<D, true, K>;
+  static_assert(Ln::L * Ln::R == 32, "attention_decode: lanes per row must divide 32");
+  static_assert(sizeof(bare_t<typename Rows::VT>) == sizeof(K), "attention_decode: k and v of one size");
+  constexpr int SR = attn_stage_rows<D, K>(), CPR = D / Ln::PE;  // rows per block, 16-byte chunks per row
+  float* q_s = reinterpret_cast<float*>(ctx.smem);
+  float* s_s = q_s + G * D;
+  float* m_s = s_s + G * kAttnBlock;
+  float* l_s = m_s + G;
+  float* a_s = l_s + G;
+  float* red = a_s + 2 * G;
+  unsigned char* stage = ctx.smem + (((unsigned)sizeof(float) * (G * D + G * kAttnBlock + 4 * G + kAttnMaxWarps * G * D) +
+                                      15u) / 16u * 16u);
+  K* k_s = reinterpret_cast<K*>(stage);
+  K* v_s = reinterpret_cast<K*>(stage + kAttnStageBytes);
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+  const int c = lane % Ln::L, rg = lane / Ln::L;
+  // Requests rows [b0, b0 + nb) of K (v = false) or V into their buffer; a missing paged row
+  // reads as zeros (no bytes copied; the address is any valid one).
+  auto request = [&](bool v, long long b0, int nb) {
+    K* dst = v ? v_s : k_s;
+    for (int idx = tid; idx < nb * CPR; idx += nt) {
+      const int r = idx / CPR, cc = idx - r * CPR;
+      const void* src = v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
+      cp_async16(dst + r * D + cc * Ln::PE, src ? (const void*)((const K*)src + cc * Ln::PE) : (const void*)qp,
+                 src ? 16u : 0u);
+    }
+    cp_async_commit();
+  };
+  auto row_at = [&](const K* buf, int j, float (&out)[Ln::PE]) {
+    const Vec<K, Ln::PE> v = *reinterpret_cast<const Vec<K, Ln::PE>*>(buf + j * D + c * Ln::PE);
+#pragma unroll
+    for (int e = 0; e < Ln::PE; ++e) out[e] = to_f32(v.v[e]);
+  };
+  if (n > 0) {
+    const int nb0 = (int)(n < SR ? n : SR);
+    request(false, 0, nb0);
+    request(true, 0, nb0);
+  }
+  for (int i = tid; i < G * D; i += nt) q_s[i] = to_f32(ld(qp + i * qs)) * scale;
+  if (tid < G) m_s[tid] = __int_as_float(0xff800000), l_s[tid] = 0.0f;
+  float acc[G][Ln::PE];
+#pragma unroll
+  for (int h = 0; h < G; ++h)
+#pragma unroll
+    for (int e = 0; e < Ln::PE; ++e) acc[h][e] = 0.0f;
+
+  for (long long b0 = 0; b0 < n; b0 += SR) {
+    const int nb = (int)(n - b0 < SR ? n - b0 : SR);
+    const long long b1 = b0 + SR;
+    const int nb1 = b1 < n ? (int)(n - b1 < SR ? n - b1 : SR) : 0;
+    cp_async_wait<0>();
+    __syncthreads();  // every thread's rows (and q_s, m_s, l_s the first time) are in
+    for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R) {
+      const int j = jb0 + rg;
+      float kv[Ln::PE];
+      if (j < nb) row_at(k_s, j, kv);
+      else
+#pragma unroll
+        for (int e = 0; e < Ln::PE; ++e) kv[e] = 0.0f;
+#pragma unroll
+      for (int h = 0; h < G; ++h) {
+        float part = 0.0f;
+#pragma unroll
+        for (int e = 0; e < Ln::PE; ++e) part += q_s[h * D + c * Ln::PE + e] * kv[e];
+#pragma unroll
+        for (int o = Ln::L / 2; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+        if (j < nb && c == 0) s_s[h * kAttnBlock + j] = part;
+      }
+    }
+    __syncthreads();
+    if (nb1) request(false, b1, nb1);
+    for (int h = warp; h < G; h += nw) {
+      float mx = __int_as_float(0xff800000);
+      for (int j = lane; j < nb; j += 32) mx = fmaxf(mx, s_s[h * kAttnBlock + j]);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      const float m_new = fmaxf(m_s[h], mx);
+      float sum = 0.0f;
+      for (int j = lane; j < nb; j += 32) {
+        const float p = __expf(s_s[h * kAttnBlock + j] - m_new);
+        s_s[h * kAttnBlock + j] = p;
+        sum += p;
+      }
+      sum = warp_sum(sum);
+      if (lane == 0) {
+        const float alpha = __expf(m_s[h] - m_new);
+        a_s[h] = alpha;
+        l_s[h] = l_s[h] * alpha + sum;
+        m_s[h] = m_new;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      const float alpha = a_s[h];
+#pragma unroll
+      for (int e = 0; e < Ln::PE; ++e) acc[h][e] *= alpha;
+    }
+    for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R) {
+      const int j = jb0 + rg;
+      if (j >= nb) continue;
+      float vv[Ln::PE];
+      row_at(v_s, j, vv);
+#pragma unroll
+      for (int h = 0; h < G; ++h) {
+        const float p = s_s[h * kAttnBlock + j];
+#pragma unroll
+        for (int e = 0; e < Ln::PE; ++e) acc[h][e] += p * vv[e];
+      }
+    }
+    __syncthreads();  // v_s and s_s are rewritten next
+    if (nb1) request(true, b1, nb1);
+  }
+  if (n <= 0) __syncthreads();  // q_s, m_s, l_s written by other threads
+#pragma unroll
+  for (int h = 0; h < G; ++h)
+#pragma unroll
+    for (int e = 0; e < Ln::PE; ++e)
+#pragma unroll
+      for (int o = Ln::L; o < 32; o <<= 1) acc[h][e] += __shfl_xor_sync(0xffffffffu, acc[h][e], o);
+  if (rg == 0) {
+#pragma unroll
+    for (int h = 0; h < G; ++h)
+#pragma unroll
+      for (int e = 0; e < Ln::PE; ++e) red[(warp * G + h) * D + c * Ln::PE + e] = acc[h][e];
+  }
+  __syncthreads();
+  for (int i = tid; i < G * D; i += nt) {
+    const int h = i / D, d = i % D;
+    float sum = 0.0f;
+    for (int w = 0; w < nw; ++w) sum += red[(w * G + h) * D + d];
+    const float l = l_s[h];
+    op[i * os] = from_f32<TO>(l > 0.0f ? sum / l : 0.0f);
+  }
+  if (lsep && tid < G) lsep[tid * ls] = l_s[tid] > 0.0f ? m_s[tid] + logf(l_s[tid]) : __int_as_float(0xff800000);
+  __syncthreads();
+}
+
 // Every cache head g of a request (hk of them), each with its G query heads; rows(g) gives
 // the head's AttnDenseRows or AttnPagedRows, kcs and vcs the caches' column strides.
 template <int D, int G, bool kCanVec, class TQ, class TO, class MakeRows>
@@ -254,7 +420,10 @@ __device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool
     float* lp = lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr;
     if constexpr (kCanVec) {
       if (vec) {
-        attn_head<D, G, true>(ctx, qp, q.stride[0], rows(g), kcs, vcs, n, scale, op, o.stride[0], lp, lse.stride[0]);
+        if constexpr (ETC_ATTN_STAGE != 0)
+          attn_head_staged<D, G>(ctx, qp, q.stride[0], rows(g), n, scale, op, o.stride[0], lp, lse.stride[0]);
+        else
+          attn_head<D, G, true>(ctx, qp, q.stride[0], rows(g), kcs, vcs, n, scale, op, o.stride[0], lp, lse.stride[0]);
         continue;
       }
     }
@@ -270,7 +439,26 @@ __host__ __device__ constexpr bool attn_can_vec() {
 
 }  // namespace detail
 
-// o[h] = softmax(scale * q[h] . k[j]) v[j] over the first lens positions of the caches, for
+namespace detail {
+// The positions [first, first + n) that lens names within `cap`: lens a scalar count from 0,
+// or (rank 1, a ranged call) a part's [first, count]; clamped to the cache.
+template <class TL>
+__device__ __forceinline__ long long attn_range(const View<TL>& lens, long long cap, long long& first) {
+  long long n;
+  if (lens.rank == 1) {
+    first = ld(lens.ptr);
+    n = ld(lens.ptr + lens.stride[0]);
+  } else {
+    first = 0;
+    n = ld(lens.ptr);
+  }
+  first = first < 0 ? 0 : first > cap ? cap : first;
+  return n < 0 ? 0 : n > cap - first ? cap - first : n;
+}
+}  // namespace detail
+
+// o[h] = softmax(scale * q[h] . k[j]) v[j] over the first lens positions of the caches (or the
+// [first, count] that a rank-1 lens gives), for
 // q [Hq*D] (one request), caches [n, Hk*D], lens a scalar, o [Hq*D], lse [Hq] (lse.ptr may be
 // null: not written). Query head h uses cache head h / (Hq / Hk), G = Hq / Hk.
 template <int D, int G, class TQ, class TK, class TV, class TL, class TO>
@@ -279,18 +467,17 @@ __device__ void attention_decode(const Ctx& ctx, const View<TQ>& q, const View<T
   using K = bare_t<TK>;
   using V = bare_t<TV>;
   static_assert(sizeof(K) == sizeof(V), "attention_decode: k and v caches of one dtype");
-  long long n = ld(lens.ptr);
-  n = n < 0 ? 0 : n > kc.ext[0] ? kc.ext[0] : n;
+  long long first;
+  const long long n = detail::attn_range(lens, kc.ext[0], first);
   constexpr int PE = 16 / (int)sizeof(K);
   constexpr bool kCanVec = detail::attn_can_vec<D, K>();
   bool vec = kCanVec && kc.stride[1] == 1 && vc.stride[1] == 1 && kc.stride[0] % PE == 0 && vc.stride[0] % PE == 0 &&
              aligned_to(kc.ptr, 16) && aligned_to(vc.ptr, 16);
   detail::attn_heads<D, G, kCanVec>(ctx, q, kc.ext[1] / D, vec, kc.stride[1], vc.stride[1], n, scale, o, lse,
                                                 [&](long long g) {
-                                                  return detail::AttnDenseRows<TK, TV>{kc.ptr + g * D * kc.stride[1],
-                                                                                       kc.stride[0],
-                                                                                       vc.ptr + g * D * vc.stride[1],
-                                                                                       vc.stride[0]};
+                                                  return detail::AttnDenseRows<TK, TV>{
+                                                      kc.ptr + g * D * kc.stride[1] + first * kc.stride[0], kc.stride[0],
+                                                      vc.ptr + g * D * vc.stride[1] + first * vc.stride[0], vc.stride[0]};
                                                 });
 }
 
@@ -306,8 +493,8 @@ __device__ void attention_decode_paged(const Ctx& ctx, const View<TQ>& q, const 
   using V = bare_t<TV>;
   static_assert(sizeof(K) == sizeof(V), "attention_decode_paged: k and v pools of one dtype");
   const long long page = kp.ext[1], cap = table.ext[0] * page;
-  long long n = ld(lens.ptr);
-  n = n < 0 || page <= 0 ? 0 : n > cap ? cap : n;
+  long long first = 0;
+  const long long n = page <= 0 ? 0 : detail::attn_range(lens, cap, first);
   constexpr int PE = 16 / (int)sizeof(K);
   constexpr bool kCanVec = detail::attn_can_vec<D, K>();
   bool vec = kCanVec && kp.stride[2] == 1 && vp.stride[2] == 1 && kp.stride[0] % PE == 0 && vp.stride[0] % PE == 0 &&
@@ -316,7 +503,7 @@ __device__ void attention_decode_paged(const Ctx& ctx, const View<TQ>& q, const 
       ctx, q, kp.ext[2] / D, vec, kp.stride[2], vp.stride[2], n, scale, o, lse, [&](long long g) {
         return detail::AttnPagedRows<TK, TV, TT>{kp.ptr + g * D * kp.stride[2], kp.stride[0], kp.stride[1],
                                                  vp.ptr + g * D * vp.stride[2], vp.stride[0], vp.stride[1],
-                                                 table.ptr, table.stride[0], (unsigned)page, kp.ext[0]};
+                                                 table.ptr, table.stride[0], (unsigned)page, kp.ext[0], first};
       });
 }
 

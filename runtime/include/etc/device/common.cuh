@@ -233,5 +233,28 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+namespace detail {
+
+// 16-byte copies from global to shared memory that complete asynchronously (cp.async.cg: L2
+// only, as the data may have been written earlier in the launch by another CTA); src_bytes 0
+// stores zeros. Committed in groups, waited for with cp_async_wait<groups still pending>.
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async16(void* sdst, const void* gsrc, unsigned src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(sdst)),
+               "l"(gsrc), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+}  // namespace detail
+
 }  // namespace dev
 }  // namespace etc

@@ -1,4 +1,4 @@
-// Decode tile ops: embedding, argmax, rope, kv_append (contiguous and paged), split_lens. The
+// Decode tile ops: embedding, argmax, rope, kv_append (contiguous and paged), split_lens, kv_ranges. The
 // attention ops are in attention.cuh. Ids and positions outside their range are skipped on the
 // device (the rows stay unwritten); the reference interpreter reports them.
 #pragma once
@@ -266,6 +266,28 @@ __device__ void split_lens(const Ctx&, const View<TL>& lens, const View<int>& y,
     const long long r = i / parts, p = i % parts;
     const long long n = ld(lens.ptr + (lens.rank ? r * lens.stride[0] : 0)) - p * chunk;
     y.ptr[r * ys + p * yp] = (int)(n < 0 ? 0 : n > chunk ? chunk : n);
+  }
+  __syncthreads();
+}
+
+// The (first, count) of split-KV parts (lens rank 0 or 1 with R rows, y [R, splits, 2] or
+// [splits, 2]): row r uses n = min(splits, max(1, cdiv(spread, R))) parts of
+// c = max(min_chunk, cdiv(lens[r], n)) positions; part p covers [p c, min(lens[r], (p + 1) c)).
+template <class TL>
+__device__ void kv_ranges(const Ctx&, const View<TL>& lens, const View<int>& y, long long min_chunk, long long spread) {
+  const long long rows = lens.rank ? lens.ext[0] : 1, parts = y.ext[y.rank - 2];
+  const long long ys = y.rank == 3 ? y.stride[0] : 0, yp = y.stride[y.rank - 2], yc = y.stride[y.rank - 1];
+  long long used = (spread + rows - 1) / (rows > 0 ? rows : 1);
+  used = used < 1 ? 1 : used > parts ? parts : used;
+  for (long long i = threadIdx.x; i < rows * parts; i += blockDim.x) {
+    const long long r = i / parts, p = i % parts;
+    long long n = ld(lens.ptr + (lens.rank ? r * lens.stride[0] : 0));
+    n = n < 0 ? 0 : n;
+    long long chunk = (n + used - 1) / used;
+    chunk = chunk < min_chunk ? min_chunk : chunk;
+    const long long first = p * chunk < n ? p * chunk : n, count = n - first < chunk ? n - first : chunk;
+    y.ptr[r * ys + p * yp] = (int)first;
+    y.ptr[r * ys + p * yp + yc] = (int)count;
   }
   __syncthreads();
 }

@@ -73,16 +73,6 @@ struct MmWarpTiling {
   static constexpr int G = GM * GN;
 };
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void cp_async16(void* sdst, const void* gsrc, unsigned src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(sdst)),
-               "l"(gsrc), "r"(src_bytes)
-               : "memory");
-}
-
 // An L2 policy that evicts first what it is attached to: for b, which a decode step streams
 // once (gigabytes per step). Without it the stream flushes L2 every few tens of microseconds,
 // and with it the kernel's code, the activations and the event counters, which every task
@@ -97,13 +87,6 @@ __device__ __forceinline__ void cp_async16_hint(void* sdst, const void* gsrc, un
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(smem_addr(sdst)),
                "l"(gsrc), "r"(src_bytes), "l"(policy)
                : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 // Copies the R x C tile (C a multiple of the chunk) at src (row stride rs, column stride cs)

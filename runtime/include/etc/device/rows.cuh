@@ -265,24 +265,28 @@ __device__ __forceinline__ bool rope_row(const Ctx&, const View<TQ>& q, const Vi
   return true;
 }
 
-// attention_merge of one request's split-KV parts: o_parts [P, W], lse_parts [P, W / D] into
-// o [W] (and lse [W / D] when lse.ptr is set), with P, W and head_dim D known when compiling:
-// each thread merges output elements of one head with its P weights in registers (the generic
-// op stages them in shared memory and divides by head_dim at run time).
+// attention_merge of one request's split-KV parts: o_parts [np, W], lse_parts [np, W / D] into
+// o [W] (and lse [W / D] when lse.ptr is set), with at most P parts (np <= P at run time, where
+// their number follows the batch), W and head_dim D known when compiling: each thread merges
+// output elements of one head with its P weights in registers (the generic op stages them in
+// shared memory and divides by head_dim at run time). Parts past np weigh exp(-inf) = 0, which
+// adds nothing to any sum: the bits are those of the np parts alone.
 template <int P, int W, int D, class TP, class TL, class TO>
 __device__ __forceinline__ bool attention_merge_row(const Ctx&, const View<TP>& op, const View<TL>& lp,
                                                     const View<TO>& o, const View<float>& lse) {
   static_assert(W % D == 0 && P >= 1, "attention_merge_row: shapes");
   constexpr int HEADS = W / D;
-  if (blockDim.x != kRowThreads || op.rank != 2 || lp.rank != 2 || o.rank != 1 || op.ext[0] != P || op.ext[1] != W ||
-      lp.ext[0] != P || lp.ext[1] != HEADS || o.ext[0] != W || op.stride[1] != 1 || o.stride[0] != 1)
+  if (blockDim.x != kRowThreads || op.rank != 2 || lp.rank != 2 || o.rank != 1 || op.ext[0] < 1 || op.ext[0] > P ||
+      op.ext[1] != W || lp.ext[0] != op.ext[0] || lp.ext[1] != HEADS || o.ext[0] != W || op.stride[1] != 1 ||
+      o.stride[0] != 1)
     return false;
+  const int np = (int)op.ext[0];
   const float ninf = __int_as_float(0xff800000);
   for (int i = threadIdx.x; i < W; i += kRowThreads) {
     const int h = i / D;
     float w[P];
 #pragma unroll
-    for (int p = 0; p < P; ++p) w[p] = to_f32(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1]));
+    for (int p = 0; p < P; ++p) w[p] = p < np ? to_f32(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1])) : ninf;
     float mx;
     const float total = detail::merge_total(P, [&](long long p) { return w[p]; }, mx);
 #pragma unroll
