@@ -43,11 +43,13 @@ constexpr int64_t kTopkRows = 8;
 constexpr int64_t kGroupedTileN = 64;
 constexpr int64_t kGroupedMinTileN = 16;
 // attention_decode's split-KV: about this many tasks share a step's positions (all rows and
-// cache heads: two per SM of an H100), and a part holds at least kAttentionMinChunk positions
-// (one load of a row per lane group of the 256-thread CTA at head_dim 64). Llama-3.2-1B, B = 1,
-// 512 positions: 16 parts of 32 on each of 8 cache heads; B = 64: one part of 512.
-constexpr int64_t kAttentionTasks = 256;
-constexpr int64_t kAttentionMinChunk = 32;
+// cache heads: one wave on the 132 SMs of an H100), and a part holds at least
+// kAttentionMinChunk positions. Llama-3.2-1B on an H100, B = 1 with 512 positions (8 parts of
+// 64 on each of 8 cache heads): 2452 us with 256 tasks and parts of 32 (two waves, and twice
+// the parts to merge), 2315 with 128 tasks, 2291 with parts of at least 64; B = 16: 3058 ->
+// 2903 us (256 -> 128 tasks); B = 64 (one part of 512 per row and cache head): 5223 -> 5024.
+constexpr int64_t kAttentionTasks = 128;
+constexpr int64_t kAttentionMinChunk = 64;
 
 const char* kCoordNames[] = {"i", "j", "k", "l"};
 
