@@ -281,7 +281,7 @@ if want decode; then
        ETC_RUNTIME_LIB="$B/libetcrt.so" PYTHONPATH=python PYTHONUNBUFFERED=1 python3 tools/compare_decode.py "$model" \
          --fatbin "$B/$model.fatbin" --weights "$w" --batches "${DECODE_BATCHES:-1,2,4,8,16,32,64,128}" \
          --kv "${DECODE_KV:-1,511,4096}" --json "$out/decode_$model.json" >>"$log" 2>&1; then
-      row "decode $model vs PyTorch (B x KV)" PASS "$(grep -c '^check.* ok$' "$log") checks; $(grep -m1 '^warm-up' "$log" | cut -c1-100)"
+      row "decode $model vs PyTorch (B x KV)" PASS "$(grep -c '^check.* ok$' "$log") checks; $(grep -m1 '^warm-up' "$log" | cut -c1-220)"
     else
       row "decode $model vs PyTorch (B x KV)" FAIL "$(grep -m2 -E 'FAIL|Error|error' "$log" | tr '\n' ' ' | cut -c1-200)"
     fi
