@@ -51,7 +51,11 @@ done
 # check: the runtime's load-time check must refuse it with what to change.
 "$build/etcc" tests/gpu/resources/smem_too_large.etir -arch sm_90a -arch sm_80 --no-check-resources \
   -o gpu-bundle/smem_too_large.fatbin 2>/dev/null
-if [ ! -x "$build/gpu/device_ops_test" ]; then tests/gpu/build_device_test.sh "$build/gpu/device_ops_test"; fi
+# Rebuilt when a device header or a device test is newer than it (a stale one tests old code).
+if [ ! -x "$build/gpu/device_ops_test" ] ||
+   [ -n "$(find runtime/include/etc/device tests/gpu -name '*.cu*' -newer "$build/gpu/device_ops_test" | head -1)" ]; then
+  tests/gpu/build_device_test.sh "$build/gpu/device_ops_test"
+fi
 cp "$build/gpu/device_ops_test" gpu-bundle/
 du -sh gpu-bundle
 # The whole folder is over 64 MiB (the full decode models), more than a lent GPU machine takes
