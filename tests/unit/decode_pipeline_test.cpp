@@ -403,9 +403,13 @@ TEST(DecodePipeline, PagedAttentionPartsFollowTheBatch) {
   for (const ir::Task& t : p->module->tasks)
     for (const ir::TaskStmt& st : t.body)
       if (const auto* c = std::get_if<ir::CallStmt>(&st)) {
-        if (c->call.op == "kv_append") EXPECT_EQ(c->dests.front().dims.size(), 0u) << "a paged append writes the whole pool";
+        if (c->call.op == "kv_append") {
+          EXPECT_EQ(c->dests.front().dims.size(), 0u) << "a paged append writes the whole pool";
+        }
         // A part reads the row's whole page table from its first position on.
-        if (c->call.op == "attention_decode") EXPECT_EQ(ir::printSlice(*p->module, c->call.args[4], false), "pt[b, :]");
+        if (c->call.op == "attention_decode") {
+          EXPECT_EQ(ir::printSlice(*p->module, c->call.args[4], false), "pt[b, :]");
+        }
       }
 }
 
