@@ -25,10 +25,16 @@ constexpr int kAttnRowBatch = 4;
 #endif
 constexpr unsigned kAttnStageBytes = 32768;
 
+// The f32 scratch of one cache head's attention (AttnScratch), rounded up to 16 bytes; the
+// staged K and V blocks follow it.
+template <int D, int G>
+__host__ __device__ constexpr unsigned attention_scratch_bytes() {
+  return ((unsigned)sizeof(float) * (G * D + G * kAttnBlock + 4 * G + kAttnMaxWarps * G * D) + 15u) / 16u * 16u;
+}
+
 template <int D, int G>
 __host__ __device__ constexpr unsigned attention_decode_smem_bytes() {
-  return ((unsigned)sizeof(float) * (G * D + G * kAttnBlock + 4 * G + kAttnMaxWarps * G * D) + 15u) / 16u * 16u +
-         2u * kAttnStageBytes;
+  return attention_scratch_bytes<D, G>() + 2u * kAttnStageBytes;
 }
 
 namespace detail {
@@ -128,6 +134,96 @@ struct AttnPagedRows {
   }
 };
 
+// Shared memory of one cache head's attention: the scaled query heads, a block's scores, the
+// running maximum, sum and rescale factor per head, and the per-warp partial o for the final
+// reduction.
+template <int D, int G>
+struct AttnScratch {
+  float* q;    // [G * D]
+  float* s;    // [G][kAttnBlock]
+  float* m;    // running maximum per head
+  float* l;    // running sum of exp(s - m)
+  float* a;    // rescale factor of the current block
+  float* red;  // [warps][G][D]
+  __device__ explicit AttnScratch(const Ctx& ctx)
+      : q(reinterpret_cast<float*>(ctx.smem)), s(q + G * D), m(s + G * kAttnBlock), l(m + G), a(l + G), red(a + 2 * G) {}
+
+  // The query heads (scaled) in, the running maximum and sum reset; no barrier.
+  template <class TQ>
+  __device__ void start(TQ* qp, long long qs, float scale) const {
+    const int tid = threadIdx.x, nt = blockDim.x;
+    for (int i = tid; i < G * D; i += nt) q[i] = to_f32(ld(qp + i * qs)) * scale;
+    if (tid < G) m[tid] = __int_as_float(0xff800000), l[tid] = 0.0f;
+  }
+
+  // After a block's nb scores are in s (and a barrier): the softmax statistics, a warp per head
+  // (the block's maximum, its probabilities in place, the running sum rescaled to the new
+  // maximum), a barrier, and acc rescaled by the block's factor.
+  template <int PE>
+  __device__ void softmax_block(int nb, float (&acc)[G][PE]) const {
+    const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+    for (int h = warp; h < G; h += nw) {
+      float mx = __int_as_float(0xff800000);
+      for (int j = lane; j < nb; j += 32) mx = fmaxf(mx, s[h * kAttnBlock + j]);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      const float m_new = fmaxf(m[h], mx);
+      float sum = 0.0f;
+      for (int j = lane; j < nb; j += 32) {
+        const float p = __expf(s[h * kAttnBlock + j] - m_new);
+        s[h * kAttnBlock + j] = p;
+        sum += p;
+      }
+      sum = warp_sum(sum);
+      if (lane == 0) {
+        const float alpha = __expf(m[h] - m_new);  // 0 for the first block (m = -inf)
+        a[h] = alpha;
+        l[h] = l[h] * alpha + sum;
+        m[h] = m_new;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      const float alpha = a[h];
+#pragma unroll
+      for (int e = 0; e < PE; ++e) acc[h][e] *= alpha;
+    }
+  }
+
+  // o = acc summed over the warp's row groups, then over the warps, divided by the running
+  // sum (0 for no positions); lse = m + log(l) (-inf for none). Ln: the lanes' layout.
+  template <class Ln, bool kVec, class TO>
+  __device__ void finish(float (&acc)[G][Ln::PE], TO* op, long long os, float* lsep, long long ls) const {
+    const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+    const int c = lane % Ln::L, rg = lane / Ln::L;
+#pragma unroll
+    for (int h = 0; h < G; ++h)
+#pragma unroll
+      for (int e = 0; e < Ln::PE; ++e)
+#pragma unroll
+        for (int o = Ln::L; o < 32; o <<= 1) acc[h][e] += __shfl_xor_sync(0xffffffffu, acc[h][e], o);
+    if (rg == 0) {
+#pragma unroll
+      for (int h = 0; h < G; ++h)
+#pragma unroll
+        for (int e = 0; e < Ln::PE; ++e) {
+          const int d = Ln::elem(c, e);
+          if (kVec || d < D) red[(warp * G + h) * D + d] = acc[h][e];
+        }
+    }
+    __syncthreads();
+    for (int i = tid; i < G * D; i += nt) {
+      const int h = i / D, d = i % D;
+      float sum = 0.0f;
+      for (int w = 0; w < nw; ++w) sum += red[(w * G + h) * D + d];
+      op[i * os] = from_f32<TO>(l[h] > 0.0f ? sum / l[h] : 0.0f);
+    }
+    if (lsep && tid < G) lsep[tid * ls] = l[tid] > 0.0f ? m[tid] + logf(l[tid]) : __int_as_float(0xff800000);
+    __syncthreads();
+  }
+};
+
 // One cache head and its G query heads: online softmax over blocks of kAttnBlock positions.
 template <int D, int G, bool kVec, class TQ, class Rows, class TO>
 __device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long kcs, long long vcs,
@@ -136,16 +232,12 @@ __device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows
   using TV = typename Rows::VT;
   using Ln = AttnLanes<D, kVec, bare_t<TK>>;
   static_assert(Ln::L * Ln::R == 32, "attention_decode: lanes per row must divide 32");
-  float* q_s = reinterpret_cast<float*>(ctx.smem);
-  float* s_s = q_s + G * D;
-  float* m_s = s_s + G * kAttnBlock;  // running maximum per head
-  float* l_s = m_s + G;               // running sum of exp(s - m)
-  float* a_s = l_s + G;               // rescale factor of the current block
-  float* red = a_s + 2 * G;
+  const AttnScratch<D, G> sc(ctx);
+  float* q_s = sc.q;
+  float* s_s = sc.s;
   const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
   const int c = lane % Ln::L, rg = lane / Ln::L;
-  for (int i = tid; i < G * D; i += nt) q_s[i] = to_f32(ld(qp + i * qs)) * scale;
-  if (tid < G) m_s[tid] = __int_as_float(0xff800000), l_s[tid] = 0.0f;
+  sc.start(qp, qs, scale);
   __syncthreads();
   float acc[G][Ln::PE];
 #pragma unroll
@@ -180,35 +272,7 @@ __device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows
       }
     }
     __syncthreads();
-    // Softmax statistics, a warp per head: the block's maximum, its probabilities (in place)
-    // and the running sum rescaled to the new maximum.
-    for (int h = warp; h < G; h += nw) {
-      float mx = __int_as_float(0xff800000);
-      for (int j = lane; j < nb; j += 32) mx = fmaxf(mx, s_s[h * kAttnBlock + j]);
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      const float m_new = fmaxf(m_s[h], mx);
-      float sum = 0.0f;
-      for (int j = lane; j < nb; j += 32) {
-        const float p = __expf(s_s[h * kAttnBlock + j] - m_new);
-        s_s[h * kAttnBlock + j] = p;
-        sum += p;
-      }
-      sum = warp_sum(sum);
-      if (lane == 0) {
-        const float alpha = __expf(m_s[h] - m_new);  // 0 for the first block (m = -inf)
-        a_s[h] = alpha;
-        l_s[h] = l_s[h] * alpha + sum;
-        m_s[h] = m_new;
-      }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int h = 0; h < G; ++h) {
-      const float alpha = a_s[h];
-#pragma unroll
-      for (int e = 0; e < Ln::PE; ++e) acc[h][e] *= alpha;
-    }
+    sc.softmax_block(nb, acc);
     for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R * kAttnRowBatch) {
       float vv[kAttnRowBatch][Ln::PE];
       attn_load_steps<D, kVec, Rows::kMayMiss>([&](long long i) { return rows.v(i); }, b0, jb0, nw * Ln::R, nb, rg,
@@ -227,32 +291,7 @@ __device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows
     }
     __syncthreads();  // s_s is rewritten by the next block
   }
-  // Sum the warp's row groups, then the warps.
-#pragma unroll
-  for (int h = 0; h < G; ++h)
-#pragma unroll
-    for (int e = 0; e < Ln::PE; ++e)
-#pragma unroll
-      for (int o = Ln::L; o < 32; o <<= 1) acc[h][e] += __shfl_xor_sync(0xffffffffu, acc[h][e], o);
-  if (rg == 0) {
-#pragma unroll
-    for (int h = 0; h < G; ++h)
-#pragma unroll
-      for (int e = 0; e < Ln::PE; ++e) {
-        const int d = Ln::elem(c, e);
-        if (kVec || d < D) red[(warp * G + h) * D + d] = acc[h][e];
-      }
-  }
-  __syncthreads();
-  for (int i = tid; i < G * D; i += nt) {
-    const int h = i / D, d = i % D;
-    float s = 0.0f;
-    for (int w = 0; w < nw; ++w) s += red[(w * G + h) * D + d];
-    const float l = l_s[h];
-    op[i * os] = from_f32<TO>(l > 0.0f ? s / l : 0.0f);
-  }
-  if (lsep && tid < G) lsep[tid * ls] = l_s[tid] > 0.0f ? m_s[tid] + logf(l_s[tid]) : __int_as_float(0xff800000);
-  __syncthreads();
+  sc.template finish<Ln, kVec>(acc, op, os, lsep, ls);
 }
 
 // Positions per block of the staged path: kAttnStageBytes of K rows, at most kAttnBlock.
@@ -275,14 +314,10 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
   static_assert(Ln::L * Ln::R == 32, "attention_decode: lanes per row must divide 32");
   static_assert(sizeof(bare_t<typename Rows::VT>) == sizeof(K), "attention_decode: k and v of one size");
   constexpr int SR = attn_stage_rows<D, K>(), CPR = D / Ln::PE;  // rows per block, 16-byte chunks per row
-  float* q_s = reinterpret_cast<float*>(ctx.smem);
-  float* s_s = q_s + G * D;
-  float* m_s = s_s + G * kAttnBlock;
-  float* l_s = m_s + G;
-  float* a_s = l_s + G;
-  float* red = a_s + 2 * G;
-  unsigned char* stage = ctx.smem + (((unsigned)sizeof(float) * (G * D + G * kAttnBlock + 4 * G + kAttnMaxWarps * G * D) +
-                                      15u) / 16u * 16u);
+  const AttnScratch<D, G> sc(ctx);
+  float* q_s = sc.q;
+  float* s_s = sc.s;
+  unsigned char* stage = ctx.smem + attention_scratch_bytes<D, G>();
   K* k_s = reinterpret_cast<K*>(stage);
   K* v_s = reinterpret_cast<K*>(stage + kAttnStageBytes);
   const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
@@ -309,8 +344,7 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
     request(false, 0, nb0);
     request(true, 0, nb0);
   }
-  for (int i = tid; i < G * D; i += nt) q_s[i] = to_f32(ld(qp + i * qs)) * scale;
-  if (tid < G) m_s[tid] = __int_as_float(0xff800000), l_s[tid] = 0.0f;
+  sc.start(qp, qs, scale);
   float acc[G][Ln::PE];
 #pragma unroll
   for (int h = 0; h < G; ++h)
@@ -342,33 +376,7 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
     }
     __syncthreads();
     if (nb1) request(false, b1, nb1);
-    for (int h = warp; h < G; h += nw) {
-      float mx = __int_as_float(0xff800000);
-      for (int j = lane; j < nb; j += 32) mx = fmaxf(mx, s_s[h * kAttnBlock + j]);
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      const float m_new = fmaxf(m_s[h], mx);
-      float sum = 0.0f;
-      for (int j = lane; j < nb; j += 32) {
-        const float p = __expf(s_s[h * kAttnBlock + j] - m_new);
-        s_s[h * kAttnBlock + j] = p;
-        sum += p;
-      }
-      sum = warp_sum(sum);
-      if (lane == 0) {
-        const float alpha = __expf(m_s[h] - m_new);
-        a_s[h] = alpha;
-        l_s[h] = l_s[h] * alpha + sum;
-        m_s[h] = m_new;
-      }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int h = 0; h < G; ++h) {
-      const float alpha = a_s[h];
-#pragma unroll
-      for (int e = 0; e < Ln::PE; ++e) acc[h][e] *= alpha;
-    }
+    sc.softmax_block(nb, acc);
     for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R) {
       const int j = jb0 + rg;
       if (j >= nb) continue;
@@ -385,28 +393,7 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
     if (nb1) request(true, b1, nb1);
   }
   if (n <= 0) __syncthreads();  // q_s, m_s, l_s written by other threads
-#pragma unroll
-  for (int h = 0; h < G; ++h)
-#pragma unroll
-    for (int e = 0; e < Ln::PE; ++e)
-#pragma unroll
-      for (int o = Ln::L; o < 32; o <<= 1) acc[h][e] += __shfl_xor_sync(0xffffffffu, acc[h][e], o);
-  if (rg == 0) {
-#pragma unroll
-    for (int h = 0; h < G; ++h)
-#pragma unroll
-      for (int e = 0; e < Ln::PE; ++e) red[(warp * G + h) * D + c * Ln::PE + e] = acc[h][e];
-  }
-  __syncthreads();
-  for (int i = tid; i < G * D; i += nt) {
-    const int h = i / D, d = i % D;
-    float sum = 0.0f;
-    for (int w = 0; w < nw; ++w) sum += red[(w * G + h) * D + d];
-    const float l = l_s[h];
-    op[i * os] = from_f32<TO>(l > 0.0f ? sum / l : 0.0f);
-  }
-  if (lsep && tid < G) lsep[tid * ls] = l_s[tid] > 0.0f ? m_s[tid] + logf(l_s[tid]) : __int_as_float(0xff800000);
-  __syncthreads();
+  sc.template finish<Ln, true>(acc, op, os, lsep, ls);
 }
 
 // Every cache head g of a request (hk of them), each with its G query heads; rows(g) gives
