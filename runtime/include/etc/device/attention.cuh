@@ -357,6 +357,14 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
     const int nb1 = b1 < n ? (int)(n - b1 < SR ? n - b1 : SR) : 0;
     cp_async_wait<0>();
     __syncthreads();  // every thread's rows (and q_s, m_s, l_s the first time) are in
+    // A lane always meets the same elements of q: in registers, not read from shared memory
+    // again for every row (the score loop's loads were more than its multiply-adds).
+    float qr[G][Ln::PE];
+#pragma unroll
+    for (int h = 0; h < G; ++h)
+#pragma unroll
+      for (int e = 0; e < Ln::PE; ++e) qr[h][e] = q_s[h * D + c * Ln::PE + e];
+#pragma unroll 2
     for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R) {
       const int j = jb0 + rg;
       float kv[Ln::PE];
@@ -368,7 +376,7 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
       for (int h = 0; h < G; ++h) {
         float part = 0.0f;
 #pragma unroll
-        for (int e = 0; e < Ln::PE; ++e) part += q_s[h * D + c * Ln::PE + e] * kv[e];
+        for (int e = 0; e < Ln::PE; ++e) part += qr[h][e] * kv[e];
 #pragma unroll
         for (int o = Ln::L / 2; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
         if (j < nb && c == 0) s_s[h * kAttnBlock + j] = part;
@@ -377,6 +385,7 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
     __syncthreads();
     if (nb1) request(false, b1, nb1);
     sc.softmax_block(nb, acc);
+#pragma unroll 2
     for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R) {
       const int j = jb0 + rg;
       if (j >= nb) continue;
