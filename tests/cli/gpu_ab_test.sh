@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# tools/gpu_ab.sh: the bundle holds every variant's fatbin, a stripped etc-run and the etcc
+# commands; the script it writes is valid bash, checks and times each variant once per batch
+# size and round, and says why when etc-run fails (here: no GPU, or a GPU); a variant that
+# does not compile, a bad or repeated label leave nothing behind.
+# Usage: gpu_ab_test.sh BUILD_DIR   (from the repository root)
+source "$(dirname "$0")/../harness.sh"
+build=$1
+name=ci_abtest_$$
+cleanup() { rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh" "$tmp"; }
+trap cleanup EXIT
+leftovers() { ls gpu-out 2>/dev/null | grep -F "$name" || true; }
+
+if ! tools/gpu_ab.sh -b "$build" -B 1,8 -r 2 -n 3 -c '' "$name" samples/mlp.etir base \
+     'ring:--device-define ETC_MM_RING_KIB=64' >"$tmp/out" 2>&1; then
+  fail "gpu_ab.sh did not build the bundle"; cat "$tmp/out"
+fi
+grep -qF "gpu-out/$name.tar.xz" "$tmp/out" || fail "no word of the bundle: $(cat "$tmp/out")"
+list=$(tar tJf "gpu-out/$name.tar.xz" 2>/dev/null | sort | tr '\n' ' ')
+[ "$list" = "$name/ $name/base.fatbin $name/etc-run $name/ring.fatbin $name/variants.txt " ] ||
+  fail "bundle lists: $list"
+tar -xJOf "gpu-out/$name.tar.xz" "$name/variants.txt" | grep -qxF "ring: etcc samples/mlp.etir -arch sm_90a --device-define ETC_MM_RING_KIB=64" ||
+  fail "variants.txt lacks ring's etcc command"
+bash -n "gpu-out/$name.sh" || fail "the script is not valid bash"
+grep -qF -- "--sym B=\$b  --bench 3 --mode mega" "gpu-out/$name.sh" || fail "the script does not bench with --bench 3"
+
+# Run it: without a GPU every line says why etc-run failed; with one, a median. Either way one
+# check line per variant and one line per variant, batch size and round.
+timeout 600 bash "gpu-out/$name.sh" >"$tmp/run" 2>&1
+[ "$(grep -cE '^check (base|ring) B=1 (passed|FAILED \(exit [0-9]+\): .+)' "$tmp/run")" = 2 ] ||
+  { fail "check lines"; cat "$tmp/run"; }
+[ "$(grep -cE '^(base|ring) B=(1|8) (bench mega: median|FAILED \(exit [0-9]+\): .+)' "$tmp/run")" = 8 ] ||
+  { fail "bench lines"; cat "$tmp/run"; }
+
+# Failures leave nothing behind.
+rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
+tools/gpu_ab.sh -b "$build" "$name" samples/mlp.etir base 'bad:--device-define NOPE=1' >"$tmp/err" 2>&1 &&
+  fail "a variant that does not compile was accepted"
+grep -qF "gpu_ab.sh: variant 'bad' did not compile" "$tmp/err" || fail "no word of the failed variant: $(cat "$tmp/err")"
+[ -z "$(leftovers)" ] || fail "left behind: $(leftovers)"
+tools/gpu_ab.sh -b "$build" "$name" samples/mlp.etir base base >"$tmp/err" 2>&1 && fail "a repeated label was accepted"
+grep -qF "two variants are labelled 'base'" "$tmp/err" || fail "no word of the repeated label: $(cat "$tmp/err")"
+tools/gpu_ab.sh -b "$build" "$name" samples/mlp.etir 'a b' >"$tmp/err" 2>&1 && fail "a label with a space was accepted"
+grep -qF "a variant's label must be letters" "$tmp/err" || fail "no word of the bad label: $(cat "$tmp/err")"
+tools/gpu_ab.sh -b "$build" -B 1,x "$name" samples/mlp.etir base >"$tmp/err" 2>&1 && fail "-B 1,x was accepted"
+[ -z "$(leftovers)" ] || fail "left behind: $(leftovers)"
+finish gpu_ab

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Builds an A/B comparison for the GPU machine: one model compiled once per variant (etcc
+# options), with a stripped etc-run, packed into gpu-out/NAME.tar.xz beside gpu-out/NAME.sh, a
+# script that times every variant there (megakernel, etc-run --bench) at every batch size, the
+# variants alternating within each batch size and the whole table repeated ROUNDS times, so
+# that drift on the machine shows as disagreement between rounds rather than as a difference.
+#
+#   tools/gpu_ab.sh [options] NAME MODEL.etir LABEL[:ETCC OPTIONS]...
+#   then on the GPU machine (device tool): carry gpu-out/NAME.tar.xz and gpu-out/NAME.sh, run
+#   bash gpu-out/NAME.sh
+#
+# Options (before NAME):
+#   -b DIR      build directory with etcc and etc-run (default build)
+#   -B LIST     batch sizes, comma-separated (default 1,16,128)
+#   -s SYM      the batch-size sym (default B)
+#   -p POS      every request at position POS: an i32 input `pos` of B elements (decode models)
+#   -n RUNS     launches timed per measurement (default 20)
+#   -r ROUNDS   rounds of the whole table (default 2)
+#   -a ARCH     etcc -arch (default sm_90a: the lent GPUs are Hopper)
+#   -c ARGS     also check each variant against the CPU interpreter once, at the first batch
+#               size, with these extra etc-run arguments (for example '--random-outputs')
+#
+# Example: tools/gpu_ab.sh -p 511 -B 1,128 attn samples/llama3_2_1b.etir base \
+#            'mma:--device-define ETC_ATTN_MMA=1'
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+build=build batches=1,16,128 sym=B pos="" runs=20 rounds=2 arch=sm_90a check=""
+check_set=0
+while getopts "b:B:s:p:n:r:a:c:h" o; do
+  case $o in
+    b) build=$OPTARG ;; B) batches=$OPTARG ;; s) sym=$OPTARG ;; p) pos=$OPTARG ;;
+    n) runs=$OPTARG ;; r) rounds=$OPTARG ;; a) arch=$OPTARG ;; c) check=$OPTARG; check_set=1 ;;
+    *) usage ;;
+  esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 3 ] || usage
+name=$1 model=$2
+shift 2
+die() { echo "gpu_ab.sh: $*" >&2; exit 1; }
+[[ $name =~ ^[A-Za-z0-9_.-]+$ ]] || die "NAME must be letters, digits, '.', '_' or '-': '$name'"
+[ -f "$model" ] || die "cannot read '$model'"
+[[ $batches =~ ^[0-9]+(,[0-9]+)*$ ]] || die "-B takes batch sizes like 1,16,128: '$batches'"
+for n in "$runs" "$rounds"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "-n and -r take positive integers: '$n'"; done
+[ -z "$pos" ] || [[ $pos =~ ^[0-9]+$ ]] || die "-p takes a position: '$pos'"
+[ -x "$build/etcc" ] && [ -x "$build/tools/etc-run" ] || die "no etcc or etc-run in '$build' (build first)"
+
+dir=gpu-out/$name
+# Nothing is left behind on a failure (a variant that does not compile, say).
+done_ok=0
+trap '[ $done_ok = 1 ] || rm -rf "$dir" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"' EXIT
+rm -rf "$dir" && mkdir -p "$dir"
+labels=()
+for v in "$@"; do
+  label=${v%%:*}
+  opts=""
+  [[ $v == *:* ]] && opts=${v#*:}
+  [[ $label =~ ^[A-Za-z0-9_-]+$ ]] || die "a variant's label must be letters, digits, '_' or '-': '$label'"
+  for l in "${labels[@]}"; do [ "$l" != "$label" ] || die "two variants are labelled '$label'"; done
+  labels+=("$label")
+  # Options are split on spaces, as on a command line (no quoting inside them).
+  # shellcheck disable=SC2086
+  "$build/etcc" "$model" -arch "$arch" $opts -o "$dir/$label.fatbin" || die "variant '$label' did not compile"
+  echo "$label: etcc $model -arch $arch $opts" >>"$dir/variants.txt"
+done
+strip -o "$dir/etc-run" "$build/tools/etc-run"
+tar -C gpu-out -cJf "gpu-out/$name.tar.xz" "$name"
+
+{
+  echo "# A/B '$name' (tools/gpu_ab.sh): $model; variants in gpu-out/$name/variants.txt."
+  echo "set -u"
+  echo "rm -rf gpu-out/$name && mkdir -p gpu-out && tar -C gpu-out -xJf gpu-out/$name.tar.xz"
+  echo "D=gpu-out/$name; R=\$D/etc-run"
+  echo "nvidia-smi --query-gpu=name,driver_version --format=csv,noheader"
+  echo "cat \$D/variants.txt"
+  in=""
+  if [ -n "$pos" ]; then
+    echo "python3 -c \"import numpy as np; [np.save(f'/tmp/ab_pos{b}.npy', np.full(b, $pos, np.int32)) for b in ($batches,)]\""
+    in="--in pos=/tmp/ab_pos\$b.npy"
+  fi
+  if [ "$check_set" = 1 ]; then
+    b0=${batches%%,*}
+    echo "b=$b0"
+    for l in "${labels[@]}"; do
+      echo "timeout 300 \$R \$D/$l.fatbin --sym $sym=\$b $in --check --seed 9 $check >/tmp/ab_check.log 2>&1; rc=\$?"
+      echo "if [ \$rc -eq 0 ]; then echo \"check $l $sym=\$b passed: \$(grep -oE 'rel L2 [0-9.e+-]+' /tmp/ab_check.log | sort -u | tr '\\n' ' ')\";" \
+        "else echo \"check $l $sym=\$b FAILED (exit \$rc): \$(grep -E 'FAIL|rror|etc-run:' /tmp/ab_check.log | head -2 | tr '\\n' ' ')\"; fi"
+    done
+  fi
+  echo "for round in \$(seq $rounds); do"
+  echo "  for b in ${batches//,/ }; do"
+  echo "    for v in ${labels[*]}; do"
+  echo "      timeout 120 \$R \$D/\$v.fatbin --sym $sym=\$b $in --bench $runs --mode mega --seed 5 >/tmp/ab_bench.log 2>&1"
+  echo "      rc=\$?; line=\$(grep -m1 'median' /tmp/ab_bench.log) || line=\"FAILED (exit \$rc): \$(tail -1 /tmp/ab_bench.log)\""
+  echo "      echo \"\$v $sym=\$b \$line\""
+  echo "    done"
+  echo "  done"
+  echo "done"
+} >"gpu-out/$name.sh"
+done_ok=1
+echo "gpu-out/$name.tar.xz ($(du -h "gpu-out/$name.tar.xz" | cut -f1)) and gpu-out/$name.sh: carry both, run bash gpu-out/$name.sh"
