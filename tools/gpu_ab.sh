@@ -26,12 +26,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-build=build batches=1,16,128 sym=B pos="" runs=20 rounds=2 arch=sm_90a check=""
-check_set=0
+build=build batches=1,16,128 sym=B pos="" runs=20 rounds=2 arch=sm_90a
+unset check  # -c '' is a check without extra arguments
 while getopts "b:B:s:p:n:r:a:c:h" o; do
   case $o in
     b) build=$OPTARG ;; B) batches=$OPTARG ;; s) sym=$OPTARG ;; p) pos=$OPTARG ;;
-    n) runs=$OPTARG ;; r) rounds=$OPTARG ;; a) arch=$OPTARG ;; c) check=$OPTARG; check_set=1 ;;
+    n) runs=$OPTARG ;; r) rounds=$OPTARG ;; a) arch=$OPTARG ;; c) check=$OPTARG ;;
     *) usage ;;
   esac
 done
@@ -75,25 +75,26 @@ tar -C gpu-out -cJf "gpu-out/$name.tar.xz" "$name"
   echo "D=gpu-out/$name; R=\$D/etc-run"
   echo "nvidia-smi --query-gpu=name,driver_version --format=csv,noheader"
   echo "cat \$D/variants.txt"
+  echo "why() { { grep -E 'FAIL|rror|etc-run:' \"\$1\" || tail -1 \"\$1\"; } | head -2 | tr '\\n' ' '; }  # what a failed etc-run said"
   in=""
   if [ -n "$pos" ]; then
     echo "python3 -c \"import numpy as np; [np.save(f'/tmp/ab_pos{b}.npy', np.full(b, $pos, np.int32)) for b in ($batches,)]\""
     in="--in pos=/tmp/ab_pos\$b.npy"
   fi
-  if [ "$check_set" = 1 ]; then
+  if [ -n "${check+set}" ]; then
     b0=${batches%%,*}
     echo "b=$b0"
     for l in "${labels[@]}"; do
       echo "timeout 300 \$R \$D/$l.fatbin --sym $sym=\$b $in --check --seed 9 $check >/tmp/ab_check.log 2>&1; rc=\$?"
       echo "if [ \$rc -eq 0 ]; then echo \"check $l $sym=\$b passed: \$(grep -oE 'rel L2 [0-9.e+-]+' /tmp/ab_check.log | sort -u | tr '\\n' ' ')\";" \
-        "else echo \"check $l $sym=\$b FAILED (exit \$rc): \$(grep -E 'FAIL|rror|etc-run:' /tmp/ab_check.log | head -2 | tr '\\n' ' ')\"; fi"
+        "else echo \"check $l $sym=\$b FAILED (exit \$rc): \$(why /tmp/ab_check.log)\"; fi"
     done
   fi
   echo "for round in \$(seq $rounds); do"
   echo "  for b in ${batches//,/ }; do"
   echo "    for v in ${labels[*]}; do"
   echo "      timeout 120 \$R \$D/\$v.fatbin --sym $sym=\$b $in --bench $runs --mode mega --seed 5 >/tmp/ab_bench.log 2>&1"
-  echo "      rc=\$?; line=\$(grep -m1 'median' /tmp/ab_bench.log) || line=\"FAILED (exit \$rc): \$(tail -1 /tmp/ab_bench.log)\""
+  echo "      rc=\$?; line=\$(grep -m1 'median' /tmp/ab_bench.log) || line=\"FAILED (exit \$rc): \$(why /tmp/ab_bench.log)\""
   echo "      echo \"\$v $sym=\$b \$line\""
   echo "    done"
   echo "  done"
