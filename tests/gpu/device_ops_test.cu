@@ -207,7 +207,7 @@ __global__ void k_rms(View<const TX> x, View<const TW> w, float eps, View<TY> y)
 }
 // Launch bounds as the generated kernels have them (etcc: 256 threads, 1 CTA per SM), widened to
 // 512 threads for the smaller tiles (a 512-thread block can only have 128 registers a thread, too
-// few for a 128x128 tile, which is only launched with up to 256). Without bounds, ptxas may use
+// few for a tile of 128 rows, which is only launched with up to 256). Without bounds, ptxas may use
 // more registers than the block can have ("too many resources requested for launch").
 template <int TM, int TN, int TK, class T, class TY, int MAXT>
 __global__ void __launch_bounds__(MAXT, 1) k_mm(View<const T> a, View<const T> b, bool tb, View<TY> y, View<TY> y2) {
@@ -532,7 +532,7 @@ static void t_mm(long long M, long long N, long long K, bool tb, long long lda, 
   HV bv = tb ? hv(boff, {N, K}, {ldb, 1}) : hv(boff, {K, N}, {ldb, 1});
   HV yv = avec ? hv(yoff, {N}, {1}) : hv(yoff, {M, N}, {ldy, 1});
   unsigned smem = matmul_smem_bytes<T, TM, TN, TK>();
-  constexpr int kMaxThreads = TM * TN >= 128 * 128 ? 256 : 512;
+  constexpr int kMaxThreads = TM >= 128 ? 256 : 512;
   if (threads > kMaxThreads) {
     report(false, "matmul test launches more threads than its kernel's bounds", threads);
     return;
@@ -1072,6 +1072,10 @@ int main() {
   t_mm<8, 8, 16, bf16, bf16>(8, 8, 16, false, 16, 8, 8, 0, 0, 0, 256);
   t_mm<128, 128, 64, bf16, bf16>(128, 120, 512, true, 512, 512, 120, 0, 0, 0, 256);
   t_mm<128, 128, 64, f16, float>(100, 128, 300, false, 301, 129, 128, 1, 1, 0, 128);
+  // A decode step's 64-column tiles at B = 128, and a ragged M just past 64 (the knob
+  // ETC_MM_LARGE_M_FM switches the warp tiling on M at run time).
+  t_mm<128, 64, 128, bf16, bf16>(128, 64, 1024, true, 1024, 1024, 64, 0, 0, 0, 256);
+  t_mm<128, 64, 128, bf16, bf16>(65, 64, 1000, true, 1000, 1000, 64, 0, 0, 0, 256, false, true);
   t_mm<64, 128, 64, bf16, bf16>(1, 128, 8192, true, 8192, 8192, 128, 0, 0, 0, 256, true);
   t_mm<16, 64, 64, float, float>(1, 64, 4096, true, 4096, 4096, 64, 0, 0, 0, 256, true);
   t_mm<16, 64, 64, float, float>(13, 57, 2057, false, 2059, 63, 60, 1, 3, 2, 256, false, true);
