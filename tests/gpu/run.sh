@@ -307,6 +307,8 @@ if want san && command -v compute-sanitizer >/dev/null 2>&1; then
     for sched in static dynamic; do
       san $tool "two_stage_sum_$sched" "$B/two_stage_sum_$sched.fatbin" N=5000
       san $tool "mlp_$sched" "$B/mlp_$sched.fatbin" B=3
+      # 128 rows: the matmul's large-M warp tiling (ETC_MM_LARGE_M_FM) runs only past 64.
+      san $tool "mlp_${sched}_large_m" "$B/mlp_$sched.fatbin" B=128
       san $tool "llama_layer_$sched" "$B/llama_layer_$sched.fatbin" B=2 --sym S=64 --random-outputs
       python3 -c "import numpy as np; np.save('$out/san_pages.npy', np.random.default_rng(2).permutation(16).astype(np.int32).reshape(2, 8))"
       san $tool "llama_layer_paged_$sched" "$B/llama_layer_paged_$sched.fatbin" B=2 --sym MAXP=8 --sym P=16 \
