@@ -20,8 +20,8 @@
 #   -c ARGS     also check each variant against the CPU interpreter once, at the first batch
 #               size, with these extra etc-run arguments (for example '--random-outputs')
 #
-# Example: tools/gpu_ab.sh -p 511 -B 1,128 attn samples/llama3_2_1b.etir base \
-#            'mma:--device-define ETC_ATTN_MMA=1'
+# Example: tools/gpu_ab.sh -p 511 -B 1,128 tiling samples/llama3_2_1b.etir base \
+#            'one:--device-define ETC_MM_LARGE_M_FM=0'
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the device tile library test (tests/gpu/device_ops_test.cu) for Hopper (sm_90a) and
 # Ampere (sm_80); run the binary on a GPU machine. Usage: tests/gpu/build_device_test.sh [out]
-# NVCC_FLAGS adds flags, e.g. NVCC_FLAGS=-DETC_ATTN_MMA=1 to test a device knob's path.
+# NVCC_FLAGS adds flags, e.g. NVCC_FLAGS=-DETC_MM_LARGE_M_FM=0 to test a device knob's path.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${1:-$root/build/device_ops_test}"
