@@ -251,7 +251,12 @@ class Emitter {
       body += "  bool etc_prefetched = false;\n  if constexpr (kMode == kStatic) {\n";
       body += view(prefetch->call.args[0], false, "pa", names);
       body += view(prefetch->call.args[1], false, "pb", names);
-      body += "    " + prefetchFunction(t, *prefetch) + "(ctx, pa, pb);\n    etc_prefetched = true;\n  }\n";
+      std::string args = "pa, pb";
+      if (prefetch->call.args.size() == 3) {
+        body += view(prefetch->call.args[2], false, "pc", names);
+        args += ", pc";
+      }
+      body += fmt::format("    {}(ctx, {});\n    etc_prefetched = true;\n  }}\n", prefetchFunction(t, *prefetch), args);
     }
     bool after_call = false;  // the previous statement was a call
     bool ops_begun = false, ops_ended = false;  // --profile: marks before the first op and the first notify after it
@@ -611,29 +616,35 @@ class Emitter {
   // The matmul tile instantiations of one call: one fatbin serves every sym value, so tile_m
   // covers the largest M; at run time the smallest instantiation that holds the tile's actual
   // rows runs (a 16-row tile at decode sizes keeps every warp busy and leaves room for a deeper
-  // load pipeline). prefetch: the same dispatch calling matmul_prefetch (a and b only).
+  // load pipeline). prefetch: the same dispatch calling matmul_prefetch (a and b only). The
+  // gated form (a third operand) calls matmul_silu_mul, whose TN covers both products.
   std::string matmulDispatch(const Task& t, const CallStmt& c, const std::vector<std::string>& v,
                              std::vector<std::string>& smem, bool prefetch) {
     bool tb = tiling::attrBool(c.call, "transpose_b");
+    const bool gated = c.call.args.size() == 3;
     RangeEnv env = m_.gridRanges(t.grid);
     OperandType a = sliceType(m_, c.call.args[0]), b = sliceType(m_, c.call.args[1]);
     int64_t mb = a.shape.size() == 2 ? bounds(a.shape[0], env).hi : 1;
     int64_t nb = bounds(tb ? b.shape[0] : b.shape[1], env).hi;
-    int64_t tm = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, mb)), 16, 256);
-    int64_t tn = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 16, 256);
+    // The gated kernel holds a whole tile in one pass of its warps: at most 128 x (2 x 64).
+    int64_t tm = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, mb)), 16, gated ? 128 : 256);
+    int64_t tn = gated ? 2 * std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 8, 64)
+                       : std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 16, 256);
     int64_t tk = tiling::attrInt(c.call, "tile_k");
     if (tk == 0) tk = 64;
+    const std::string fn = gated ? "matmul_silu_mul" : "matmul";
+    const std::string b_args = gated ? fmt::format("{}, {}", v[1], v[2]) : v[1];
     std::vector<int64_t> variants;
     for (int64_t t = 16; t < tm; t *= 2) variants.push_back(t);
     variants.push_back(tm);
     std::string code;
     for (size_t k = 0; k < variants.size(); ++k) {
       int64_t t = variants[k];
-      smem.push_back(fmt::format("etc::dev::matmul_smem_bytes<{}, {}, {}, {}>()", cudaType(a.dtype), t, tn, tk));
+      smem.push_back(fmt::format("etc::dev::{}_smem_bytes<{}, {}, {}, {}>()", fn, cudaType(a.dtype), t, tn, tk));
       std::string call =
-          prefetch ? fmt::format("etc::dev::matmul_prefetch<{}, {}, {}>(ctx, {}, {}, {});", t, tn, tk, v[0], v[1], tb)
-                   : fmt::format("etc::dev::matmul<{}, {}, {}>(ctx, {}, {}, {}, {}, prefetched);", t, tn, tk, v[0],
-                                 v[1], tb, v[2]);
+          prefetch ? fmt::format("etc::dev::{}_prefetch<{}, {}, {}>(ctx, {}, {}, {});", fn, t, tn, tk, v[0], b_args, tb)
+                   : fmt::format("etc::dev::{}<{}, {}, {}>(ctx, {}, {}, {}, {}, prefetched);", fn, t, tn, tk, v[0],
+                                 b_args, tb, v[gated ? 3 : 2]);
       if (k) code += "\n    else ";
       if (k + 1 < variants.size()) code += fmt::format("if ({0}.rank == 1 || {0}.ext[0] <= {1}) ", v[0], t);
       code += call;
@@ -823,10 +834,12 @@ class Emitter {
       if (std::holds_alternative<WaitStmt>(st)) waited = true;
       if (const auto* c = std::get_if<CallStmt>(&st)) {
         if (!waited || c->call.op != "matmul") return nullptr;
-        const Tensor& b = m_.tensors[c->call.args[1].target];
-        if (b.role != Role::Param) return nullptr;
         const DType at = m_.tensors[c->call.args[0].target].dtype;
-        return (at == DType::BF16 || at == DType::F16) && b.dtype == at ? c : nullptr;
+        for (size_t k = 1; k < c->call.args.size(); ++k) {  // b, and the gated form's b_up
+          const Tensor& b = m_.tensors[c->call.args[k].target];
+          if (b.role != Role::Param || b.dtype != at) return nullptr;
+        }
+        return at == DType::BF16 || at == DType::F16 ? c : nullptr;
       }
     }
     return nullptr;
@@ -837,8 +850,13 @@ class Emitter {
   std::string prefetchFunction(const Task& t, const CallStmt& c) {
     std::string ta = cudaType(m_.tensors[c.call.args[0].target].dtype);
     std::string signature = fmt::format("etc::dev::View<const {0}> a0, etc::dev::View<const {0}> a1", ta);
+    std::vector<std::string> params{"a0", "a1"};
+    if (c.call.args.size() == 3) {
+      signature += fmt::format(", etc::dev::View<const {}> a2", ta);
+      params.push_back("a2");
+    }
     std::vector<std::string> unused;
-    return sharedFunction(signature, matmulDispatch(t, c, {"a0", "a1"}, unused, true));
+    return sharedFunction(signature, matmulDispatch(t, c, params, unused, true));
   }
 
   // The name of the __noinline__ function `void (ctx, signature) { code }`, emitted the first

@@ -51,6 +51,7 @@ struct Options {
   std::vector<std::string> device_defines;  // --device-define NAME=VALUE
   bool share_task_code = false;          // --share-task-code
   bool no_merge_tasks = false;           // --no-merge-tasks
+  bool no_gated_matmul = false;          // --no-gated-matmul
 };
 
 bool wantsDepfile(const Options& opt) { return opt.write_deps || !opt.dep_file.empty(); }
@@ -231,6 +232,7 @@ int run(const Options& opt) {
     if (opt.schedule != "auto") po.schedule = etc::ir::parseSchedule(opt.schedule);
     po.verify_schedule = !opt.no_verify_schedule;
     po.merge_tasks = !opt.no_merge_tasks;
+    po.gated_matmul = !opt.no_gated_matmul;
     m = etc::runPipeline(std::move(m), po, diags);
   }
 
@@ -360,6 +362,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-merge-tasks", opt.no_merge_tasks,
                "keep every task grid that lower-ops made (skip the merge-tasks pass): for measuring what the merges "
                "gain");
+  app.add_flag("--no-gated-matmul", opt.no_gated_matmul,
+               "keep a gated MLP's gate and up matmuls and their silu_mul as three task grids (skip the "
+               "fuse-gated-matmul pass): for measuring what the fusion gains");
   app.add_flag("--write-dependencies", opt.write_deps,
                "(also -MD) write a Make dependency file listing the input and every file it includes, next to the "
                "output with extension .d unless -MF names it");

@@ -1,5 +1,8 @@
 // matmul: y = a @ b (or a @ b^T), products summed in double over the whole K (split_k and the
-// tile sizes are how the device divides the work; they do not change the reference).
+// tile sizes are how the device divides the work; they do not change the reference). The gated
+// form (act = "silu_mul", a third operand b_up) is y = silu_mul(a @ b, a @ b_up) with each
+// product rounded to y's dtype first: what two matmuls into tensors of that dtype and a
+// silu_mul give.
 #include <fmt/format.h>
 
 #include "compiler/interp/kernels.h"
@@ -9,6 +12,8 @@ namespace etc::interp {
 std::string opMatmul(OpArgs& a) {
   const View &x = a.in[0], &w = a.in[1], &out = a.out[0];
   const bool tb = a.attrBool("transpose_b");
+  const bool gated = a.in.size() == 3;
+  if (gated && a.in[2].shape != w.shape) return "b_up's shape differs from b's";
   const int64_t m = x.rank() == 1 ? 1 : x.shape[0], k = x.lastDim();
   if (w.rank() != 2) return "the second operand is not a matrix";
   const int64_t n = tb ? w.shape[0] : w.shape[1];
@@ -17,16 +22,24 @@ std::string opMatmul(OpArgs& a) {
                        w.shape[1], tb ? " (transposed)" : "", out.numel());
   std::vector<double> av = readFloats(x);
   // b as [N, K], so each output element is a dot product of two contiguous rows.
-  std::vector<double> bt = readFloats(tb ? w : w.permuted({1, 0}));
-  std::vector<double> y(static_cast<size_t>(m * n));
-  for (int64_t i = 0; i < m; ++i) {
-    const double* ar = av.data() + i * k;
-    for (int64_t j = 0; j < n; ++j) {
-      const double* br = bt.data() + j * k;
-      double s = 0;
-      for (int64_t t = 0; t < k; ++t) s += ar[t] * br[t];
-      y[i * n + j] = s;
+  auto product = [&](const View& b) {
+    std::vector<double> bt = readFloats(tb ? b : b.permuted({1, 0}));
+    std::vector<double> y(static_cast<size_t>(m * n));
+    for (int64_t i = 0; i < m; ++i) {
+      const double* ar = av.data() + i * k;
+      for (int64_t j = 0; j < n; ++j) {
+        const double* br = bt.data() + j * k;
+        double s = 0;
+        for (int64_t t = 0; t < k; ++t) s += ar[t] * br[t];
+        y[i * n + j] = s;
+      }
     }
+    return y;
+  };
+  std::vector<double> y = product(w);
+  if (gated) {
+    const std::vector<double> up = product(a.in[2]);
+    for (size_t e = 0; e < y.size(); ++e) y[e] = silu(roundTo(out.dtype, y[e])) * roundTo(out.dtype, up[e]);
   }
   writeFloats(out, y.data());
   return "";

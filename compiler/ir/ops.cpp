@@ -418,10 +418,21 @@ bool inferAddRmsnorm(OpContext& ctx, std::vector<OperandType>& out) {
 }
 
 bool inferMatmul(OpContext& ctx, std::vector<OperandType>& out) {
-  Rule r(ctx, {"a", "b"});
+  Rule r(ctx, {"a", "b", "b_up"});
   bool a_float = r.isFloatOperand(0);
   bool b_float = r.isFloatOperand(1);
   if (a_float && b_float) r.sameDType(1, 0);
+  // The gated form: a third operand holds the up projection, and y = silu_mul(a @ b, a @ b_up).
+  const bool gated = ctx.inputs().size() == 3;
+  bool silu = false;
+  if (r.oneOf("act", {"none", "silu_mul"})) {
+    silu = ctx.attrString("act") == "silu_mul";
+    if (gated && !silu)
+      r.fail(2, "operand 2 (b_up) is only allowed with act = \"silu_mul\" (it holds the up projection)");
+    else if (!gated && silu)
+      r.attrFail("act", "\"silu_mul\" needs a third operand (b_up, the up projection, shaped like b)");
+  }
+  if (gated && b_float && r.isFloatOperand(2) && r.sameDType(2, 1)) r.sameShape(2, 1);
   bool a_rank = r.rankIn(0, 1, 2);
   bool b_rank = r.rankIs(1, 2);
   bool tb = ctx.attrBool("transpose_b");
@@ -436,8 +447,11 @@ bool inferMatmul(OpContext& ctx, std::vector<OperandType>& out) {
   for (std::string_view t : {"tile_m", "tile_n"}) {
     if (!ctx.attrWritten(t)) continue;
     int64_t v = ctx.attrInt(t);
-    if (!isPowerOfTwo(v) || v < 8 || v > 256)
-      r.attrFail(t, fmt::format("must be a power of two in [8, 256]; got {}", v));
+    // The gated form keeps both products of a tile in one pass of the warps: 128 x (2 x 64).
+    const int64_t hi = silu ? (t == "tile_m" ? 128 : 64) : 256;
+    if (!isPowerOfTwo(v) || v < 8 || v > hi)
+      r.attrFail(t, fmt::format("must be a power of two in [8, {}]{}; got {}", hi,
+                                silu ? " with act = \"silu_mul\"" : "", v));
   }
   if (ctx.attrWritten("tile_k")) {
     int64_t v = ctx.attrInt("tile_k");
@@ -448,6 +462,8 @@ bool inferMatmul(OpContext& ctx, std::vector<OperandType>& out) {
     int64_t v = ctx.attrInt("split_k");
     if (v < 1) {
       r.attrFail("split_k", fmt::format("must be >= 1; got {}", v));
+    } else if (silu && v > 1) {
+      r.attrFail("split_k", fmt::format("must be 1 with act = \"silu_mul\" (silu_mul needs whole sums); got {}", v));
     } else if (a_rank) {
       int ak = r.rank(0) - 1;
       auto k = constValue(r.dim(0, ak));
@@ -857,8 +873,11 @@ std::vector<OpInfo> buildOps() {
                    "(normed, residual_out): s = x + residual; (rmsnorm(s, weight), s); normed has x's "
                    "dtype, residual_out the residual's",
                    inferAddRmsnorm));
-  ops.push_back(op("matmul", 2, 2, 1, 1,
+  ops.push_back(op("matmul", 2, 3, 1, 1,
                    {optional("transpose_b", boolV(false), "b is [N, K] instead of [K, N]"),
+                    optional("act", stringV("none"),
+                             "\"none\", or \"silu_mul\" with a third operand b_up: y = "
+                             "silu_mul(a @ b, a @ b_up), each product rounded to y's dtype first"),
                     optional("tile_m", intV(0),
                              "rows of a per task: a power of two in [8, 256]; not written: "
                              "the compiler chooses"),
@@ -871,8 +890,9 @@ std::vector<OpInfo> buildOps() {
                     optional("split_k", intV(0),
                              "number of parts the reduction is split into (>= 1, at most K); "
                              "not written: the compiler chooses")},
-                   "matmul(a [M, K] or [K], b [K, N] or [N, K]) {transpose_b, tile_m, tile_n, "
-                   "tile_k, split_k} -> y [M, N] or [N]: a @ b",
+                   "matmul(a [M, K] or [K], b [K, N] or [N, K] [, b_up like b]) {transpose_b, act, "
+                   "tile_m, tile_n, tile_k, split_k} -> y [M, N] or [N]: a @ b, or "
+                   "silu_mul(a @ b, a @ b_up)",
                    inferMatmul));
   ops.push_back(op("rope", 3, 3, 2, 2,
                    {required("head_dim", T::Int, "size of one head (even)"),

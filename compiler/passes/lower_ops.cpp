@@ -319,6 +319,20 @@ class Lowerer {
     d.N = d.tb ? d.bm.extent[0] : d.bm.extent[1];
     return d;
   }
+  // A gated matmul's columns per task (each task streams twice as many weight rows): 64, as
+  // the 128-column gate and up tiles of planMatmulGroup where those make a wave of tasks at the
+  // smallest syms, else narrower, down to 16, until about half a wave (a gated product cannot
+  // split K). Llama-3.2-1B's 8192 columns: 128 tasks of 64; Qwen3-0.6B's 3072: 96 of 32, as many
+  // tasks as its gate and up grids had.
+  int64_t gatedTileN(const Expr& M, const Expr& N) const {
+    const int64_t m_tiles = std::max<int64_t>(1, tiling::lowerBound(m_, cdiv(M, intConst(defaultTileM(M)))));
+    auto tasks = [&](int64_t tn) { return m_tiles * std::max<int64_t>(1, tiling::lowerBound(m_, cdiv(N, intConst(tn)))); };
+    if (tasks(64) >= kMatmulTaskTarget) return 64;
+    int64_t tn = 32;
+    while (tn > 16 && tasks(tn) < kMatmulTaskTarget / 2) tn /= 2;
+    return tn;
+  }
+
   // tile_m when the call does not set it: M's upper bound, between 16 and 128.
   int64_t defaultTileM(const Expr& M) const {
     return std::clamp<int64_t>(tiling::pow2Ceil(tiling::upperBound(m_, M)), 16, 128);
@@ -337,11 +351,15 @@ class Lowerer {
       tk = it->second.tk;
       sk = it->second.sk;
     }
+    const bool gated = a.call.args.size() == 3;  // act = "silu_mul": no split K (silu_mul needs whole sums)
     if (tm == 0) tm = defaultTileM(M);
-    if (tn == 0) tn = 64;
+    if (tn == 0) tn = gated ? gatedTileN(M, N) : 64;
     // 128 rather than 64: each stage then reads 256 contiguous bytes of every weight row
-    // (H100, mlp B = 1: 102 -> 92 us for the megakernel; 256 was slower at small B).
-    if (tk == 0) tk = 128;
+    // (H100, mlp B = 1: 102 -> 92 us for the megakernel; 256 was slower at small B). A gated
+    // tile streams 2 * tn weight rows: 64 deep at 128 rows, as the 128-column tiles of
+    // planMatmulGroup, which keeps four ring stages.
+    if (tk == 0) tk = gated && tn >= 64 ? 64 : 128;
+    if (gated) sk = 1;
     int64_t k_hi = tiling::upperBound(m_, K);
     if (sk == 0) {
       int64_t m_tiles = std::max<int64_t>(1, tiling::lowerBound(m_, cdiv(M, intConst(tm))));
@@ -386,11 +404,13 @@ class Lowerer {
     OpCall call = a.call;
     call.attrs.clear();
     if (tb) call.attrs.push_back(tiling::boolAttr("transpose_b"));
+    if (gated) call.attrs.push_back(*a.call.findAttr("act"));
     call.attrs.push_back(tiling::intAttr("tile_k", tk));
     LogicalTile at = vec ? LogicalTile{kr} : LogicalTile{mr, kr};
     LogicalTile bt = tb ? LogicalTile{nr, kr} : LogicalTile{kr, nr};
     call.args[0] = tileSlice(m_, am, at);
     call.args[1] = tileSlice(m_, bm, bt);
+    if (gated) call.args[2] = tileSlice(m_, mapOperand(m_, a.call.args[2]), bt);
     LogicalTile yt = vec ? LogicalTile{nr} : LogicalTile{mr, nr};
     if (sk == 1) {
       tasks.push_back(addTask(baseName(a), p, std::move(call), {tileSlice(m_, ym, yt)}, a.range));

@@ -46,4 +46,95 @@ std::unique_ptr<Module> moduleWithout(Module& m, const std::vector<bool>& drop_e
   return out;
 }
 
+namespace {
+
+// Tensor references renumbered through `at` (old index -> new index).
+class TensorRenumber {
+ public:
+  explicit TensorRenumber(const std::vector<uint32_t>& at) : at_(at) {}
+
+  Expr expr(const Expr& e) const {
+    if (!e || !hasLoad(e)) return e;
+    return substitute(e, [this](const ExprNode& leaf) -> Expr {
+      if (leaf.kind != ExprKind::Load) return nullptr;
+      std::vector<Expr> idx;
+      for (const Expr& i : leaf.ops) idx.push_back(expr(i));
+      return load(at_[leaf.id], leaf.name, std::move(idx));
+    });
+  }
+  void exprs(std::vector<Expr>& v) const {
+    for (Expr& e : v) e = expr(e);
+  }
+  // A tensor slice (op operands and destinations); event slices only have their indices renumbered.
+  void slice(Slice& s, bool tensor) const {
+    if (tensor) s.target = at_[s.target];
+    for (SliceDim& d : s.dims) {
+      d.lo = expr(d.lo);
+      d.hi = expr(d.hi);
+    }
+  }
+  void call(OpCall& c) const {
+    for (Slice& s : c.args) slice(s, true);
+    for (Attr& a : c.attrs)
+      if (a.value.type == AttrType::Int) a.value.i = expr(a.value.i);
+  }
+
+ private:
+  const std::vector<uint32_t>& at_;
+};
+
+}  // namespace
+
+std::unique_ptr<Module> moduleWithoutTensors(Module& m, const std::vector<bool>& drop) {
+  std::vector<uint32_t> at(m.tensors.size(), 0);
+  for (uint32_t t = 0, next = 0; t < m.tensors.size(); ++t)
+    if (!(t < drop.size() && drop[t])) at[t] = next++;
+  const TensorRenumber re(at);
+  auto out = std::make_unique<Module>();
+  out->name = m.name;
+  out->range = m.range;
+  for (Sym& s : m.syms) out->addSym(std::move(s));
+  for (Const& c : m.consts) out->addConst(std::move(c));
+  for (uint32_t t = 0; t < m.tensors.size(); ++t) {
+    if (t < drop.size() && drop[t]) continue;
+    re.exprs(m.tensors[t].shape);
+    out->addTensor(std::move(m.tensors[t]));
+  }
+  for (Event& e : m.events) {
+    re.exprs(e.shape);
+    e.init = re.expr(e.init);
+    out->addEvent(std::move(e));
+  }
+  for (Task& t : m.tasks) {
+    re.exprs(t.grid);
+    for (TaskStmt& st : t.body) {
+      if (auto* w = std::get_if<WaitStmt>(&st)) re.slice(w->event, false);
+      if (auto* n = std::get_if<NotifyStmt>(&st)) re.slice(n->event, false);
+      if (auto* c = std::get_if<CallStmt>(&st)) {
+        re.call(c->call);
+        for (Slice& d : c->dests) re.slice(d, true);
+      }
+    }
+    out->addTask(std::move(t));
+  }
+  for (Graph& g : m.graphs) {
+    for (GraphStmt& st : g.body)
+      if (auto* a = std::get_if<AssignStmt>(&st)) {
+        for (uint32_t& r : a->results) r = at[r];
+        re.call(a->call);
+      }
+    out->addGraph(std::move(g));
+  }
+  out->kernels = std::move(m.kernels);
+  out->order.clear();
+  for (Module::DeclRef ref : m.order) {
+    if (ref.kind == Module::DeclKind::Tensor) {
+      if (ref.index < drop.size() && drop[ref.index]) continue;
+      ref.index = at[ref.index];
+    }
+    out->order.push_back(ref);
+  }
+  return out;
+}
+
 }  // namespace etc

@@ -15,4 +15,9 @@ namespace etc {
 std::unique_ptr<ir::Module> moduleWithout(ir::Module& m, const std::vector<bool>& drop_events,
                                           const std::vector<bool>& drop_tasks);
 
+// m without the tensors flagged in drop (one flag per tensor), which nothing may reference any
+// more; every other reference (slices, assignment results, loads in expressions, the
+// declaration order) is renumbered. Consumes m.
+std::unique_ptr<ir::Module> moduleWithoutTensors(ir::Module& m, const std::vector<bool>& drop);
+
 }  // namespace etc

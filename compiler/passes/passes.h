@@ -12,6 +12,8 @@ namespace etc {
 
 using ModulePtr = std::unique_ptr<ir::Module>;
 
+// A gated MLP's gate and up matmuls and their silu_mul become one gated matmul (op level).
+ModulePtr fuseGatedMatmul(ModulePtr m, DiagnosticEngine& diags);
 // Op-level assignments become task grids (tile sizes from attributes, else chosen here).
 ModulePtr lowerOps(ModulePtr m, DiagnosticEngine& diags);
 // Fewer task grids: a split-K reduce_sum moves into its one reader, and a grid merges into a

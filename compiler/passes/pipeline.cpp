@@ -13,6 +13,7 @@ namespace etc {
 
 const std::vector<Pass>& pipeline() {
   static const std::vector<Pass> passes = {
+      {"fuse-gated-matmul", "gate and up matmuls and their silu_mul become one gated matmul", fuseGatedMatmul},
       {"lower-ops", "op-level assignments become task grids", lowerOps},
       {"merge-tasks", "a split-K sum moves into its one reader; same-grid neighbours merge tile for tile", mergeTasks},
       {"infer-events", "event tensors from the slices task grids write and read", inferEvents},
@@ -48,6 +49,7 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
   for (const Pass& p : pipeline()) {
     if (!opts.verify_schedule && p.name == "verify-schedule") continue;
     if (!opts.merge_tasks && p.name == "merge-tasks") continue;
+    if (!opts.gated_matmul && p.name == "fuse-gated-matmul") continue;
     auto start = std::chrono::steady_clock::now();
     m = p.run(std::move(m), diags);
     if (!m || diags.hasErrors()) return nullptr;

@@ -49,7 +49,11 @@ run arch-unknown 1 --emit=cuda -arch sm_9x samples/two_stage_sum.etir && stderr_
 run cubin-two-archs 1 --emit=cubin samples/two_stage_sum.etir && stderr_has cubin-two-archs "name exactly one with -arch"
 run cubin-virtual 1 --emit=cubin --arch=compute_90 samples/two_stage_sum.etir && stderr_has cubin-virtual "needs a real architecture"
 run emit-cuda 0 --emit=cuda samples/two_stage_sum.etir && stdout_has emit-cuda "etc_main_mega" && stdout_has emit-cuda "etc_descriptor"
-run emit-tasks 0 --emit=tasks samples/mlp.etir && stdout_has emit-tasks "task @matmul_gate_up" && stdout_has emit-tasks "wait ev_"
+run emit-tasks 0 --emit=tasks samples/mlp.etir && stdout_has emit-tasks "task @matmul_act" && stdout_has emit-tasks "wait ev_" &&
+  stdout_has emit-tasks '{ transpose_b, act = "silu_mul", tile_k = 64 } -> act[:, i * 64 : min(I, i * 64 + 64)]'
+# --no-gated-matmul keeps the gate/up matmul and the silu_mul as grids of their own.
+run no-gated-matmul 0 --emit=tasks --no-gated-matmul samples/mlp.etir && stdout_has no-gated-matmul "task @matmul_gate_up" &&
+  stdout_has no-gated-matmul "task @silu_mul_act"
 LIMIT=120 run emit-ptx 0 --emit=ptx -arch compute_80 samples/two_stage_sum.etir && stdout_has emit-ptx ".target sm_80"
 # --emit=tasks prints .etir that compiles to the byte-identical fatbin.
 run tasks-form 0 samples/mlp.etir --emit=tasks -o "$tmp/mlp_tasks.etir"
@@ -98,7 +102,7 @@ run no-share-task-code 0 --emit=cuda "$tmp/l2.etir" &&
   if grep -q "// the code of" "$tmp/out"; then fail "no-share-task-code: tasks share code"; else pass; fi
 # Row forms (etc/device/rows.cuh) where a decode tile's row length is a constant, each falling
 # back to the generic op in a function of its own; none for a row of symbolic length.
-run row-forms 0 --emit=cuda "$tmp/l2.etir" &&
+run row-forms 0 --emit=cuda --no-gated-matmul "$tmp/l2.etir" &&
   stdout_has row-forms "if (!etc::dev::add_rmsnorm_rows<2048>(ctx, a0, a1, a2, 1.0000000000000001e-05f, a3, a4)) etc_op" &&
   stdout_has row-forms "if (!etc::dev::reduce_parts_rows<512>(ctx, a0, a1)) etc_op" &&
   stdout_has row-forms "if (!etc::dev::rope_row<2048, 512, 64>(ctx, a0, a1, a2, a3, a4, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192})) etc_op" &&
@@ -106,6 +110,11 @@ run row-forms 0 --emit=cuda "$tmp/l2.etir" &&
   stdout_has row-forms "if (!etc::dev::rmsnorm_rows<2048>(ctx, a0, a1, 1.0000000000000001e-05f, a2)) etc_op" &&
   stdout_has row-forms "if (!etc::dev::attention_merge_row<16, 256, 64>(ctx, a0, a1, a2, etc::dev::View<float>{})) etc_op"
 printf 'module @symrow\nsym N in [1, 64]\ntensor x : bf16[4, N] input\ntensor w : bf16[N] param\ntensor y : bf16[4, N] output\ngraph @main {\n  y = rmsnorm(x, w) { eps = 1e-5 }\n}\n' >"$tmp/symrow.etir"
+# The gated matmul: its weights prefetched (both) before the waits, one instantiation per tile_m.
+run gated-matmul-cuda 0 --emit=cuda "$tmp/l2.etir" &&
+  stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul_prefetch<16, 128, 64>(ctx, a0, a1, a2, true);" &&
+  stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul<128, 128, 64>(ctx, a0, a1, a2, true, a3, prefetched);" &&
+  stdout_has gated-matmul-cuda "(ctx, pa, pb, pc);"
 run no-row-form 0 --emit=cuda "$tmp/symrow.etir" &&
   if grep -q "_rows<" "$tmp/out"; then fail "no-row-form: a row of symbolic length got a row form"; else pass; fi
 LIMIT=300 run share-task-code-fatbin 0 --share-task-code "$tmp/l2.etir" -arch sm_90a -o "$tmp/l2.fatbin"
@@ -122,9 +131,9 @@ run starved-diagnosis 0 tests/gpu/hang/missing_notify.etir --no-verify-schedule 
 # schedule, a binary search in the dynamic one; a graph without tasks runs none.
 run dispatch-static 0 --emit=cuda --schedule=static --no-merge-tasks samples/mlp.etir &&
   stdout_has dispatch-static "while (g >= ends[kind]) ++kind;" &&
-  stdout_has dispatch-static "const long long total = ends[5];"
+  stdout_has dispatch-static "const long long total = ends[4];"
 run dispatch-dynamic 0 --emit=cuda --schedule=dynamic --no-merge-tasks samples/mlp.etir &&
-  stdout_has dispatch-dynamic "const int kind = etc::dev::grid_of(ends, 6, g);"
+  stdout_has dispatch-dynamic "const int kind = etc::dev::grid_of(ends, 5, g);"
 printf 'module @e\ntensor x : f32[4] input\ntensor y : f32[4] output\ngraph @main {\n  y = add(x, x)\n}\ngraph @empty {\n}\n' >"$tmp/empty.etir"
 for sched in static dynamic; do
   run "empty-graph-$sched" 0 --emit=cuda --schedule=$sched "$tmp/empty.etir" &&

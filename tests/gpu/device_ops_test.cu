@@ -217,6 +217,16 @@ __global__ void __launch_bounds__(MAXT, 1) k_mm(View<const T> a, View<const T> b
   // A second call right after the first: the ring and the partial-sum buffer are reused.
   if (y2.ptr) matmul<TM, TN, TK>(c, a, b, tb, y2);
 }
+// The gated matmul, with the weights prefetched first when `pre` (as a task before its waits).
+template <int TM, int TN, int TK, class T, class TY, int MAXT>
+__global__ void __launch_bounds__(MAXT, 1)
+    k_mm_gated(View<const T> a, View<const T> b, View<const T> bu, bool tb, View<TY> y, View<TY> y2, bool pre) {
+  SMEM_DECL;
+  Ctx c{smem_, matmul_silu_mul_smem_bytes<T, TM, TN, TK>()};
+  if (pre) matmul_silu_mul_prefetch<TM, TN, TK>(c, a, b, bu, tb);
+  matmul_silu_mul<TM, TN, TK>(c, a, b, bu, tb, y, pre);
+  if (y2.ptr) matmul_silu_mul<TM, TN, TK>(c, a, b, bu, tb, y2);
+}
 
 
 // ---- mixture of experts ------------------------------------------------------------------------
@@ -572,6 +582,62 @@ static void t_mm(long long M, long long N, long long K, bool tb, long long lda, 
   report(ok, name, err);
 }
 
+// The gated matmul y = silu_mul(a @ b, a @ b_up) (TN covers both products: y has up to TN / 2
+// columns), against products summed in double and rounded to TY, as two matmuls into TY
+// tensors and a silu_mul give. a: [M, K] (pitch K); b, b_up: [N, K] (tb) or [K, N], dense.
+template <int TM, int TN, int TK, class T, class TY>
+static void t_mm_gated(long long M, long long N, long long K, bool tb, int threads, bool pre, bool twice = false) {
+  Buf<T> a(M * K + 8), b(N * K + 8), bu(N * K + 8);
+  Buf<TY> y(M * N + 8), y2(M * N + 8);
+  a.random(-1, 1);
+  b.random(-1, 1);
+  bu.random(-1, 1);
+  y.poison();
+  y2.poison();
+  a.up();
+  b.up();
+  bu.up();
+  y.up();
+  y2.up();
+  HV av = hv(0, {M, K}, {K, 1});
+  HV bv = tb ? hv(0, {N, K}, {K, 1}) : hv(0, {K, N}, {N, 1});
+  HV yv = hv(0, {M, N}, {N, 1});
+  unsigned smem = matmul_silu_mul_smem_bytes<T, TM, TN, TK>();
+  auto kern = k_mm_gated<TM, TN, TK, T, TY, 256>;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  View<TY> y2v = dv<TY>(y2, yv);
+  if (!twice) y2v.ptr = nullptr;
+  kern<<<1, threads, smem>>>(dv<const T>(a, av), dv<const T>(b, bv), dv<const T>(bu, bv), tb, dv<TY>(y, yv), y2v,
+                             pre);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  y.down();
+  y2.down();
+  std::vector<double> ref(M * N);
+  for (long long m = 0; m < M; ++m)
+    for (long long n = 0; n < N; ++n) {
+      double g = 0, u = 0;
+      for (long long k = 0; k < K; ++k) {
+        const long long at = tb ? n * K + k : k * N + n;
+        g += tod(a.h[m * K + k]) * tod(b.h[at]);
+        u += tod(a.h[m * K + k]) * tod(bu.h[at]);
+      }
+      g = tod(fromd<TY>(g));
+      u = tod(fromd<TY>(u));
+      ref[m * N + n] = g / (1.0 + std::exp(-g)) * u;
+    }
+  double err = rel_l2(y, yv, ref);
+  bool ok = err < tol<TY>() && untouched_outside(y, yv);
+  if (twice) {
+    ok = ok && untouched_outside(y2, yv) && std::memcmp(y.h.data(), y2.h.data(), y.n * sizeof(TY)) == 0;
+    err = std::max(err, rel_l2(y2, yv, ref));
+  }
+  char name[160];
+  std::snprintf(name, sizeof name, "matmul_silu_mul_%s_%s_T%dx%dx%d_M%lld_N%lld_K%lld_%s%s%s_t%d", tname<T>(),
+                tname<TY>(), TM, TN, TK, M, N, K, tb ? "tb" : "nn", pre ? "_prefetched" : "", twice ? "_twice" : "",
+                threads);
+  report(ok, name, err);
+}
 
 // ---- mixture of experts cases ------------------------------------------------------------------
 
@@ -1081,6 +1147,19 @@ int main() {
   t_mm<16, 64, 64, float, float>(13, 57, 2057, false, 2059, 63, 60, 1, 3, 2, 256, false, true);
   t_mm<64, 128, 32, float, bf16>(64, 128, 1000, true, 1000, 1000, 128, 0, 0, 0, 128);
   t_mm<16, 128, 128, f16, f16>(7, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 512, false, true);
+
+  // The gated matmul: Llama-3.2-1B's gate/up tiles (64 + 64 rows, 64 deep) at B = 1 and 128
+  // (both warp tilings), Qwen3-0.6B's (32 + 32), a ragged tile (N < TN / 2, M past 64), [K, N]
+  // weights, f16, and f32 (the two-pass path), prefetched as a task does and called twice.
+  t_mm_gated<16, 128, 64, bf16, bf16>(1, 64, 2048, true, 256, true);
+  t_mm_gated<128, 128, 64, bf16, bf16>(128, 64, 2048, true, 256, true);
+  t_mm_gated<128, 128, 64, bf16, bf16>(100, 64, 1024, true, 256, false, true);
+  t_mm_gated<16, 64, 128, bf16, bf16>(3, 32, 1024, true, 256, true, true);
+  t_mm_gated<128, 64, 128, bf16, bf16>(65, 27, 1000, true, 256, false);
+  t_mm_gated<32, 128, 64, bf16, float>(29, 57, 1000, false, 256, false);
+  t_mm_gated<16, 32, 128, f16, f16>(7, 16, 520, true, 256, true);
+  t_mm_gated<16, 64, 64, float, float>(13, 29, 700, true, 256, false, true);
+  t_mm_gated<64, 32, 32, float, bf16>(40, 16, 300, false, 128, false);
 
 
   // topk_softmax: rows past the 8 warps, the register path (E <= 128) and the re-read tail

@@ -122,6 +122,11 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(flo
   return __float2bfloat16_rn(x);
 }
 
+// silu(g) * u with silu(g) = g / (1 + exp(-g)): silu_mul, its row form and the gated matmul
+// share it, so that every path gives the same bits. expf keeps it within a few ulp of the
+// reference.
+__device__ __forceinline__ float silu_mul_f32(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+
 // Integers travel as long long (wrapping arithmetic is done on the unsigned form).
 __device__ __forceinline__ long long to_i64(int x) { return x; }
 __device__ __forceinline__ long long to_i64(long long x) { return x; }

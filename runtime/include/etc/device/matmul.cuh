@@ -67,6 +67,11 @@ struct MmGeom {
   static constexpr unsigned SMEM = RING_BYTES > RED_BYTES ? RING_BYTES : RED_BYTES;
 };
 
+// Whether tiles of TM rows have the large-M warp tiling (see ETC_MM_LARGE_M_FM).
+__host__ __device__ constexpr bool mm_has_large_m_tiling(int tm) {
+  return ETC_MM_LARGE_M_FM > 0 && (tm + 15) / 16 > ETC_MM_LARGE_M_FM;
+}
+
 // Warp groups of the tensor-core path: each warp owns FM x FN m16n8 fragments (at most 16,
 // i.e. 64 accumulator registers), cut so that at least 4 groups exist when the tile allows.
 // MAX_FM caps the m16 fragments of rows a warp owns (the tiling for large M).
@@ -209,11 +214,12 @@ struct MmArgs {
 };
 
 // Issues stage kt of the ring: a's [TMP][TK] tile and/or b's tile in its memory orientation,
-// as one commit group.
-template <class T, int TM, int TN, int TK>
+// as one commit group. PAIR (the gated matmul): b's tile is two halves of TN / 2 columns of
+// the product, from bp and from bp2, each with g.N valid columns.
+template <class T, int TM, int TN, int TK, bool PAIR = false>
 __device__ __forceinline__ void mm_issue(T* ring, int kt, int nk, int a_rows, const T* ap,
-                                         const T* bp, bool tb, const MmArgs& g, bool with_a = true,
-                                         bool with_b = true) {
+                                         const T* bp, const T* bp2, bool tb, const MmArgs& g,
+                                         bool with_a = true, bool with_b = true) {
   using Geo = MmGeom<T, TM, TN, TK>;
   if (kt < nk) {
     T* As = ring + (kt % Geo::STAGES) * (Geo::A_ELEMS + Geo::B_ELEMS);
@@ -225,10 +231,17 @@ __device__ __forceinline__ void mm_issue(T* ring, int kt, int nk, int a_rows, co
     if (with_a)
       load_tile<T, TK>(As, Geo::A_PITCH, a_rows, g.M, g.K - k0, ap + k0 * g.aks, g.ams, g.aks, zero_rows);
     if (with_b) {
-      if (tb)
-        load_tile<T, TK, true>(Bs, Geo::BT_PITCH, TN, g.N, g.K - k0, bp + k0 * g.bks, g.bns, g.bks, zero_rows);
-      else  // rows are k here: the K tail must be zeroed whenever it comes
-        load_tile<T, TN, true>(Bs, Geo::BN_PITCH, TK, g.K - k0, g.N, bp + k0 * g.bks, g.bks, g.bns);
+      constexpr int BN = PAIR ? TN / 2 : TN;  // columns of the product per b operand
+      if (tb) {
+        load_tile<T, TK, true>(Bs, Geo::BT_PITCH, BN, g.N, g.K - k0, bp + k0 * g.bks, g.bns, g.bks, zero_rows);
+        if constexpr (PAIR)
+          load_tile<T, TK, true>(Bs + BN * Geo::BT_PITCH, Geo::BT_PITCH, BN, g.N, g.K - k0, bp2 + k0 * g.bks, g.bns,
+                                 g.bks, zero_rows);
+      } else {  // rows are k here: the K tail must be zeroed whenever it comes
+        load_tile<T, BN, true>(Bs, Geo::BN_PITCH, TK, g.K - k0, g.N, bp + k0 * g.bks, g.bks, g.bns);
+        if constexpr (PAIR)
+          load_tile<T, BN, true>(Bs + BN, Geo::BN_PITCH, TK, g.K - k0, g.N, bp2 + k0 * g.bks, g.bks, g.bns);
+      }
     }
   }
   cp_async_commit();  // empty groups keep the wait_group arithmetic uniform
@@ -245,12 +258,18 @@ __device__ __forceinline__ int mm_a_rows(const MmArgs& g) {
 // prefetched: matmul_prefetch already issued b's tiles of stages 0 .. S-2 (before the task's
 // event waits); the first round then issues only a's tiles of those stages and waits for all
 // of them before its first step.
-template <class T, int TM, int TN, int TK, class TY, int MAX_FM = 16>
-__device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, const T* bp, bool tb,
+// PAIR (the gated matmul): the tile's columns [0, TN/2) are a @ bp, [TN/2, TN) a @ bp2, and y
+// gets silu_mul of the two, each product rounded to TY first. The epilogue needs both halves
+// of the tile at once, so every warp group must run in one round: at most 8 groups (tiles up
+// to 128 x 128), launched with at least 32 * G threads.
+template <class T, int TM, int TN, int TK, class TY, int MAX_FM = 16, bool PAIR = false>
+__device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, const T* bp, const T* bp2, bool tb,
                                                const MmArgs& g, TY* yp, bool prefetched) {
   using Geo = MmGeom<T, TM, TN, TK>;
   using Til = MmWarpTiling<TM, TN, MAX_FM>;
   constexpr int FM = Til::FM, FN = Til::FN, S = Geo::STAGES;
+  static_assert(!PAIR || (TN % 16 == 0 && (TN / 2) % (FN * 8) == 0 && Til::G <= 8),
+                "gated matmul: a warp group must not straddle the two halves, and the tile must fit one round");
   T* ring = reinterpret_cast<T*>(ctx.smem);
   float* cbuf = reinterpret_cast<float*>(ctx.smem);  // after the K loop, aliases the ring
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -259,14 +278,17 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
   const int ks = warp / gpr;
   const int nk = (int)((g.K + TK - 1) / TK);
   const int a_rows = mm_a_rows<T, TM, TN, TK>(g);
+  if constexpr (PAIR)
+    if (gpr < Til::G) __trap();  // see above: the halves would be in different rounds
 
   for (int g0 = 0; g0 < Til::G; g0 += gpr) {
     const int grp = g0 + warp % gpr;
     const bool active = ks < KS && grp < Til::G;
     const int gm0 = (grp / Til::GN) * FM * 16;
     const int gn0 = (grp % Til::GN) * FN * 8;
+    const int gn_valid = PAIR ? gn0 % (TN / 2) : gn0;  // the column within its b operand
     const int fm_act = active ? cmax(0, cmin(FM, (int)((g.M - gm0 + 15) / 16))) : 0;
-    const int fn_act = active ? cmax(0, cmin(FN, (int)((g.N - gn0 + 7) / 8))) : 0;
+    const int fn_act = active ? cmax(0, cmin(FN, (int)((g.N - gn_valid + 7) / 8))) : 0;
 
     float acc[FM][FN][4];
 #pragma unroll
@@ -278,7 +300,7 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
 
     const bool pre = prefetched && g0 == 0;
 #pragma unroll 1
-    for (int s = 0; s < S - 1; ++s) mm_issue<T, TM, TN, TK>(ring, s, nk, a_rows, ap, bp, tb, g, true, !pre);
+    for (int s = 0; s < S - 1; ++s) mm_issue<T, TM, TN, TK, PAIR>(ring, s, nk, a_rows, ap, bp, bp2, tb, g, true, !pre);
 
 #pragma unroll 1
     for (int kt = 0; kt < nk; ++kt) {
@@ -287,7 +309,7 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
       else
         cp_async_wait<S - 2>();
       __syncthreads();
-      mm_issue<T, TM, TN, TK>(ring, kt + S - 1, nk, a_rows, ap, bp, tb, g);
+      mm_issue<T, TM, TN, TK, PAIR>(ring, kt + S - 1, nk, a_rows, ap, bp, bp2, tb, g);
       const T* As = ring + (kt % S) * (Geo::A_ELEMS + Geo::B_ELEMS);
       const T* Bs = As + Geo::A_ELEMS;
       if (fm_act > 0 && fn_act > 0) {
@@ -360,9 +382,19 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
       __syncthreads();
     }
 
+    const long long MN = g.M * g.N;
+    if constexpr (PAIR) {
+      for (long long o = threadIdx.x; o < MN; o += blockDim.x) {
+        const int m = (int)(o / g.N), n = (int)(o - (long long)m * g.N);
+        const float gate = to_f32(from_f32<TY>(cbuf[m * Geo::C_PITCH + n]));
+        const float up = to_f32(from_f32<TY>(cbuf[m * Geo::C_PITCH + TN / 2 + n]));
+        yp[m * g.yms + n * g.yns] = from_f32<TY>(silu_mul_f32(gate, up));
+      }
+      __syncthreads();
+      break;  // the only round
+    }
     // Store this round's groups (one round unless the tile has more groups than warps).
     const int g1 = g0 + gpr;
-    const long long MN = g.M * g.N;
     for (long long o = threadIdx.x; o < MN; o += blockDim.x) {
       const int m = (int)(o / g.N), n = (int)(o - (long long)m * g.N);
       const int gg = (m / (FM * 16)) * Til::GN + n / (FN * 8);
@@ -401,13 +433,13 @@ __device__ __forceinline__ void mm_f32(const Ctx& ctx, const float* ap, const fl
       for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
 
 #pragma unroll 1
-    for (int s = 0; s < S - 1; ++s) mm_issue<float, TM, TN, TK>(ring, s, nk, a_rows, ap, bp, tb, g);
+    for (int s = 0; s < S - 1; ++s) mm_issue<float, TM, TN, TK>(ring, s, nk, a_rows, ap, bp, nullptr, tb, g);
 
 #pragma unroll 1
     for (int kt = 0; kt < nk; ++kt) {
       cp_async_wait<S - 2>();
       __syncthreads();
-      mm_issue<float, TM, TN, TK>(ring, kt + S - 1, nk, a_rows, ap, bp, tb, g);
+      mm_issue<float, TM, TN, TK>(ring, kt + S - 1, nk, a_rows, ap, bp, nullptr, tb, g);
       const float* As = ring + (kt % S) * (Geo::A_ELEMS + Geo::B_ELEMS);
       const float* Bs = As + Geo::A_ELEMS;
       if (active) {
@@ -506,7 +538,23 @@ __device__ void matmul_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB
     T* ring = reinterpret_cast<T*>(ctx.smem);
 #pragma unroll 1
     for (int s = 0; s < Geo::STAGES - 1; ++s)
-      detail::mm_issue<T, TM, TN, TK>(ring, s, nk, 0, a.ptr, b.ptr, transpose_b, g, false, true);
+      detail::mm_issue<T, TM, TN, TK>(ring, s, nk, 0, a.ptr, b.ptr, nullptr, transpose_b, g, false, true);
+  }
+}
+
+// matmul_prefetch for matmul_silu_mul (TN: the columns of both halves).
+template <int TM, int TN, int TK, class TA, class TB>
+__device__ void matmul_silu_mul_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const View<TB>& b_up,
+                                         bool transpose_b) {
+  using T = bare_t<TA>;
+  if constexpr (!same_v<T, float>) {
+    using Geo = detail::MmGeom<T, TM, TN, TK>;
+    const detail::MmArgs g = detail::mm_args<TM, TN / 2>(a, b, transpose_b);
+    const int nk = (int)((g.K + TK - 1) / TK);
+    T* ring = reinterpret_cast<T*>(ctx.smem);
+#pragma unroll 1
+    for (int s = 0; s < Geo::STAGES - 1; ++s)
+      detail::mm_issue<T, TM, TN, TK, true>(ring, s, nk, 0, a.ptr, b.ptr, b_up.ptr, transpose_b, g, false, true);
   }
 }
 
@@ -524,15 +572,66 @@ __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, boo
   g.yns = pick(y.stride, y.rank - 1);
   const T* ap = a.ptr;
   const T* bp = b.ptr;
-  if constexpr (same_v<T, float>)
+  if constexpr (same_v<T, float>) {
     detail::mm_f32<TM, TN, TK>(ctx, ap, bp, transpose_b, g, y.ptr);
-  else if constexpr (ETC_MM_LARGE_M_FM > 0 && (TM + 15) / 16 > ETC_MM_LARGE_M_FM) {
-    if (g.M > 16 * ETC_MM_LARGE_M_FM)
-      detail::mm_tensor_core<T, TM, TN, TK, TY, ETC_MM_LARGE_M_FM>(ctx, ap, bp, transpose_b, g, y.ptr, prefetched);
-    else
-      detail::mm_tensor_core<T, TM, TN, TK, TY>(ctx, ap, bp, transpose_b, g, y.ptr, prefetched);
   } else {
-    detail::mm_tensor_core<T, TM, TN, TK, TY>(ctx, ap, bp, transpose_b, g, y.ptr, prefetched);
+    if constexpr (detail::mm_has_large_m_tiling(TM))
+      if (g.M > 16 * ETC_MM_LARGE_M_FM) {
+        detail::mm_tensor_core<T, TM, TN, TK, TY, ETC_MM_LARGE_M_FM>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr,
+                                                                     prefetched);
+        return;
+      }
+    detail::mm_tensor_core<T, TM, TN, TK, TY>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr, prefetched);
+  }
+}
+
+// Shared memory of matmul_silu_mul<TM, TN, TK> for input dtype T. f32 computes the halves one
+// after the other into a tile kept after the ring.
+template <class T, int TM, int TN, int TK>
+__host__ __device__ constexpr unsigned matmul_silu_mul_smem_bytes() {
+  using F = detail::MmGeom<float, TM, TN / 2, TK>;
+  return same_v<T, float> ? F::SMEM + (unsigned)F::TMP * (TN + 8) * 4u : detail::MmGeom<T, TM, TN, TK>::SMEM;
+}
+
+// The gated matmul: y = silu_mul(a @ b, a @ b_up) (transpose_b: b and b_up are [N, K]), each
+// product rounded to y's dtype before silu_mul, as if written to tensors of that dtype: the
+// same bits as two matmuls and a silu_mul. TN covers both products (y gets TN / 2 columns);
+// both weights stream through one pipeline. prefetched: see matmul_silu_mul_prefetch.
+template <int TM, int TN, int TK, class TA, class TB, class TY>
+__device__ void matmul_silu_mul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const View<TB>& b_up,
+                                bool transpose_b, const View<TY>& y, bool prefetched = false) {
+  using T = bare_t<TA>;
+  static_assert(same_v<T, bare_t<TB>>, "matmul_silu_mul: a and b must have the same dtype");
+  static_assert(is_float_v<T> && is_float_v<TY>, "matmul_silu_mul: float dtypes only");
+  static_assert(TN % 16 == 0, "matmul_silu_mul: TN covers two halves of a multiple of 8");
+  detail::MmArgs g = detail::mm_args<TM, TN / 2>(a, b, transpose_b);
+  g.yms = y.rank == 1 ? 0 : y.stride[0];
+  g.yns = pick(y.stride, y.rank - 1);
+  if constexpr (same_v<T, float>) {
+    // Each half into an f32 tile after the ring, then the epilogue from the tile.
+    using F = detail::MmGeom<float, TM, TN / 2, TK>;
+    float* c = reinterpret_cast<float*>(ctx.smem + F::SMEM);
+    constexpr int CP = TN + 8;
+    detail::MmArgs h = g;
+    h.yms = CP;
+    h.yns = 1;
+    detail::mm_f32<TM, TN / 2, TK>(ctx, a.ptr, b.ptr, transpose_b, h, c);
+    detail::mm_f32<TM, TN / 2, TK>(ctx, a.ptr, b_up.ptr, transpose_b, h, c + TN / 2);
+    const long long MN = g.M * g.N;
+    for (long long o = threadIdx.x; o < MN; o += blockDim.x) {
+      const int m = (int)(o / g.N), n = (int)(o - (long long)m * g.N);
+      const float gate = to_f32(from_f32<TY>(c[m * CP + n])), up = to_f32(from_f32<TY>(c[m * CP + TN / 2 + n]));
+      y.ptr[m * g.yms + n * g.yns] = from_f32<TY>(silu_mul_f32(gate, up));
+    }
+    __syncthreads();
+  } else {
+    if constexpr (detail::mm_has_large_m_tiling(TM))
+      if (g.M > 16 * ETC_MM_LARGE_M_FM) {
+        detail::mm_tensor_core<T, TM, TN, TK, TY, ETC_MM_LARGE_M_FM, true>(ctx, a.ptr, b.ptr, b_up.ptr, transpose_b, g,
+                                                                           y.ptr, prefetched);
+        return;
+      }
+    detail::mm_tensor_core<T, TM, TN, TK, TY, 16, true>(ctx, a.ptr, b.ptr, b_up.ptr, transpose_b, g, y.ptr, prefetched);
   }
 }
 
