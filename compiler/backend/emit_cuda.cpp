@@ -43,10 +43,9 @@ class Emitter {
  public:
   Emitter(const Module& m, DiagnosticEngine& diags, const ProfileLayout* profile, const EmitOptions& options)
       : m_(m), diags_(diags), profile_(profile), weight_prefetch_(options.weight_prefetch),
-        share_task_code_(options.share_task_code), chain_tasks_(options.chain_tasks), defines_(options.defines) {
+        share_task_code_(options.share_task_code), defines_(options.defines) {
     layout_ = eventLayout(m, nullptr);
     sched_ = schedLayout(m, nullptr);
-    findChains();
   }
 
   bool run(std::string_view descriptor, std::string& out) {
@@ -68,9 +67,7 @@ class Emitter {
     out_ += "__host__ __device__ constexpr unsigned etc_umax(unsigned a, unsigned b) { return a > b ? a : b; }\n\n";
     out_ += "// How a task function runs: in its own kernel (no events), in a megakernel with the static\n"
             "// schedule (waits spin), or with the dynamic schedule (a task runs only once ready).\n"
-            "// kChained: in a static megakernel, called by the task whose notify completed the one\n"
-            "// event element it waits on (chained tasks, docs/backend.md).\n"
-            "constexpr int kUnfused = 0, kStatic = 1, kDynamic = 2, kChained = 3;\n\n";
+            "constexpr int kUnfused = 0, kStatic = 1, kDynamic = 2;\n\n";
     out_ += "// Makes the waiters of a completed event element pending (dynamic schedules), per kernel.\n"
             "template <int kKernel>\n__device__ void etc_ready(const EtcParams& p, int event, const long long* e);\n\n";
     out_ += "// Per kernel, the first task number after each of its grids (in order), written by thread 0\n"
@@ -80,22 +77,10 @@ class Emitter {
       out_ += fmt::format("__device__ __forceinline__ long long* etc_ends_{}() {{ __shared__ long long ends[{}]; return ends; }}\n",
                           k, std::max<size_t>(1, m_.kernels[k].tasks.size()));
     out_ += "\n";
-    for (uint32_t c = 0; c < m_.tasks.size(); ++c)
-      if (chain_event_[c] >= 0)
-        out_ += fmt::format("template <int kKernel>\n__device__ __noinline__ bool etc_chain_{}(const EtcParams& p, const "
-                            "etc::dev::Ctx& ctx, long long t);\n\n",
-                            m_.tasks[c].name);
     const size_t ops_at = out_.size();
     for (uint32_t t = 0; t < m_.tasks.size(); ++t)
       if (!emitTask(t)) return false;
     shareTaskFunctions();
-    for (uint32_t c = 0; c < m_.tasks.size(); ++c)
-      if (chain_event_[c] >= 0) {
-        const TaskCall& tc = task_calls_[c];
-        out_ += fmt::format("template <int kKernel>\n__device__ __noinline__ bool etc_chain_{}(const EtcParams& p, const "
-                            "etc::dev::Ctx& ctx, long long t) {{\n  return {}<kChained, kKernel>(p, ctx, t{});\n}}\n\n",
-                            m_.tasks[c].name, tc.function, tc.args);
-      }
     out_.insert(ops_at, op_functions_);
     for (uint32_t k = 0; k < m_.kernels.size(); ++k)
       if (sched_[k].offset >= 0 && !emitReady(k)) return false;
@@ -237,16 +222,6 @@ class Emitter {
     body += "template <int kMode, int kKernel>\n__device__ __noinline__ bool @TASKFN@(const EtcParams& p, const "
             "etc::dev::Ctx& ctx, long long t@TASKARGS@) {\n";
     body += coordDecode(t, "t", "  ");
-    if (chain_event_[ti] >= 0) {
-      // Chained: the task whose notify completes the element runs this one (kChained), so
-      // the static schedule's turn skips it, except where nothing notifies the element (a
-      // count of 0) and in debug runs, whose checked notifies do not chain.
-      const auto& w = std::get<WaitStmt>(t.body.front());
-      body += "  if constexpr (kMode == kStatic) {\n    if (!(p.flags & ETC_FLAG_DEBUG)) {\n" +
-              eventLoops(w.event, names, false,
-                         fmt::format("(void)lin; if ((unsigned)({}) > 0u) return true;", initAt(m_.events[chain_event_[ti]]))) +
-              "    }\n  }\n";
-    }
     std::vector<std::string> smem;
     int views = 0;
     bool ops_open = false;
@@ -302,7 +277,7 @@ class Emitter {
         closeOps();
         // --profile: the ops end where the first notify after them begins (once every thread is there).
         if (profile_ && ops_begun && !std::exchange(ops_ended, true))
-          body += "  __syncthreads();\n  if constexpr (kMode != kChained) etc::dev::profile::mark(1);\n";
+          body += "  __syncthreads();\n  etc::dev::profile::mark(1);\n";
         const Event& e = m_.events[n->event.target];
         // The same notify repeated (an event that counts a task once per dependency it stands
         // for): the static schedule adds the count at once.
@@ -320,20 +295,8 @@ class Emitter {
         std::string fence = std::exchange(fenced, true) ? "" : "    etc::dev::notify_fence();\n";
         std::string checked_all;
         for (unsigned k = 0; k < times; ++k) checked_all += eventLoops(n->event, names, false, checked);
-        std::string adds = eventLoops(n->event, names, true, plain);
-        if (const int c = chain_task_[n->event.target]; c >= 0) {
-          // Element by element: the notify that completes one runs the chained task waiting on it.
-          const Task& ct = m_.tasks[c];
-          std::string tc = "e0";  // the element's task: row-major over the chained grid's extents
-          for (size_t d = 1; d < ct.grid.size(); ++d) tc = fmt::format("({}) * ({}) + e{}", tc, extent(ct, d, true), d);
-          adds = eventLoops(
-              n->event, names, false,
-              fmt::format("(void)lin; if (etc::dev::notify_add_completes(p.events + lin, {}u, (unsigned)({})) && "
-                          "!etc_chain_{}<kKernel>(p, ctx, {})) return false;",
-                          times, initAt(e), ct.name, tc));
-        }
-        body += "  if constexpr (kMode == kStatic || kMode == kChained) {\n    if (p.flags & ETC_FLAG_DEBUG) {\n" +
-                checked_all + "    } else {\n" + fence + adds + "    }\n  }\n";
+        body += "  if constexpr (kMode == kStatic) {\n    if (p.flags & ETC_FLAG_DEBUG) {\n" + checked_all +
+                "    } else {\n" + fence + eventLoops(n->event, names, true, plain) + "    }\n  }\n";
         // Dynamic: the innermost dimension's elements split among the threads (notify_range);
         // inside the lambdas e{r-1} is the element's own coordinate.
         const size_t r = e.shape.size();
@@ -360,9 +323,7 @@ class Emitter {
           diags_.error(c.range.begin, fmt::format("{} has no device kernel for this form: {}", c.call.op, why));
           return false;
         }
-        // A chained task runs inside its completer's record: the marks stay the completer's.
-        if (profile_ && !std::exchange(ops_begun, true))
-          body += "  if constexpr (kMode != kChained) etc::dev::profile::mark(0);\n";
+        if (profile_ && !std::exchange(ops_begun, true)) body += "  etc::dev::profile::mark(0);\n";
         fenced = false;
         openOps();
         // A merged task's calls (merge-tasks): the next one reads what the last one wrote.
@@ -393,51 +354,6 @@ class Emitter {
     if (dynamicTask(ti)) body += waitsFunction(ti) + diagnoseFunction(ti);
     out_ += body;
     return true;
-  }
-
-  // Chained tasks (static megakernels): a task C whose only wait, its first statement, is on
-  // the element of an event E at C's own coordinates (E shaped as C's grid, waited on by C
-  // alone, notified only within C's kernel) runs in the CTA whose notify completes its element,
-  // right after that task: no CTA spins on E, and C starts as soon as its input is there. A
-  // decode step's attention_merge (each row and head waits for its split-KV parts) is one.
-  void findChains() {
-    chain_event_.assign(m_.tasks.size(), -1);
-    chain_task_.assign(m_.events.size(), -1);
-    if (!chain_tasks_) return;
-    std::vector<int> waiters(m_.events.size(), 0), kernel_of(m_.tasks.size(), -1);
-    std::vector<std::vector<uint32_t>> notifiers(m_.events.size());
-    for (uint32_t ti = 0; ti < m_.tasks.size(); ++ti)
-      for (const TaskStmt& st : m_.tasks[ti].body) {
-        if (const auto* w = std::get_if<WaitStmt>(&st)) ++waiters[w->event.target];
-        if (const auto* n = std::get_if<NotifyStmt>(&st)) notifiers[n->event.target].push_back(ti);
-      }
-    for (size_t k = 0; k < m_.kernels.size(); ++k)
-      if (m_.kernels[k].mega && sched_[k].offset < 0)
-        for (uint32_t ti : m_.kernels[k].tasks) kernel_of[ti] = static_cast<int>(k);
-    for (uint32_t ti = 0; ti < m_.tasks.size(); ++ti) {
-      const Task& t = m_.tasks[ti];
-      if (kernel_of[ti] < 0 || dataDependent(t) || t.body.empty()) continue;
-      const auto* w = std::get_if<WaitStmt>(&t.body.front());
-      if (!w) continue;
-      bool one_wait = true;
-      for (size_t s = 1; s < t.body.size(); ++s) one_wait = one_wait && !std::holds_alternative<WaitStmt>(t.body[s]);
-      const uint32_t ev = w->event.target;
-      const Event& e = m_.events[ev];
-      if (!one_wait || waiters[ev] != 1 || chain_task_[ev] >= 0 || e.shape.size() != t.grid.size() ||
-          w->event.dims.size() != t.grid.size())
-        continue;
-      bool identity = true;
-      for (size_t d = 0; d < t.grid.size() && identity; ++d) {
-        const SliceDim& sd = w->event.dims[d];
-        identity = !sd.is_range && sd.lo->kind == ExprKind::Coord && sd.lo->id == d &&
-                   equal(inlineConsts(e.shape[d]), inlineConsts(t.grid[d]));
-      }
-      bool local = !notifiers[ev].empty();
-      for (uint32_t p : notifiers[ev]) local = local && p != ti && kernel_of[p] == kernel_of[ti];
-      if (!identity || !local) continue;
-      chain_event_[ti] = static_cast<int>(ev);
-      chain_task_[ev] = static_cast<int>(ti);
-    }
   }
 
   std::string taskSite(uint32_t ti, const Task& t) {
@@ -1156,7 +1072,6 @@ class Emitter {
   const ProfileLayout* profile_;  // null: no profiling code at all
   bool weight_prefetch_;          // etcc --no-weight-prefetch turns it off
   bool share_task_code_;          // etcc --share-task-code
-  bool chain_tasks_;              // not etcc --no-chained-tasks
   const std::vector<std::string>& defines_;  // etcc --device-define NAME=VALUE
   std::vector<EventLayout> layout_;
   std::vector<SchedLayout> sched_;
@@ -1168,8 +1083,6 @@ class Emitter {
     std::string args;      // ", " and the arguments that set it to this task
   };
   std::vector<TaskCall> task_calls_;
-  std::vector<int> chain_event_;  // per task: the event it is chained on (findChains), else -1
-  std::vector<int> chain_task_;   // per event: the task chained on it, else -1
   std::map<std::string, std::string> op_function_names_;  // signature and code -> function name
 };
 

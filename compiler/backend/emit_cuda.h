@@ -17,7 +17,6 @@ struct ProfileLayout;
 // What etcc's options change in the CUDA (docs/backend.md).
 struct EmitOptions {
   bool weight_prefetch = true;       // static-schedule matmul tasks load weights before their waits
-  bool chain_tasks = true;           // static megakernels run chained tasks in their completer's CTA
   bool share_task_code = false;      // one function per distinct task code ("Shared task code")
   std::vector<std::string> defines;  // NAME=VALUE before the device headers (--device-define)
 };

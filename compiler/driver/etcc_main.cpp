@@ -48,7 +48,6 @@ struct Options {
   bool dep_phony = false;                // -MP
   bool profile = false;                  // --profile
   bool no_weight_prefetch = false;       // --no-weight-prefetch
-  bool no_chained_tasks = false;         // --no-chained-tasks
   std::vector<std::string> device_defines;  // --device-define NAME=VALUE
   bool share_task_code = false;          // --share-task-code
   bool no_merge_tasks = false;           // --no-merge-tasks
@@ -158,7 +157,6 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   auto emit_start = std::chrono::steady_clock::now();
   etc::backend::EmitOptions eo;
   eo.weight_prefetch = !opt.no_weight_prefetch;
-  eo.chain_tasks = !opt.no_chained_tasks;
   eo.share_task_code = opt.share_task_code;
   eo.defines = opt.device_defines;
   if (!etc::backend::generateCuda(m, targets, cuda, diags, opt.profile, eo)) return false;
@@ -347,10 +345,6 @@ int main(int argc, char** argv) {
   app.add_flag("--profile", opt.profile,
                "compile per-task timeline records into the megakernels (global timer, SM, coordinates, time "
                "waiting), for etc-run --trace; without it the kernels carry no profiling code");
-  app.add_flag("--no-chained-tasks", opt.no_chained_tasks,
-               "run every task at its own turn of the static schedule, also those that wait on one event element "
-               "at their own coordinates (without it, the task whose notify completes the element runs them): for "
-               "measuring what chaining gains");
   app.add_flag("--no-weight-prefetch", opt.no_weight_prefetch,
                "do not load a matmul's weights before its task's event waits (static schedule): for measuring what "
                "the prefetch gains");

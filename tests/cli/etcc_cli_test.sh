@@ -115,20 +115,6 @@ run gated-matmul-cuda 0 --emit=cuda "$tmp/l2.etir" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul_prefetch<16, 128, 64>(ctx, a0, a1, a2, true);" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul<128, 128, 64>(ctx, a0, a1, a2, true, a3, prefetched);" &&
   stdout_has gated-matmul-cuda "(ctx, pa, pb, pc);"
-# Chained tasks: an attention_merge waits on one element at its own coordinates, so the attention
-# part whose notify completes it runs it; its own turn in the static schedule returns at once
-# unless nothing notifies its element or the run is a debug run. --no-chained-tasks and the
-# dynamic schedule keep every task at its own turn.
-run chained 0 --emit=cuda "$tmp/l2.etir" &&
-  stdout_has chained "__device__ __noinline__ bool etc_chain_attention_merge_o_0(const EtcParams& p, const etc::dev::Ctx& ctx, long long t) {" &&
-  stdout_has chained "return task_attention_merge_o_0<kChained, kKernel>(p, ctx, t);" &&
-  stdout_has chained "if (etc::dev::notify_add_completes(p.events + lin, 2u, " &&
-  stdout_has chained "!etc_chain_attention_merge_o_0<kKernel>(p, ctx, (e0) * (8LL) + e1)) return false;" &&
-  stdout_has chained "    if (!(p.flags & ETC_FLAG_DEBUG)) {"
-run no-chained 0 --emit=cuda --no-chained-tasks "$tmp/l2.etir" &&
-  if grep -q "etc_chain_" "$tmp/out"; then fail "no-chained: --no-chained-tasks still chains"; else pass; fi
-run chained-dynamic 0 --emit=cuda --schedule=dynamic "$tmp/l2.etir" &&
-  if grep -q "etc_chain_" "$tmp/out"; then fail "chained-dynamic: a dynamic schedule chains"; else pass; fi
 run no-row-form 0 --emit=cuda "$tmp/symrow.etir" &&
   if grep -q "_rows<" "$tmp/out"; then fail "no-row-form: a row of symbolic length got a row form"; else pass; fi
 LIMIT=300 run share-task-code-fatbin 0 --share-task-code "$tmp/l2.etir" -arch sm_90a -o "$tmp/l2.fatbin"

@@ -97,24 +97,6 @@ __device__ __forceinline__ void notify_add(unsigned int* counter, unsigned int n
     asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(counter + i), "r"(times) : "memory");
 }
 
-// notify_add() of one element (after notify_fence()) that says, in every thread, whether this add
-// took the counter to `target`: then the caller runs the chained task that waits on the element
-// (docs/backend.md). Thread 0 adds and, when it completed the element, fences at gpu scope
-// before the barrier that broadcasts it: with the notifiers' release pattern, the CTA then sees
-// every write that the element's notifiers made before their adds (wait()'s acquire pattern).
-__device__ __forceinline__ bool notify_add_completes(unsigned int* counter, unsigned int times, unsigned int target) {
-  int done = 0;
-  if (threadIdx.x == 0) {
-    unsigned old;
-    asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(counter), "r"(times) : "memory");
-    if (old + times == target) {
-      asm volatile("fence.acq_rel.gpu;" ::: "memory");
-      done = 1;
-    }
-  }
-  return __syncthreads_or(done) != 0;
-}
-
 // notify() that also checks, from each add's old value, that no element goes past its initial
 // count (the same `initial` for every element of the range). Reports ETC_ERR_OVER_NOTIFY with
 // site (site.element = the element of counter[0]) and returns false in every thread if any
