@@ -50,8 +50,6 @@ constexpr int64_t kGroupedMinTileN = 16;
 // 2903 us (256 -> 128 tasks); B = 64 (one part of 512 per row and cache head): 5223 -> 5024.
 constexpr int64_t kAttentionTasks = 128;
 constexpr int64_t kAttentionMinChunk = 64;
-// attention_merge: cache heads a task merges (their query heads' outputs for one row).
-constexpr int64_t kMergeCacheHeads = 4;
 
 const char* kCoordNames[] = {"i", "j", "k", "l"};
 
@@ -664,21 +662,16 @@ class Lowerer {
                             std::move(call), {slice(om, {part, b, heads(group * d)}), slice(lsm, {part, b, heads(group)})},
                             a.range));
 
-    // The merge takes kMergeCacheHeads cache heads a task (a divisor of hk): at B = 128 a row
-    // has one part, and a grid of one task per row and cache head was 8 waves of tasks whose
-    // fixed costs outweighed their work.
-    int64_t mh = std::min<int64_t>(kMergeCacheHeads, hk);
-    while (hk % mh != 0) --mh;
     TilePlan mp;
-    mp.grid = {rows, intConst(hk / mh)};
+    mp.grid = {rows, intConst(hk)};
     mp.coords = {"b", "g"};
     OpCall merge;
     merge.op = "attention_merge";
     std::pair<Expr, Expr> written{intConst(0), parts};  // the parts that the grid has at this B
-    merge.args = {slice(om, {written, b, heads(mh * group * d)}), slice(lsm, {written, b, heads(mh * group)})};
+    merge.args = {slice(om, {written, b, heads(group * d)}), slice(lsm, {written, b, heads(group)})};
     merge.attrs = {tiling::intAttr("head_dim", d)};
-    std::vector<Slice> dests{slice(results[0], {b, heads(mh * group * d)})};
-    if (results.size() > 1) dests.push_back(slice(results[1], {b, heads(mh * group)}));
+    std::vector<Slice> dests{slice(results[0], {b, heads(group * d)})};
+    if (results.size() > 1) dests.push_back(slice(results[1], {b, heads(group)}));
     tasks.push_back(addTask("attention_merge_" + oname, mp, std::move(merge), std::move(dests), a.range));
     return true;
   }

@@ -108,7 +108,7 @@ run row-forms 0 --emit=cuda --no-gated-matmul "$tmp/l2.etir" &&
   stdout_has row-forms "if (!etc::dev::rope_row<2048, 512, 64>(ctx, a0, a1, a2, a3, a4, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192})) etc_op" &&
   stdout_has row-forms "if (!etc::dev::silu_mul_rows<1024>(ctx, a0, a1, a2)) etc_op" &&
   stdout_has row-forms "if (!etc::dev::rmsnorm_rows<2048>(ctx, a0, a1, 1.0000000000000001e-05f, a2)) etc_op" &&
-  stdout_has row-forms "if (!etc::dev::attention_merge_row<16, 1024, 64>(ctx, a0, a1, a2, etc::dev::View<float>{})) etc_op"
+  stdout_has row-forms "if (!etc::dev::attention_merge_row<16, 256, 64>(ctx, a0, a1, a2, etc::dev::View<float>{})) etc_op"
 printf 'module @symrow\nsym N in [1, 64]\ntensor x : bf16[4, N] input\ntensor w : bf16[N] param\ntensor y : bf16[4, N] output\ngraph @main {\n  y = rmsnorm(x, w) { eps = 1e-5 }\n}\n' >"$tmp/symrow.etir"
 # The gated matmul: its weights prefetched (both) before the waits, one instantiation per tile_m.
 run gated-matmul-cuda 0 --emit=cuda "$tmp/l2.etir" &&

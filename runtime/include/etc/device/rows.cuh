@@ -282,41 +282,24 @@ __device__ __forceinline__ bool attention_merge_row(const Ctx&, const View<TP>& 
     return false;
   const int np = (int)op.ext[0];
   const float ninf = __int_as_float(0xff800000);
-  // A thread's R elements (a row of several heads) go through each step together, so that all
-  // their loads of a step are in flight at once: the weights, then the values.
-  constexpr int R = (W + kRowThreads - 1) / kRowThreads;
-  float w[R][P], total[R];
+  for (int i = threadIdx.x; i < W; i += kRowThreads) {
+    const int h = i / D;
+    float w[P];
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const int i = threadIdx.x + r * kRowThreads, h = i / D;
-#pragma unroll
-    for (int p = 0; p < P; ++p)
-      w[r][p] = i < W && p < np ? to_f32(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1])) : ninf;
-  }
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
+    for (int p = 0; p < P; ++p) w[p] = p < np ? to_f32(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1])) : ninf;
     float mx;
-    total[r] = detail::merge_total(P, [&](long long p) { return w[r][p]; }, mx);
+    const float total = detail::merge_total(P, [&](long long p) { return w[p]; }, mx);
 #pragma unroll
-    for (int p = 0; p < P; ++p) w[r][p] = mx != ninf ? expf(w[r][p] - total[r]) : 0.0f;
-  }
-  float v[R][P];
+    for (int p = 0; p < P; ++p) w[p] = mx != ninf ? expf(w[p] - total) : 0.0f;
+    float v[P];
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const int i = threadIdx.x + r * kRowThreads;
-#pragma unroll
-    for (int p = 0; p < P; ++p) v[r][p] = i < W && w[r][p] != 0.0f ? to_f32(ld(op.ptr + p * op.stride[0] + i)) : 0.0f;
-  }
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const int i = threadIdx.x + r * kRowThreads, h = i / D;
-    if (i >= W) continue;
+    for (int p = 0; p < P; ++p) v[p] = w[p] != 0.0f ? to_f32(ld(op.ptr + p * op.stride[0] + i)) : 0.0f;
     float acc = 0.0f;
 #pragma unroll
     for (int p = 0; p < P; ++p)
-      if (w[r][p] != 0.0f) acc += w[r][p] * v[r][p];
+      if (w[p] != 0.0f) acc += w[p] * v[p];
     o.ptr[i] = from_f32<TO>(acc);
-    if (lse.ptr && i % D == 0) lse.ptr[h * lse.stride[0]] = total[r];
+    if (lse.ptr && i % D == 0) lse.ptr[h * lse.stride[0]] = total;
   }
   __syncthreads();
   return true;
