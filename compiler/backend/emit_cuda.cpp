@@ -319,7 +319,7 @@ class Emitter {
           diags_.error(c.range.begin, fmt::format("op '{}' has no device kernel yet", c.call.op));
           return false;
         }
-        if (std::string why = unsupportedForm(c); !why.empty()) {
+        if (std::string why = unsupportedForm(c); !why.empty() || !(why = matmulTileTooLarge(t, c)).empty()) {
           diags_.error(c.range.begin, fmt::format("{} has no device kernel for this form: {}", c.call.op, why));
           return false;
         }
@@ -611,6 +611,22 @@ class Emitter {
     code += fmt::format("          etc::dev::sched_pend(s, ({}) + task, waits_{}(p, task));\n", base, t.name);
     code += "        }\n      }\n";
     return code;
+  }
+
+  // "" when a matmul call's tile fits the device kernel, else what exceeds it: the kernel clips
+  // larger tiles (lower-ops never makes them; a hand-written task grid may).
+  std::string matmulTileTooLarge(const Task& t, const CallStmt& c) const {
+    if (c.call.op != "matmul") return "";
+    const bool gated = c.call.args.size() == 3, tb = tiling::attrBool(c.call, "transpose_b");
+    const RangeEnv env = m_.gridRanges(t.grid);
+    const OperandType a = sliceType(m_, c.call.args[0]), b = sliceType(m_, c.call.args[1]);
+    const int64_t rows = a.shape.size() == 2 ? bounds(a.shape[0], env).hi : 1;
+    const int64_t cols = bounds(tb ? b.shape[0] : b.shape[1], env).hi;
+    const int64_t max_rows = gated ? 128 : 256, max_cols = gated ? 64 : 256;
+    if (rows <= max_rows && cols <= max_cols) return "";
+    return fmt::format("a task's tile is at most {} rows by {} columns{}, and this one has up to {} by {}; cut the "
+                       "grid finer",
+                       max_rows, max_cols, gated ? " in the gated form (act = \"silu_mul\")" : "", rows, cols);
   }
 
   // The matmul tile instantiations of one call: one fatbin serves every sym value, so tile_m

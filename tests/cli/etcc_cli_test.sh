@@ -115,6 +115,14 @@ run gated-matmul-cuda 0 --emit=cuda "$tmp/l2.etir" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul_prefetch<16, 128, 64>(ctx, a0, a1, a2, true);" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul<128, 128, 64>(ctx, a0, a1, a2, true, a3, prefetched);" &&
   stdout_has gated-matmul-cuda "(ctx, pa, pb, pc);"
+# A hand-written matmul tile larger than the device kernel holds is refused, not clipped.
+printf 'module @tl\ntensor x : bf16[4, 64] input\ntensor wg : bf16[100, 64] param\ntensor wu : bf16[100, 64] param\ntensor y : bf16[4, 100] output\ntask @t grid [1] (i) {\n  matmul(x, wg, wu) { transpose_b, act = "silu_mul" } -> y\n}\ngraph @main {\n  run @t\n}\n' >"$tmp/gated_tile.etir"
+run gated-tile-too-large 1 "$tmp/gated_tile.etir" -o "$tmp/gated_tile.fatbin" &&
+  stderr_has gated-tile-too-large "error: matmul has no device kernel for this form: a task's tile is at most 128 rows by 64 columns in the gated form (act = \"silu_mul\"), and this one has up to 4 by 100; cut the grid finer" &&
+  if [ -e "$tmp/gated_tile.fatbin" ]; then fail "gated-tile-too-large: a fatbin was left behind"; else pass; fi
+sed -e 's/wg, wu) { transpose_b, act = "silu_mul" }/wg) { transpose_b }/' -e 's/\[100, 64\]/[300, 64]/g' -e 's/\[4, 100\]/[4, 300]/' "$tmp/gated_tile.etir" >"$tmp/tile.etir"
+run tile-too-large 1 --emit=cuda "$tmp/tile.etir" &&
+  stderr_has tile-too-large "a task's tile is at most 256 rows by 256 columns, and this one has up to 4 by 300; cut the grid finer"
 run no-row-form 0 --emit=cuda "$tmp/symrow.etir" &&
   if grep -q "_rows<" "$tmp/out"; then fail "no-row-form: a row of symbolic length got a row form"; else pass; fi
 LIMIT=300 run share-task-code-fatbin 0 --share-task-code "$tmp/l2.etir" -arch sm_90a -o "$tmp/l2.fatbin"
