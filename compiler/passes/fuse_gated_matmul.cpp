@@ -123,11 +123,6 @@ class GatedMatmulFuser {
     return std::nullopt;
   }
 
-  // A temp that exactly one statement writes (whole) and exactly one operand reads.
-  bool privateTemp(uint32_t t) const {
-    return m_.tensors[t].role == Role::Temp && reads_[t] == 1 && writes_[t] == 1;
-  }
-
   // Some statement in [from, to) writes one of the tensors, or runs a task grid (which may).
   bool writesAny(const Graph& g, size_t from, size_t to, const std::vector<uint32_t>& tensors) const {
     for (size_t s = from; s < to; ++s) {
