@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -319,7 +320,7 @@ class Emitter {
           diags_.error(c.range.begin, fmt::format("op '{}' has no device kernel yet", c.call.op));
           return false;
         }
-        if (std::string why = unsupportedForm(c); !why.empty() || !(why = matmulTileTooLarge(t, c)).empty()) {
+        if (std::string why = unsupportedForm(c); !why.empty() || !(why = matmulFormError(t, c)).empty()) {
           diags_.error(c.range.begin, fmt::format("{} has no device kernel for this form: {}", c.call.op, why));
           return false;
         }
@@ -613,20 +614,47 @@ class Emitter {
     return code;
   }
 
-  // "" when a matmul call's tile fits the device kernel, else what exceeds it: the kernel clips
-  // larger tiles (lower-ops never makes them; a hand-written task grid may).
-  std::string matmulTileTooLarge(const Task& t, const CallStmt& c) const {
+  // The strides of a slice's dimensions that it keeps (row-major over its tensor's shape).
+  std::vector<Expr> sliceStrides(const Slice& s) const {
+    const Tensor& t = m_.tensors[s.target];
+    std::vector<Expr> out;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (d < s.dims.size() && !s.dims[d].is_range) continue;
+      Expr stride = intConst(1);
+      for (size_t k = d + 1; k < t.shape.size(); ++k) stride = mul(stride, t.shape[k]);
+      out.push_back(inlineConsts(stride));
+    }
+    return out;
+  }
+
+  // "" when a matmul call has a form its device kernel computes, else what it lacks: the kernel
+  // clips tiles larger than it holds, and the gated kernel walks b_up with b's strides
+  // (lower-ops makes neither; a hand-written task grid or op-level slices may).
+  std::string matmulFormError(const Task& t, const CallStmt& c) const {
     if (c.call.op != "matmul") return "";
     const bool gated = c.call.args.size() == 3, tb = tiling::attrBool(c.call, "transpose_b");
+    if (gated) {
+      const std::vector<Expr> sb = sliceStrides(c.call.args[1]), su = sliceStrides(c.call.args[2]);
+      bool same = sb.size() == su.size();
+      for (size_t d = 0; same && d < sb.size(); ++d) same = equal(sb[d], su[d]);
+      if (!same)
+        return fmt::format("the gated form (act = \"silu_mul\") reads b_up with b's strides, and {} and {} are laid "
+                           "out differently; make them slices of tensors of one shape",
+                           m_.tensors[c.call.args[1].target].name, m_.tensors[c.call.args[2].target].name);
+    }
     const RangeEnv env = m_.gridRanges(t.grid);
     const OperandType a = sliceType(m_, c.call.args[0]), b = sliceType(m_, c.call.args[1]);
     const int64_t rows = a.shape.size() == 2 ? bounds(a.shape[0], env).hi : 1;
     const int64_t cols = bounds(tb ? b.shape[0] : b.shape[1], env).hi;
     const int64_t max_rows = gated ? 128 : 256, max_cols = gated ? 64 : 256;
     if (rows <= max_rows && cols <= max_cols) return "";
+    auto extent = [](int64_t v) {
+      return v == std::numeric_limits<int64_t>::max() ? std::string("unbounded") : fmt::format("{}", v);
+    };
     return fmt::format("a task's tile is at most {} rows by {} columns{}, and this one has up to {} by {}; cut the "
                        "grid finer",
-                       max_rows, max_cols, gated ? " in the gated form (act = \"silu_mul\")" : "", rows, cols);
+                       max_rows, max_cols, gated ? " in the gated form (act = \"silu_mul\")" : "", extent(rows),
+                       extent(cols));
   }
 
   // The matmul tile instantiations of one call: one fatbin serves every sym value, so tile_m

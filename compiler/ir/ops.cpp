@@ -879,11 +879,11 @@ std::vector<OpInfo> buildOps() {
                              "\"none\", or \"silu_mul\" with a third operand b_up: y = "
                              "silu_mul(a @ b, a @ b_up), each product rounded to y's dtype first"),
                     optional("tile_m", intV(0),
-                             "rows of a per task: a power of two in [8, 256]; not written: "
-                             "the compiler chooses"),
+                             "rows of a per task: a power of two in [8, 256] ([8, 128] with act = "
+                             "\"silu_mul\"); not written: the compiler chooses"),
                     optional("tile_n", intV(0),
-                             "columns of the result per task: a power of two in [8, 256]; not "
-                             "written: the compiler chooses"),
+                             "columns of the result per task: a power of two in [8, 256] ([8, 64] "
+                             "with act = \"silu_mul\"); not written: the compiler chooses"),
                     optional("tile_k", intV(0),
                              "reduction step: a power of two in [16, 1024]; not written: the "
                              "compiler chooses"),

@@ -14,8 +14,8 @@
 // alone reads (whole as its two operands, or as two column ranges of one width of a merged
 // result) and their matmuls alone write (whole, with no tile attributes of their own), the two
 // matmuls read the same x the same way and weights of one shape, and nothing between the first
-// matmul and the silu_mul writes x or the weights (or runs a task grid). g and u then leave the
-// module.
+// matmul and the silu_mul writes x or the weights (or runs a task grid), and y is none of them. g
+// and u then leave the module.
 #include <optional>
 #include <set>
 #include <utility>
@@ -202,6 +202,10 @@ class GatedMatmulFuser {
       for (size_t d = 0; d < wg.shape.size(); ++d)
         if (!equal(inlineConsts(wg.shape[d]), inlineConsts(wu.shape[d]))) return false;
     }
+    // One grid must not read what it writes (its tasks would race): y in place of x or a weight
+    // is left as three ops, whose grids infer-events orders.
+    for (uint32_t t : {cg.args[0].target, cg.args[1].target, cu.args[1].target})
+      if (t == yt) return false;
     // The fused matmul reads x and the weights where the silu_mul was.
     const size_t first = std::min(*pg, *pu);
     if (writesAny(g, first + 1, s, {cg.args[0].target, cg.args[1].target, cu.args[1].target})) return false;

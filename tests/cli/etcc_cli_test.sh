@@ -123,6 +123,10 @@ run gated-tile-too-large 1 "$tmp/gated_tile.etir" -o "$tmp/gated_tile.fatbin" &&
 sed -e 's/wg, wu) { transpose_b, act = "silu_mul" }/wg) { transpose_b }/' -e 's/\[100, 64\]/[300, 64]/g' -e 's/\[4, 100\]/[4, 300]/' "$tmp/gated_tile.etir" >"$tmp/tile.etir"
 run tile-too-large 1 --emit=cuda "$tmp/tile.etir" &&
   stderr_has tile-too-large "a task's tile is at most 256 rows by 256 columns, and this one has up to 4 by 300; cut the grid finer"
+# The gated kernel walks b_up with b's strides: b_up from a tensor of another layout is refused.
+printf 'module @st\nsym B in [1, 8]\ntensor x : bf16[B, 64] input\ntensor wg : bf16[32, 64] param\ntensor wu2 : bf16[32, 128] param\ntensor y : bf16[B, 32] output\ngraph @main {\n  y = matmul(x, wg, wu2[:, 0:64]) { transpose_b, act = "silu_mul" }\n}\n' >"$tmp/gated_strides.etir"
+run gated-strides 1 --emit=cuda "$tmp/gated_strides.etir" &&
+  stderr_has gated-strides "error: matmul has no device kernel for this form: the gated form (act = \"silu_mul\") reads b_up with b's strides, and wg and wu2 are laid out differently; make them slices of tensors of one shape"
 run no-row-form 0 --emit=cuda "$tmp/symrow.etir" &&
   if grep -q "_rows<" "$tmp/out"; then fail "no-row-form: a row of symbolic length got a row form"; else pass; fi
 LIMIT=300 run share-task-code-fatbin 0 --share-task-code "$tmp/l2.etir" -arch sm_90a -o "$tmp/l2.fatbin"

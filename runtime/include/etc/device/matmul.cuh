@@ -596,7 +596,8 @@ __host__ __device__ constexpr unsigned matmul_silu_mul_smem_bytes() {
 // The gated matmul: y = silu_mul(a @ b, a @ b_up) (transpose_b: b and b_up are [N, K]), each
 // product rounded to y's dtype before silu_mul, as if written to tensors of that dtype: the
 // same bits as two matmuls and a silu_mul. TN covers both products (y gets TN / 2 columns);
-// both weights stream through one pipeline. prefetched: see matmul_silu_mul_prefetch.
+// both weights stream through one pipeline. b_up must have b's extents and strides (etcc checks
+// it). prefetched: see matmul_silu_mul_prefetch.
 template <int TM, int TN, int TK, class TA, class TB, class TY>
 __device__ void matmul_silu_mul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const View<TB>& b_up,
                                 bool transpose_b, const View<TY>& y, bool prefetched = false) {
