@@ -627,12 +627,22 @@ class Emitter {
     return out;
   }
 
+  // What the device matmuls hold in a tile (the gated kernel keeps a whole tile, both products,
+  // in one pass of its warps), and the most rows and columns a call's tile has.
+  static constexpr int64_t kMatmulMaxTile = 256, kGatedMaxRows = 128, kGatedMaxCols = 64;
+  std::pair<int64_t, int64_t> matmulTileBounds(const Task& t, const CallStmt& c) const {
+    const RangeEnv env = m_.gridRanges(t.grid);
+    const OperandType a = sliceType(m_, c.call.args[0]), b = sliceType(m_, c.call.args[1]);
+    const bool tb = tiling::attrBool(c.call, "transpose_b");
+    return {a.shape.size() == 2 ? bounds(a.shape[0], env).hi : 1, bounds(tb ? b.shape[0] : b.shape[1], env).hi};
+  }
+
   // "" when a matmul call has a form its device kernel computes, else what it lacks: the kernel
   // clips tiles larger than it holds, and the gated kernel walks b_up with b's strides
   // (lower-ops makes neither; a hand-written task grid or op-level slices may).
   std::string matmulFormError(const Task& t, const CallStmt& c) const {
     if (c.call.op != "matmul") return "";
-    const bool gated = c.call.args.size() == 3, tb = tiling::attrBool(c.call, "transpose_b");
+    const bool gated = c.call.args.size() == 3;
     if (gated) {
       const std::vector<Expr> sb = sliceStrides(c.call.args[1]), su = sliceStrides(c.call.args[2]);
       bool same = sb.size() == su.size();
@@ -642,11 +652,8 @@ class Emitter {
                            "out differently; make them slices of tensors of one shape",
                            m_.tensors[c.call.args[1].target].name, m_.tensors[c.call.args[2].target].name);
     }
-    const RangeEnv env = m_.gridRanges(t.grid);
-    const OperandType a = sliceType(m_, c.call.args[0]), b = sliceType(m_, c.call.args[1]);
-    const int64_t rows = a.shape.size() == 2 ? bounds(a.shape[0], env).hi : 1;
-    const int64_t cols = bounds(tb ? b.shape[0] : b.shape[1], env).hi;
-    const int64_t max_rows = gated ? 128 : 256, max_cols = gated ? 64 : 256;
+    const auto [rows, cols] = matmulTileBounds(t, c);
+    const int64_t max_rows = gated ? kGatedMaxRows : kMatmulMaxTile, max_cols = gated ? kGatedMaxCols : kMatmulMaxTile;
     if (rows <= max_rows && cols <= max_cols) return "";
     auto extent = [](int64_t v) {
       return v == std::numeric_limits<int64_t>::max() ? std::string("unbounded") : fmt::format("{}", v);
@@ -666,14 +673,11 @@ class Emitter {
                              std::vector<std::string>& smem, bool prefetch) {
     bool tb = tiling::attrBool(c.call, "transpose_b");
     const bool gated = c.call.args.size() == 3;
-    RangeEnv env = m_.gridRanges(t.grid);
-    OperandType a = sliceType(m_, c.call.args[0]), b = sliceType(m_, c.call.args[1]);
-    int64_t mb = a.shape.size() == 2 ? bounds(a.shape[0], env).hi : 1;
-    int64_t nb = bounds(tb ? b.shape[0] : b.shape[1], env).hi;
-    // The gated kernel holds a whole tile in one pass of its warps: at most 128 x (2 x 64).
-    int64_t tm = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, mb)), 16, gated ? 128 : 256);
-    int64_t tn = gated ? 2 * std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 8, 64)
-                       : std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 16, 256);
+    const OperandType a = sliceType(m_, c.call.args[0]);
+    const auto [mb, nb] = matmulTileBounds(t, c);
+    int64_t tm = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, mb)), 16, gated ? kGatedMaxRows : kMatmulMaxTile);
+    int64_t tn = gated ? 2 * std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 8, kGatedMaxCols)
+                       : std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 16, kMatmulMaxTile);
     int64_t tk = tiling::attrInt(c.call, "tile_k");
     if (tk == 0) tk = 64;
     const std::string fn = gated ? "matmul_silu_mul" : "matmul";

@@ -5,9 +5,10 @@
 //   y = silu_mul(g, u)
 //
 // become one gated matmul, y = matmul(x, w_gate, w_up) {transpose_b, act = "silu_mul"}, before
-// lower-ops (also where one matmul of a merged weight feeds the silu_mul two column ranges of its
-// result: the gated matmul then takes the two row ranges of the weight): one task grid instead of three, so a decode step's chain loses the silu_mul grid
-// and its event hop, and each task streams both weights through one pipeline. The gated form
+// lower-ops (also where one matmul of a merged weight feeds the silu_mul two column ranges of
+// its result: the gated matmul then takes the two row ranges of the weight). One task grid
+// instead of three: a decode step's chain loses the silu_mul grid and its event hop, and each
+// task streams both weights through one pipeline. The gated form
 // rounds each product to y's dtype before silu_mul, so the result is what the three ops give.
 //
 // Taken only where nothing else can tell: g and u are temps of y's dtype that the silu_mul
@@ -202,13 +203,13 @@ class GatedMatmulFuser {
       for (size_t d = 0; d < wg.shape.size(); ++d)
         if (!equal(inlineConsts(wg.shape[d]), inlineConsts(wu.shape[d]))) return false;
     }
+    const std::vector<uint32_t> inputs{cg.args[0].target, cg.args[1].target, cu.args[1].target};
     // One grid must not read what it writes (its tasks would race): y in place of x or a weight
     // is left as three ops, whose grids infer-events orders.
-    for (uint32_t t : {cg.args[0].target, cg.args[1].target, cu.args[1].target})
+    for (uint32_t t : inputs)
       if (t == yt) return false;
     // The fused matmul reads x and the weights where the silu_mul was.
-    const size_t first = std::min(*pg, *pu);
-    if (writesAny(g, first + 1, s, {cg.args[0].target, cg.args[1].target, cu.args[1].target})) return false;
+    if (writesAny(g, std::min(*pg, *pu) + 1, s, inputs)) return false;
 
     OpCall fused = cg;
     fused.args = {cg.args[0], b, b_up};
@@ -240,7 +241,7 @@ class GatedMatmulFuser {
 ModulePtr fuseGatedMatmul(ModulePtr m, DiagnosticEngine&) {
   GatedMatmulFuser f(*m);
   if (!f.run()) return m;
-  return moduleWithoutTensors(*m, f.dropped());
+  return moduleWithout(*m, {}, {}, f.dropped());
 }
 
 }  // namespace etc

@@ -1,6 +1,6 @@
-// A module without some of its events and task grids. The name index lives inside Module, so the
-// copy is rebuilt through the add* functions; references (waits, notifies, run statements, the
-// declaration order) are renumbered and the dropped declarations leave the order.
+// A module without some of its events, task grids and tensors. The name index lives inside
+// Module, so the copy is rebuilt through the add* functions; references are renumbered and the
+// dropped declarations leave the order.
 #pragma once
 
 #include <memory>
@@ -10,14 +10,12 @@
 
 namespace etc {
 
-// drop_events / drop_tasks: one flag per event / task of m (empty: drop none). A dropped event
-// must no longer be waited on or notified, and a dropped task no longer run. Consumes m.
+// drop_events / drop_tasks / drop_tensors: one flag per event / task / tensor of m (empty:
+// drop none). A dropped declaration must no longer be referenced (waited on, notified, run,
+// read or written). Every other reference is renumbered: slices, assignment results, run
+// statements, kernels, loads in expressions, the declaration order. Consumes m.
 std::unique_ptr<ir::Module> moduleWithout(ir::Module& m, const std::vector<bool>& drop_events,
-                                          const std::vector<bool>& drop_tasks);
-
-// m without the tensors flagged in drop (one flag per tensor), which nothing may reference any
-// more; every other reference (slices, assignment results, loads in expressions, the
-// declaration order) is renumbered. Consumes m.
-std::unique_ptr<ir::Module> moduleWithoutTensors(ir::Module& m, const std::vector<bool>& drop);
+                                          const std::vector<bool>& drop_tasks,
+                                          const std::vector<bool>& drop_tensors = {});
 
 }  // namespace etc
