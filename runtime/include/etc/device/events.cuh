@@ -118,11 +118,14 @@ __device__ __forceinline__ bool notify_checked(const P& p, unsigned int* counter
   return __syncthreads_or(bad) == 0;
 }
 
-// Blocks the CTA until *counter >= target. Thread 0 spins with acquire loads and exponential
-// __nanosleep back-off, capped at 256 ns: a satisfied wait is seen within about that much,
-// which a chain of dependent tasks pays once per link. It gives up when another CTA has
-// recorded an error, or when the spin exceeds p.watchdog_ns (<= 0: no watchdog), recording
-// ETC_ERR_WAIT_TIMEOUT.
+// Blocks the CTA until *counter >= target. Thread 0 spins with acquire loads, without back-off:
+// each load is a round trip to L2, and a satisfied wait is seen within one, which a chain of
+// dependent tasks pays once per link. Every 32 loads it checks whether another CTA recorded an
+// error (it then gives up) and whether the spin exceeded p.watchdog_ns (<= 0: no watchdog;
+// ETC_ERR_WAIT_TIMEOUT). H100, Llama-3.2-1B decode step, B = 1: 2317 -> 2283 us (three calls
+// agree within 5 us), B = 128: 7277 -> 7207 us in one call and level in another, against a 32 to
+// 256 ns __nanosleep back-off with the error checked before every load. The slow path stays
+// inline: a __noinline__ record_error made the same step 2283 -> 2435 us.
 // Ends with a barrier; every thread returns the same value, true when satisfied.
 template <class P>
 __device__ __forceinline__ bool wait(const P& p, const unsigned int* counter, unsigned int target,
@@ -133,20 +136,19 @@ __device__ __forceinline__ bool wait(const P& p, const unsigned int* counter, un
     if (v < target) {
       const long long budget = p.watchdog_ns;
       const unsigned long long start = detail::globaltimer_ns();
-      unsigned sleep = 32;
-      for (;;) {
-        if (detail::error_code(p.error) != 0u) {
-          ok = 0;
-          break;
-        }
-        __nanosleep(sleep);
-        sleep = sleep < 256u ? sleep * 2u : 256u;
+      for (unsigned spins = 1;; ++spins) {
         v = detail::ld_acquire_gpu(counter);
         if (v >= target) break;
-        if (budget > 0 && detail::globaltimer_ns() - start > (unsigned long long)budget) {
-          detail::record_error(p.error, ETC_ERR_WAIT_TIMEOUT, site, site.element, v, target);
-          ok = 0;
-          break;
+        if (spins % 32u == 0u) {
+          if (detail::error_code(p.error) != 0u) {
+            ok = 0;
+            break;
+          }
+          if (budget > 0 && detail::globaltimer_ns() - start > (unsigned long long)budget) {
+            detail::record_error(p.error, ETC_ERR_WAIT_TIMEOUT, site, site.element, v, target);
+            ok = 0;
+            break;
+          }
         }
       }
 #ifdef ETC_PROFILE
