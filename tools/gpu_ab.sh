@@ -5,9 +5,12 @@
 # variants alternating within each batch size and the whole table repeated ROUNDS times, so
 # that drift on the machine shows as disagreement between rounds rather than as a difference.
 #
-#   tools/gpu_ab.sh [options] NAME MODEL.etir LABEL[:ETCC OPTIONS]...
+#   tools/gpu_ab.sh [options] NAME MODEL.etir LABEL[:ETCC OPTIONS]... [LABEL=FATBIN]...
 #   then on the GPU machine (device tool): carry gpu-out/NAME.tar.xz and gpu-out/NAME.sh, run
 #   bash gpu-out/NAME.sh
+#
+# LABEL=FATBIN takes a fatbin compiled before (say by an older etcc, to time HEAD's code against
+# a previous commit's) instead of compiling MODEL: it must be MODEL's.
 #
 # Options (before NAME):
 #   -b DIR      build directory with etcc and etc-run (default build)
@@ -25,7 +28,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 build=build batches=1,16,128 sym=B pos="" runs=20 rounds=2 arch=sm_90a
 unset check  # -c '' is a check without extra arguments
 while getopts "b:B:s:p:n:r:a:c:h" o; do
@@ -54,12 +57,23 @@ trap '[ $done_ok = 1 ] || rm -rf "$dir" "gpu-out/$name.tar.xz" "gpu-out/$name.sh
 rm -rf "$dir" && mkdir -p "$dir"
 labels=()
 for v in "$@"; do
-  label=${v%%:*}
+  given=""
+  if [[ ${v%%=*} =~ ^[A-Za-z0-9_-]+$ && $v == *=* ]]; then
+    label=${v%%=*} given=${v#*=}
+  else
+    label=${v%%:*}
+  fi
   opts=""
-  [[ $v == *:* ]] && opts=${v#*:}
+  [[ -z $given && $v == *:* ]] && opts=${v#*:}
   [[ $label =~ ^[A-Za-z0-9_-]+$ ]] || die "a variant's label must be letters, digits, '_' or '-': '$label'"
   for l in "${labels[@]}"; do [ "$l" != "$label" ] || die "two variants are labelled '$label'"; done
   labels+=("$label")
+  if [ -n "$given" ]; then
+    [ -f "$given" ] || die "variant '$label': cannot read '$given'"
+    cp "$given" "$dir/$label.fatbin"
+    echo "$label: $given (compiled before)" >>"$dir/variants.txt"
+    continue
+  fi
   # Options are split on spaces, as on a command line (no quoting inside them).
   # shellcheck disable=SC2086
   "$build/etcc" "$model" -arch "$arch" $opts -o "$dir/$label.fatbin" || die "variant '$label' did not compile"

@@ -2,7 +2,8 @@
 # tools/gpu_ab.sh: the bundle holds every variant's fatbin, a stripped etc-run and the etcc
 # commands; the script it writes is valid bash, checks and times each variant once per batch
 # size and round, and says why when etc-run fails (here: no GPU, or a GPU); a variant that
-# does not compile, a bad or repeated label leave nothing behind.
+# does not compile, a missing given fatbin (LABEL=FATBIN), a bad or repeated label leave nothing
+# behind.
 # Usage: gpu_ab_test.sh BUILD_DIR   (from the repository root)
 source "$(dirname "$0")/../harness.sh"
 build=$1
@@ -32,8 +33,25 @@ timeout 600 bash "gpu-out/$name.sh" >"$tmp/run" 2>&1
 [ "$(grep -cE '^(base|ring) B=(1|8) (bench mega: median|FAILED \(exit [0-9]+\): .+)' "$tmp/run")" = 8 ] ||
   { fail "bench lines"; cat "$tmp/run"; }
 
+# LABEL=FATBIN: a fatbin compiled before travels as that variant, beside the compiled ones.
+rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
+"$build/etcc" samples/mlp.etir -arch sm_90a --no-weight-prefetch -o "$tmp/old.fatbin" || fail "etcc did not compile mlp"
+tools/gpu_ab.sh -b "$build" -B 1 -r 1 "$name" samples/mlp.etir base "old=$tmp/old.fatbin" \
+  'ring:--device-define ETC_MM_RING_KIB=64' >"$tmp/out" 2>&1 || { fail "gpu_ab.sh refused LABEL=FATBIN"; cat "$tmp/out"; }
+list=$(tar tJf "gpu-out/$name.tar.xz" 2>/dev/null | sort | tr '\n' ' ')
+[ "$list" = "$name/ $name/base.fatbin $name/etc-run $name/old.fatbin $name/ring.fatbin $name/variants.txt " ] ||
+  fail "bundle with a given fatbin lists: $list"
+tar -xJOf "gpu-out/$name.tar.xz" "$name/old.fatbin" | cmp -s - "$tmp/old.fatbin" || fail "old.fatbin is not the given file"
+tar -xJOf "gpu-out/$name.tar.xz" "$name/variants.txt" | grep -qxF "old: $tmp/old.fatbin (compiled before)" ||
+  fail "variants.txt lacks where old came from"
+grep -qF "for v in base old ring; do" "gpu-out/$name.sh" || fail "the script does not time the given variant in order"
+
 # Failures leave nothing behind.
 rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
+tools/gpu_ab.sh -b "$build" "$name" samples/mlp.etir base "old=$tmp/none.fatbin" >"$tmp/err" 2>&1 &&
+  fail "a missing fatbin was accepted"
+grep -qF "gpu_ab.sh: variant 'old': cannot read '$tmp/none.fatbin'" "$tmp/err" || fail "no word of the missing fatbin: $(cat "$tmp/err")"
+[ -z "$(leftovers)" ] || fail "left behind: $(leftovers)"
 tools/gpu_ab.sh -b "$build" "$name" samples/mlp.etir base 'bad:--device-define NOPE=1' >"$tmp/err" 2>&1 &&
   fail "a variant that does not compile was accepted"
 grep -qF "gpu_ab.sh: variant 'bad' did not compile" "$tmp/err" || fail "no word of the failed variant: $(cat "$tmp/err")"
