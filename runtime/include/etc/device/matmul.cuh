@@ -255,6 +255,21 @@ __device__ __forceinline__ int mm_a_rows(const MmArgs& g) {
   return r < Geo::TMP ? r : Geo::TMP;
 }
 
+// The gated matmul's epilogue: y = silu_mul of the tile's two halves (columns [0, TN/2) and
+// [TN/2, TN) of the f32 tile c, `pitch` elements a row), each rounded to TY first, which gives
+// the bits of two matmuls and a silu_mul. Ends with a barrier.
+template <int TN, class TY>
+__device__ __forceinline__ void mm_gated_store(const float* c, int pitch, const MmArgs& g, TY* yp) {
+  const long long MN = g.M * g.N;
+  for (long long o = threadIdx.x; o < MN; o += blockDim.x) {
+    const int m = (int)(o / g.N), n = (int)(o - (long long)m * g.N);
+    const float gate = to_f32(from_f32<TY>(c[m * pitch + n]));
+    const float up = to_f32(from_f32<TY>(c[m * pitch + TN / 2 + n]));
+    yp[m * g.yms + n * g.yns] = from_f32<TY>(silu_mul_f32(gate, up));
+  }
+  __syncthreads();
+}
+
 // prefetched: matmul_prefetch already issued b's tiles of stages 0 .. S-2 (before the task's
 // event waits); the first round then issues only a's tiles of those stages and waits for all
 // of them before its first step.
@@ -384,13 +399,7 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
 
     const long long MN = g.M * g.N;
     if constexpr (PAIR) {
-      for (long long o = threadIdx.x; o < MN; o += blockDim.x) {
-        const int m = (int)(o / g.N), n = (int)(o - (long long)m * g.N);
-        const float gate = to_f32(from_f32<TY>(cbuf[m * Geo::C_PITCH + n]));
-        const float up = to_f32(from_f32<TY>(cbuf[m * Geo::C_PITCH + TN / 2 + n]));
-        yp[m * g.yms + n * g.yns] = from_f32<TY>(silu_mul_f32(gate, up));
-      }
-      __syncthreads();
+      mm_gated_store<TN>(cbuf, Geo::C_PITCH, g, yp);
       break;  // the only round
     }
     // Store this round's groups (one round unless the tile has more groups than warps).
@@ -524,38 +533,38 @@ __device__ __forceinline__ MmArgs mm_args(const View<TA>& a, const View<TB>& b, 
 }
 }  // namespace detail
 
+namespace detail {
+// matmul_prefetch and matmul_silu_mul_prefetch: b's (and with PAIR b_up's, at bp2) tiles of
+// stages 0 .. S-2 into the ring.
+template <int TM, int TN, int TK, bool PAIR, class TA, class TB>
+__device__ void mm_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const bare_t<TB>* bp2, bool transpose_b) {
+  using T = bare_t<TA>;
+  if constexpr (!same_v<T, float>) {
+    using Geo = MmGeom<T, TM, TN, TK>;
+    const MmArgs g = mm_args<TM, PAIR ? TN / 2 : TN>(a, b, transpose_b);
+    const int nk = (int)((g.K + TK - 1) / TK);
+    T* ring = reinterpret_cast<T*>(ctx.smem);
+#pragma unroll 1
+    for (int s = 0; s < Geo::STAGES - 1; ++s)
+      mm_issue<T, TM, TN, TK, PAIR>(ring, s, nk, 0, a.ptr, b.ptr, bp2, transpose_b, g, false, true);
+  }
+}
+}  // namespace detail
+
 // Starts loading b's first tiles (the weights of a decode step: never written during the launch)
 // into the shared-memory ring, to be called before the task waits on its events: the weights
 // stream in while the task waits for a. The matmul that follows, with the same operands and
 // prefetched = true, must be the next use of ctx.smem. 16-bit dtypes; for f32 it does nothing.
 template <int TM, int TN, int TK, class TA, class TB>
 __device__ void matmul_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b, bool transpose_b) {
-  using T = bare_t<TA>;
-  if constexpr (!same_v<T, float>) {
-    using Geo = detail::MmGeom<T, TM, TN, TK>;
-    const detail::MmArgs g = detail::mm_args<TM, TN>(a, b, transpose_b);
-    const int nk = (int)((g.K + TK - 1) / TK);
-    T* ring = reinterpret_cast<T*>(ctx.smem);
-#pragma unroll 1
-    for (int s = 0; s < Geo::STAGES - 1; ++s)
-      detail::mm_issue<T, TM, TN, TK>(ring, s, nk, 0, a.ptr, b.ptr, nullptr, transpose_b, g, false, true);
-  }
+  detail::mm_prefetch<TM, TN, TK, false>(ctx, a, b, nullptr, transpose_b);
 }
 
 // matmul_prefetch for matmul_silu_mul (TN: the columns of both halves).
 template <int TM, int TN, int TK, class TA, class TB>
 __device__ void matmul_silu_mul_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const View<TB>& b_up,
                                          bool transpose_b) {
-  using T = bare_t<TA>;
-  if constexpr (!same_v<T, float>) {
-    using Geo = detail::MmGeom<T, TM, TN, TK>;
-    const detail::MmArgs g = detail::mm_args<TM, TN / 2>(a, b, transpose_b);
-    const int nk = (int)((g.K + TK - 1) / TK);
-    T* ring = reinterpret_cast<T*>(ctx.smem);
-#pragma unroll 1
-    for (int s = 0; s < Geo::STAGES - 1; ++s)
-      detail::mm_issue<T, TM, TN, TK, true>(ring, s, nk, 0, a.ptr, b.ptr, b_up.ptr, transpose_b, g, false, true);
-  }
+  detail::mm_prefetch<TM, TN, TK, true>(ctx, a, b, b_up.ptr, transpose_b);
 }
 
 // y = a @ b (transpose_b: a @ b^T). a is [M, K] or [K]; b is [K, N] or [N, K]; y is [M, N]
@@ -618,13 +627,7 @@ __device__ void matmul_silu_mul(const Ctx& ctx, const View<TA>& a, const View<TB
     h.yns = 1;
     detail::mm_f32<TM, TN / 2, TK>(ctx, a.ptr, b.ptr, transpose_b, h, c);
     detail::mm_f32<TM, TN / 2, TK>(ctx, a.ptr, b_up.ptr, transpose_b, h, c + TN / 2);
-    const long long MN = g.M * g.N;
-    for (long long o = threadIdx.x; o < MN; o += blockDim.x) {
-      const int m = (int)(o / g.N), n = (int)(o - (long long)m * g.N);
-      const float gate = to_f32(from_f32<TY>(c[m * CP + n])), up = to_f32(from_f32<TY>(c[m * CP + TN / 2 + n]));
-      y.ptr[m * g.yms + n * g.yns] = from_f32<TY>(silu_mul_f32(gate, up));
-    }
-    __syncthreads();
+    detail::mm_gated_store<TN>(c, CP, g, y.ptr);
   } else {
     if constexpr (detail::mm_has_large_m_tiling(TM))
       if (g.M > 16 * ETC_MM_LARGE_M_FM) {
