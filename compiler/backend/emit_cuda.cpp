@@ -105,6 +105,13 @@ class Emitter {
 
   // ---- views --------------------------------------------------------------------------------
 
+  // Elements between consecutive indices of dimension d of t (row-major).
+  static Expr dimStride(const Tensor& t, size_t d) {
+    Expr stride = intConst(1);
+    for (size_t k = d + 1; k < t.shape.size(); ++k) stride = mul(stride, t.shape[k]);
+    return stride;
+  }
+
   std::string view(const Slice& s, bool writable, const std::string& var, const CudaNames& names) {
     const Tensor& t = m_.tensors[s.target];
     std::string ty = cudaType(t.dtype);
@@ -114,9 +121,7 @@ class Emitter {
     int rank = 0;
     std::string dims;
     for (size_t d = 0; d < t.shape.size(); ++d) {
-      Expr stride = intConst(1);
-      for (size_t k = d + 1; k < t.shape.size(); ++k) stride = mul(stride, t.shape[k]);
-      std::string st = cudaExpr(m_, stride, names);
+      std::string st = cudaExpr(m_, dimStride(t, d), names);
       bool point = d < s.dims.size() && !s.dims[d].is_range;
       Expr lo = d < s.dims.size() ? s.dims[d].lo : intConst(0);
       Expr hi = d < s.dims.size() && s.dims[d].is_range ? s.dims[d].hi : t.shape[d];
@@ -614,16 +619,12 @@ class Emitter {
     return code;
   }
 
-  // The strides of a slice's dimensions that it keeps (row-major over its tensor's shape).
+  // The strides of a slice's dimensions that it keeps.
   std::vector<Expr> sliceStrides(const Slice& s) const {
     const Tensor& t = m_.tensors[s.target];
     std::vector<Expr> out;
-    for (size_t d = 0; d < t.shape.size(); ++d) {
-      if (d < s.dims.size() && !s.dims[d].is_range) continue;
-      Expr stride = intConst(1);
-      for (size_t k = d + 1; k < t.shape.size(); ++k) stride = mul(stride, t.shape[k]);
-      out.push_back(inlineConsts(stride));
-    }
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      if (d >= s.dims.size() || s.dims[d].is_range) out.push_back(inlineConsts(dimStride(t, d)));
     return out;
   }
 

@@ -397,12 +397,12 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
       __syncthreads();
     }
 
-    const long long MN = g.M * g.N;
     if constexpr (PAIR) {
       mm_gated_store<TN>(cbuf, Geo::C_PITCH, g, yp);
       break;  // the only round
     }
     // Store this round's groups (one round unless the tile has more groups than warps).
+    const long long MN = g.M * g.N;
     const int g1 = g0 + gpr;
     for (long long o = threadIdx.x; o < MN; o += blockDim.x) {
       const int m = (int)(o / g.N), n = (int)(o - (long long)m * g.N);
