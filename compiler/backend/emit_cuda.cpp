@@ -13,6 +13,7 @@
 
 #include "compiler/backend/cuda_expr.h"
 #include "compiler/backend/descriptor.h"
+#include "compiler/backend/fused_rows.h"
 #include "compiler/backend/profile.h"
 #include "compiler/ir/op_check.h"
 #include "compiler/ir/ops.h"
@@ -252,6 +253,7 @@ class Emitter {
       body += "    }\n  }\n";
     };
     const CallStmt* prefetch = prefetchableMatmul(t);
+    const std::optional<FusedRows> fused = matchFusedRows(m_, t);
     if (prefetch) {
       // The static schedule spins in the waits below: the weights start streaming in first.
       body += "  bool etc_prefetched = false;\n  if constexpr (kMode == kStatic) {\n";
@@ -332,6 +334,11 @@ class Emitter {
         if (profile_ && !std::exchange(ops_begun, true)) body += "  etc::dev::profile::mark(0);\n";
         fenced = false;
         openOps();
+        if (fused && si == fused->first) {
+          body += "  {\n" + fusedCall(t, *fused, names, views, smem) + "  }\n";
+          si += fused->count - 1;
+          continue;
+        }
         // A merged task's calls (merge-tasks): the next one reads what the last one wrote.
         body += follows_call ? "  __syncthreads();\n  {\n" : "  {\n";
         std::vector<std::string> args;
@@ -798,6 +805,51 @@ class Emitter {
     for (const std::string& v : views) call += ", " + v;
     if (c.call.op == "matmul") call += prefetched ? ", etc_prefetched" : ", false";
     return call + ");";
+  }
+
+  // A fused row chain (fused_rows.h): the views of every call of the chain, then the fused
+  // form inline in the task, where the views' constant extents and strides fold into its shape
+  // checks (through a __noinline__ function taking the views it was 3% slower than the calls
+  // one by one); where the views do not have its shape at run time, the chain's calls one
+  // after another in a function of their own.
+  std::string fusedCall(const Task& t, const FusedRows& f, const CudaNames& names, int& views,
+                        std::vector<std::string>& smem) {
+    std::string code, signature;
+    std::vector<std::string> vars, chain;  // the views' variables in the task; the chain's calls
+    for (size_t si = f.first; si < f.first + f.count; ++si) {
+      const auto& c = std::get<CallStmt>(t.body[si]);
+      std::vector<std::string> params;
+      auto add = [&](const Slice& s, bool dest) {
+        vars.push_back(fmt::format("v{}", views++));
+        params.push_back(fmt::format("a{}", vars.size() - 1));
+        code += view(s, dest, vars.back(), names);
+        signature += fmt::format("{}etc::dev::View<{}{}> {}", signature.empty() ? "" : ", ", dest ? "" : "const ",
+                                 cudaType(m_.tensors[s.target].dtype), params.back());
+      };
+      for (const Slice& s : c.call.args) add(s, false);
+      for (const Slice& s : c.dests) add(s, true);
+      chain.push_back(opFunction(t, c, params, smem, false));
+    }
+    auto op = [&](int k) { return vars[static_cast<size_t>(k)]; };
+    const std::vector<int>& o = f.operands;
+    std::string fast;
+    if (f.kind == FusedRows::Kind::ReduceAddRmsnorm) {
+      fast = fmt::format("etc::dev::reduce_add_rmsnorm_rows<{}>(ctx, {}, {}, {}, {}, {}f, {}, {})", f.n, op(o[0]),
+                         op(o[1]), op(o[2]), op(o[3]), floatLiteral(f.eps), op(o[4]), op(o[5]));
+    } else {
+      const bool norm = o[3] >= 0;
+      const std::string none = "etc::dev::View<const __nv_bfloat16>{}";
+      fast = fmt::format("etc::dev::qkv_rope_append_row<{}, {}, {}, {}, {}, {}>(ctx, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
+                         "{}, {})",
+                         f.n, f.nk, f.head_dim, f.parts, norm ? "true" : "false", cudaType(f.temp), op(o[0]), op(o[1]),
+                         op(o[2]), norm ? op(o[3]) : none, norm ? op(o[4]) : none,
+                         norm ? floatLiteral(f.eps) + "f" : "0.0f", op(o[5]), ropeParams(*f.rope), op(o[6]), op(o[7]),
+                         op(o[8]));
+    }
+    std::string calls, args;
+    for (size_t k = 0; k < chain.size(); ++k) calls += (k ? "\n  __syncthreads();\n  " : "") + chain[k];
+    for (const std::string& v : vars) args += ", " + v;
+    return code + fmt::format("    if (!{}) {}(ctx{});\n", fast, sharedFunction(signature, calls), args);
   }
 
   // The row form of an op (etc/device/rows.cuh) where the tile's row length is a constant:

@@ -517,6 +517,7 @@ static void t_rms(const char* what, long long rows, long long H, long long row_p
 
 #include "device_decode_tests.cuh"
 #include "device_rows_tests.cuh"
+#include "device_fused_rows_tests.cuh"
 
 // ---- matmul ---------------------------------------------------------------------------------------
 
@@ -1199,6 +1200,7 @@ int main() {
 
   run_decode_tests();
   run_rows_tests();
+  run_fused_rows_tests();
 
   t_events();
 

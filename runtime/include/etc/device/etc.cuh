@@ -37,4 +37,5 @@
 #include "etc/device/decode.cuh"
 #include "etc/device/attention.cuh"
 #include "etc/device/rows.cuh"
+#include "etc/device/fused_rows.cuh"
 #include "etc/device/events.cuh"
