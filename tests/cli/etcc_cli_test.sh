@@ -108,7 +108,12 @@ run row-forms 0 --emit=cuda --no-gated-matmul "$tmp/l2.etir" &&
   stdout_has row-forms "if (!etc::dev::rope_row<2048, 512, 64>(ctx, a0, a1, a2, a3, a4, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192})) etc_op" &&
   stdout_has row-forms "if (!etc::dev::silu_mul_rows<1024>(ctx, a0, a1, a2)) etc_op" &&
   stdout_has row-forms "if (!etc::dev::rmsnorm_rows<2048>(ctx, a0, a1, 1.0000000000000001e-05f, a2)) etc_op" &&
-  stdout_has row-forms "if (!etc::dev::attention_merge_row<16, 256, 64>(ctx, a0, a1, a2, etc::dev::View<float>{})) etc_op"
+  stdout_has row-forms "if (!etc::dev::attention_merge_row<4, 256, 64>(ctx, a0, a1, a2, etc::dev::View<float>{})) etc_op"
+# Fused row chains (etc/device/fused_rows.cuh): a layer's norm and q/k/v tasks, inline in the
+# task with the chain's calls in a function of their own for other shapes.
+run fused-rows 0 --emit=cuda "$tmp/l2.etir" &&
+  stdout_has fused-rows "    if (!etc::dev::reduce_add_rmsnorm_rows<2048>(ctx, v0, v1, v3, v4, 1.0000000000000001e-05f, v5, v6)) etc_op" &&
+  stdout_has fused-rows "    if (!etc::dev::qkv_rope_append_row<2048, 512, 64, 2, false, __nv_bfloat16>(ctx, v2, v0, v9, etc::dev::View<const __nv_bfloat16>{}, etc::dev::View<const __nv_bfloat16>{}, 0.0f, v6, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192}, v7, v14, v15)) etc_op"
 printf 'module @symrow\nsym N in [1, 64]\ntensor x : bf16[4, N] input\ntensor w : bf16[N] param\ntensor y : bf16[4, N] output\ngraph @main {\n  y = rmsnorm(x, w) { eps = 1e-5 }\n}\n' >"$tmp/symrow.etir"
 # The gated matmul: its weights prefetched (both) before the waits, one instantiation per tile_m.
 run gated-matmul-cuda 0 --emit=cuda "$tmp/l2.etir" &&

@@ -71,7 +71,8 @@ __global__ void k_fused_qkv(View<const float> qp, View<const float> kp, View<con
 
 // ---- tests ----------------------------------------------------------------------------------
 
-// P split-K partials of one row of N ([P, N], or [P, 1, N] with rank3), the residual in f32.
+// P split-K partials of one row of N ([P, N], or [P, 1, N] with rank3: the tile of a norm task,
+// whose sum is [1, N]), the residual in f32.
 template <int N>
 static void t_fused_norm(const char* what, long long P, bool rank3, long long off, bool expect_fused) {
   Buf<float> x(P * N + off + 8), r(N + off + 8);
@@ -161,10 +162,10 @@ static void t_fused_qkv(const char* what, RopeParams rp, long long P, int p, boo
 
 static void run_fused_rows_tests() {
   // The norm: a decode step's 4 split-K parts of 2048, Qwen3's of 1024, more parts than one
-  // batch of loads, the [P, 1, N] tile of a norm task; declines on an unaligned row.
+  // batch of loads; declines on an unaligned row.
   t_fused_norm<2048>("p4", 4, true, 0, true);
   t_fused_norm<1024>("p4_n1024", 4, true, 0, true);
-  t_fused_norm<2048>("p11", 11, false, 0, true);
+  t_fused_norm<2048>("p11", 11, true, 0, true);
   t_fused_norm<2048>("unaligned", 4, true, 2, false);
   // The q/k/v chain: Llama-3 (4 heads of 64 to a cache head, llama3 rope scaling), Qwen3 (D
   // 128, per-head norms), at the cache's first and last rows and outside it (no row written),
