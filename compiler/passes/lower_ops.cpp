@@ -48,11 +48,9 @@ constexpr int64_t kGroupedMinTileN = 16;
 // 64 on each of 8 cache heads): 2452 us with 256 tasks and parts of 32 (two waves, and twice
 // the parts to merge), 2315 with 128 tasks, 2291 with parts of at least 64; B = 16: 3058 ->
 // 2903 us (256 -> 128 tasks); B = 64 (one part of 512 per row and cache head): 5223 -> 5024.
-// 32 tasks (4 parts at B = 1, 2 at B = 2, one from B = 4): fewer empty parts and a merge of at
-// most 4 parts (its row form unrolls the most): on the fused row chains, B = 1 2145 -> 2075 us,
-// B = 4 2226 -> 2208, B = 16 2538 -> 2464, B = 128 6839 -> 6705; Qwen3-0.6B B = 1 2500 -> 2396,
-// B = 16 3395 -> 3261 (positions 511; longer rows give each part more positions).
-constexpr int64_t kAttentionTasks = 32;
+// 32 tasks were 2 to 4% faster at 512 positions (fewer empty parts, a merge of at most 4) but
+// much slower at 4096: B = 1 2292 -> 2410 us, B = 4 2657 -> 3498 (one part of 4096 a row).
+constexpr int64_t kAttentionTasks = 128;
 constexpr int64_t kAttentionMinChunk = 64;
 
 const char* kCoordNames[] = {"i", "j", "k", "l"};
