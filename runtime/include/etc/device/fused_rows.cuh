@@ -61,6 +61,19 @@ __device__ __forceinline__ bool as_parts(const View<const float>& x, int pmax, P
   return true;
 }
 
+// Part p of the lane's pairs (j, j + D / 2) of the warp's heads of a row of N (qkv_rope_append_row).
+template <int N, int D, int PMAX, int C, int JP>
+__device__ __forceinline__ void ld_heads(const Parts& x, int p, int warp, int lane, float (&o)[PMAX][C][JP][2]) {
+  constexpr int H = D / 2, WARPS = kRowThreads / 32;
+#pragma unroll
+  for (int u = 0; u < C; ++u)
+#pragma unroll
+    for (int jj = 0; jj < JP; ++jj) {
+      const int a = (warp + u * WARPS) * D + lane + jj * 32;
+      if (p < x.n && a < N) o[p][u][jj][0] = ld(x.ptr + p * x.ps + a), o[p][u][jj][1] = ld(x.ptr + p * x.ps + a + H);
+    }
+}
+
 // One head of qkv_rope_append_row, a lane's pairs: the sum of the np parts rounded to T,
 // normalised (kNorm; the head is the lane's warp), rotated by the pairs' angles.
 template <int PMAX, int C, int JP, int D, bool kNorm, class T>
@@ -169,16 +182,7 @@ __device__ __forceinline__ bool reduce_add_rmsnorm_rows(const Ctx& ctx, const Vi
       stv<V>(orr.ptr + row * orr.rs + e, s);
     }
     ss = detail::block_sum(ss, scratch);
-    const float inv = 1.0f / sqrtf(ss / (float)N + eps);
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int e = rows::Split<N, V>::at(c);
-      if (e >= N) continue;
-      Vec<TY, V> o;
-#pragma unroll
-      for (int j = 0; j < V; ++j) o.v[j] = from_f32<TY>(f[c][j] * inv * to_f32(wv[c].v[j]));
-      stv<V>(yr.ptr + row * yr.rs + e, o);
-    }
+    rows::store_normalized<N, V>(f, wv, 1.0f / sqrtf(ss / (float)N + eps), yr.ptr + row * yr.rs);
   }
   __syncthreads();
   return true;
@@ -216,20 +220,8 @@ __device__ __forceinline__ bool qkv_rope_append_row(const Ctx&, const View<const
   float xq[PMAX][CQ][JP][2], xk[PMAX][CK][JP][2], xv[PMAX][CV];
 #pragma unroll
   for (int p = 0; p < PMAX; ++p) {
-#pragma unroll
-    for (int u = 0; u < CQ; ++u)
-#pragma unroll
-      for (int jj = 0; jj < JP; ++jj) {
-        const int a = (warp + u * WARPS) * D + lane + jj * 32;
-        if (p < q.n && a < NQ) xq[p][u][jj][0] = ld(q.ptr + p * q.ps + a), xq[p][u][jj][1] = ld(q.ptr + p * q.ps + a + H);
-      }
-#pragma unroll
-    for (int u = 0; u < CK; ++u)
-#pragma unroll
-      for (int jj = 0; jj < JP; ++jj) {
-        const int a = (warp + u * WARPS) * D + lane + jj * 32;
-        if (p < k.n && a < NK) xk[p][u][jj][0] = ld(k.ptr + p * k.ps + a), xk[p][u][jj][1] = ld(k.ptr + p * k.ps + a + H);
-      }
+    fused::ld_heads<NQ, D>(q, p, warp, lane, xq);
+    fused::ld_heads<NK, D>(k, p, warp, lane, xk);
 #pragma unroll
     for (int u = 0; u < CV; ++u) {
       const int e = (int)threadIdx.x + u * kRowThreads;

@@ -48,6 +48,22 @@ struct Split {
   static __device__ __forceinline__ int at(int c) { return (c * kRowThreads + (int)threadIdx.x) * V; }
 };
 
+// A row's y = f * inv * w, V elements per access: the last step of an rms norm (rms_rows and
+// the fused norm of fused_rows.cuh).
+template <int N, int V, class TY, class W>
+__device__ __forceinline__ void store_normalized(const float (&f)[Split<N, V>::C][V],
+                                                 const Vec<W, V> (&wv)[Split<N, V>::C], float inv, TY* y) {
+#pragma unroll
+  for (int c = 0; c < Split<N, V>::C; ++c) {
+    const int e = Split<N, V>::at(c);
+    if (e >= N) continue;
+    Vec<TY, V> o;
+#pragma unroll
+    for (int j = 0; j < V; ++j) o.v[j] = from_f32<TY>(f[c][j] * inv * to_f32(wv[c].v[j]));
+    stv<V>(y + e, o);
+  }
+}
+
 }  // namespace rows
 
 // y[r, :] = sum over p of x[p, r, :] (x [P, rows, N] or [P, N]), summed in p order in f32.
@@ -155,16 +171,7 @@ __device__ __forceinline__ bool rms_rows(const Ctx& ctx, const View<TX>& x, cons
       for (int j = 0; j < V; ++j) ss += f[c][j] * f[c][j];
     }
     ss = detail::block_sum(ss, scratch);
-    const float inv = 1.0f / sqrtf(ss / (float)N + eps);
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int e = rows::Split<N, V>::at(c);
-      if (e >= N) continue;
-      Vec<TY, V> o;
-#pragma unroll
-      for (int j = 0; j < V; ++j) o.v[j] = from_f32<TY>(f[c][j] * inv * to_f32(wv[c].v[j]));
-      stv<V>(yr.ptr + row * yr.rs + e, o);
-    }
+    rows::store_normalized<N, V>(f, wv, 1.0f / sqrtf(ss / (float)N + eps), yr.ptr + row * yr.rs);
   }
   __syncthreads();
   return true;
