@@ -113,10 +113,15 @@ class Emitter {
     return stride;
   }
 
+  // The element type of a slice's view: its tensor's dtype, const unless written.
+  std::string viewElement(const Slice& s, bool writable) const {
+    const std::string ty = cudaType(m_.tensors[s.target].dtype);
+    return writable ? ty : "const " + ty;
+  }
+
   std::string view(const Slice& s, bool writable, const std::string& var, const CudaNames& names) {
     const Tensor& t = m_.tensors[s.target];
-    std::string ty = cudaType(t.dtype);
-    std::string cty = writable ? ty : "const " + ty;
+    const std::string cty = viewElement(s, writable);
     std::string code = fmt::format("    etc::dev::View<{}> {};\n", cty, var);
     std::string offset = "0LL";
     int rank = 0;
@@ -730,8 +735,7 @@ class Emitter {
     }
     if (op == "rmsnorm" || op == "add_rmsnorm") {
       // The device op normalizes groups of the weight's length: head_dim needs no argument.
-      const Attr* a = c.call.findAttr("eps");
-      double eps = a ? a->value.f : 1e-6;
+      const double eps = tiling::attrFloat(c.call, "eps");
       if (op == "rmsnorm") return fmt::format("etc::dev::rmsnorm(ctx, {}, {}, {}f, {});", v[0], v[1], floatLiteral(eps), v[2]);
       return fmt::format("etc::dev::add_rmsnorm(ctx, {}, {}, {}, {}f, {}, {});", v[0], v[1], v[2], floatLiteral(eps), v[3],
                          v[4]);
@@ -789,8 +793,7 @@ class Emitter {
     for (size_t i = 0; i < views.size(); ++i) {
       const bool dest = i >= c.call.args.size();
       const Slice& s = dest ? c.dests[i - c.call.args.size()] : c.call.args[i];
-      std::string ty = cudaType(m_.tensors[s.target].dtype);
-      signature += fmt::format("{}etc::dev::View<{}{}> a{}", i ? ", " : "", dest ? "" : "const ", ty, i);
+      signature += fmt::format("{}etc::dev::View<{}> a{}", i ? ", " : "", viewElement(s, dest), i);
       params.push_back(fmt::format("a{}", i));
     }
     if (c.call.op == "matmul") signature += ", bool prefetched";
@@ -823,8 +826,8 @@ class Emitter {
         vars.push_back(fmt::format("v{}", views++));
         params.push_back(fmt::format("a{}", vars.size() - 1));
         code += view(s, dest, vars.back(), names);
-        signature += fmt::format("{}etc::dev::View<{}{}> {}", signature.empty() ? "" : ", ", dest ? "" : "const ",
-                                 cudaType(m_.tensors[s.target].dtype), params.back());
+        signature += fmt::format("{}etc::dev::View<{}> {}", signature.empty() ? "" : ", ", viewElement(s, dest),
+                                 params.back());
       };
       for (const Slice& s : c.call.args) add(s, false);
       for (const Slice& s : c.dests) add(s, true);
@@ -889,8 +892,7 @@ class Emitter {
       OperandType x = type(c.call.args[0]), w = type(c.call.args[op == "rmsnorm" ? 1 : 2]);
       const int64_t n = width(x);
       if (n == 0 || width(w) != n || w.shape.size() != 1 || x.shape.size() > 2 || !floats() || n % vec() != 0) return "";
-      const Attr* e = c.call.findAttr("eps");
-      const std::string eps = floatLiteral(e ? e->value.f : 1e-6) + "f";
+      const std::string eps = floatLiteral(tiling::attrFloat(c.call, "eps")) + "f";
       if (op == "rmsnorm") return fmt::format("etc::dev::rmsnorm_rows<{}>(ctx, {}, {}, {}, {})", n, a[0], a[1], eps, a[2]);
       return fmt::format("etc::dev::add_rmsnorm_rows<{}>(ctx, {}, {}, {}, {}, {}, {})", n, a[0], a[1], a[2], eps, a[3], a[4]);
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "compiler/ir/op_check.h"
 #include "compiler/ir/printer.h"
@@ -45,6 +46,17 @@ class Matcher {
   int dest(size_t k, size_t d) const { return base_[k] + static_cast<int>(calls_[k]->call.args.size() + d); }
   const std::string& op(size_t k) const { return calls_[k]->call.op; }
   DType dtype(const Slice& s) const { return m_.tensors[s.target].dtype; }
+
+  // The chain's one call of an op (none if it has none or several).
+  std::optional<size_t> only(std::string_view name) const {
+    std::optional<size_t> found;
+    for (size_t k = 0; k < calls_.size(); ++k)
+      if (op(k) == name) {
+        if (found) return std::nullopt;
+        found = k;
+      }
+    return found;
+  }
 
   // The constant last extent of a slice's tile (0 if it varies over the grid).
   int64_t width(const Slice& s) const {
@@ -128,18 +140,13 @@ class Matcher {
     f.count = calls_.size();
     f.operands = {arg(0, 0), dest(0, 0), arg(1, 1), arg(1, 2), dest(1, 0), dest(1, 1)};
     f.n = len;
-    const Attr* e = n.call.findAttr("eps");
-    f.eps = e ? e->value.f : 1e-6;
+    f.eps = tiling::attrFloat(n.call, "eps");
     return f;
   }
 
   std::optional<FusedRows> qkvRopeAppend() const {
-    std::optional<size_t> kv, rope;
-    for (size_t k = 0; k < calls_.size(); ++k) {
-      if (op(k) == "kv_append") kv = kv ? calls_.size() : k;
-      if (op(k) == "rope") rope = rope ? calls_.size() : k;
-    }
-    if (!kv || !rope || *kv == calls_.size() || *rope == calls_.size()) return std::nullopt;
+    const std::optional<size_t> kv = only("kv_append"), rope = only("rope");
+    if (!kv || !rope) return std::nullopt;
     const CallStmt &a = *calls_[*kv], &r = *calls_[*rope];
     if (a.call.args.size() != 3 || a.dests.size() != 2 || r.call.args.size() != 3 || r.dests.size() != 2)
       return std::nullopt;  // kv_append into page pools is not fused
@@ -192,11 +199,9 @@ class Matcher {
     f.operands = {arg(q->sum, 0), arg(k->sum, 0), arg(*v, 0), q->norm ? arg(*q->norm, 1) : -1,
                   k->norm ? arg(*k->norm, 1) : -1, arg(*rope, 2), dest(*rope, 0), dest(*kv, 0), dest(*kv, 1)};
     if (q->norm) {
-      const Attr *qe = calls_[*q->norm]->call.findAttr("eps"), *ke = calls_[*k->norm]->call.findAttr("eps");
-      const double qv = qe ? qe->value.f : 1e-6, kv_eps = ke ? ke->value.f : 1e-6;
-      if (qv != kv_eps) return std::nullopt;
-      if (dtype(calls_[*q->norm]->call.args[1]) != dtype(calls_[*k->norm]->call.args[1])) return std::nullopt;
-      f.eps = qv;
+      const CallStmt &qn = *calls_[*q->norm], &kn = *calls_[*k->norm];
+      f.eps = tiling::attrFloat(qn.call, "eps");
+      if (tiling::attrFloat(kn.call, "eps") != f.eps || dtype(qn.call.args[1]) != dtype(kn.call.args[1])) return std::nullopt;
     }
     f.n = nq;
     f.nk = nk;
