@@ -120,6 +120,18 @@ run gated-matmul-cuda 0 --emit=cuda "$tmp/l2.etir" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul_prefetch<16, 128, 64>(ctx, a0, a1, a2, true);" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul<128, 128, 64>(ctx, a0, a1, a2, true, a3, prefetched);" &&
   stdout_has gated-matmul-cuda "(ctx, pa, pb, pc);"
+# Each matmul instantiation in a function of its own, the dispatch over them in the task: a
+# function holding all of them has the largest one's register count, and its prologue's
+# register saves cost every call (docs/backend.md, "Matmul instantiations").
+run matmul-instantiations 0 --emit=cuda "$tmp/l2.etir" &&
+  stdout_has matmul-instantiations "    if (v0.rank == 1 || v0.ext[0] <= 16) etc_op" &&
+  stdout_has matmul-instantiations "    else if (pa.rank == 1 || pa.ext[0] <= 64) etc_op" &&
+  stdout_has matmul-instantiations "(ctx, v0, v1, v2, etc_prefetched);" &&
+  stdout_has matmul-instantiations "(ctx, pa, pb, pc);" &&
+  if awk '/^__device__ __noinline__ void etc_op/ { n = 0 } /etc::dev::matmul(_silu_mul)?(_prefetch)?</ { n += gsub(/etc::dev::matmul(_silu_mul)?(_prefetch)?</, "") }
+          /^}/ { if (n > 1) bad = 1; n = 0 } END { exit bad ? 0 : 1 }' "$tmp/out"; then
+    fail "matmul-instantiations: a function holds more than one matmul instantiation"
+  else pass; fi
 # A hand-written matmul tile larger than the device kernel holds is refused, not clipped.
 printf 'module @tl\ntensor x : bf16[4, 64] input\ntensor wg : bf16[100, 64] param\ntensor wu : bf16[100, 64] param\ntensor y : bf16[4, 100] output\ntask @t grid [1] (i) {\n  matmul(x, wg, wu) { transpose_b, act = "silu_mul" } -> y\n}\ngraph @main {\n  run @t\n}\n' >"$tmp/gated_tile.etir"
 run gated-tile-too-large 1 "$tmp/gated_tile.etir" -o "$tmp/gated_tile.fatbin" &&
