@@ -49,7 +49,7 @@ struct Options {
   bool profile = false;                  // --profile
   bool no_weight_prefetch = false;       // --no-weight-prefetch
   std::vector<std::string> device_defines;  // --device-define NAME=VALUE
-  bool share_task_code = false;          // --share-task-code
+  bool share_task_code = true;           // --share-task-code (default) / --no-share-task-code
   bool no_merge_tasks = false;           // --no-merge-tasks
   bool no_gated_matmul = false;          // --no-gated-matmul
 };
@@ -355,10 +355,10 @@ int main(int argc, char** argv) {
         static const std::regex form("ETC_[A-Z0-9_]+=-?[0-9]+");
         return std::regex_match(d, form) ? "" : "expects ETC_NAME=INTEGER, got '" + d + "'";
       });
-  app.add_flag("--share-task-code", opt.share_task_code,
-               "emit one function for tasks whose code differs only in tensors, events and constants (a model's "
-               "layers): a third of the CUDA and a third of the compile time; kernels as fast (Llama-3.2-1B "
-               "decode, B=1, H100: level)");
+  app.add_flag("--share-task-code,!--no-share-task-code", opt.share_task_code,
+               "one function for tasks whose code differs only in tensors, events and constants (a model's layers; "
+               "the default): a fatbin about 40% smaller, so a faster module load, at a step as fast within 0.5% "
+               "(Llama-3.2-1B decode, H100); --no-share-task-code gives every task its own function");
   app.add_flag("--no-merge-tasks", opt.no_merge_tasks,
                "keep every task grid that lower-ops made (skip the merge-tasks pass): for measuring what the merges "
                "gain");

@@ -93,12 +93,15 @@ run device-define-bad 1 --emit=cuda --device-define 'ETC_X=1;int y' samples/mlp.
   stderr_has device-define-bad "expects ETC_NAME=INTEGER, got 'ETC_X=1;int y'"
 run device-define-name 1 --device-define CUDA_ARCH=1 samples/mlp.etir -o "$tmp/dd.fatbin"
 [ -e "$tmp/dd.fatbin" ] && fail "device-define: an output was left behind" || pass
-# --share-task-code: the layers of a decode model share their task functions, and it compiles.
+# Shared task code (the default; --share-task-code says so): the layers of a decode model share
+# their task functions, and it compiles; --no-share-task-code keeps one function per task.
 python3 tools/gen_decode_sample.py llama3_2_1b --layers 2 --vocab 2048 >"$tmp/l2.etir"
 run share-task-code 0 --emit=cuda --share-task-code "$tmp/l2.etir" &&
   stdout_has share-task-code "// the code of 6 tasks: @matmul_q_0 @matmul_k_0 @matmul_v_0 @matmul_q_1 @matmul_k_1 @matmul_v_1" &&
   stdout_has share-task-code "if (!task_matmul_q_0<kStatic, 0>(p, ctx, t, "
-run no-share-task-code 0 --emit=cuda "$tmp/l2.etir" &&
+run share-task-code-default 0 --emit=cuda "$tmp/l2.etir" &&
+  stdout_has share-task-code-default "// the code of 6 tasks: @matmul_q_0 @matmul_k_0 @matmul_v_0 @matmul_q_1 @matmul_k_1 @matmul_v_1"
+run no-share-task-code 0 --emit=cuda --no-share-task-code "$tmp/l2.etir" &&
   if grep -q "// the code of" "$tmp/out"; then fail "no-share-task-code: tasks share code"; else pass; fi
 # Row forms (etc/device/rows.cuh) where a decode tile's row length is a constant, each falling
 # back to the generic op in a function of its own; none for a row of symbolic length.

@@ -11,7 +11,11 @@ mkdir -p "$out"
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "SKIP: no NVIDIA GPU here"; exit 0
 fi
-if [ ! -x "$B/etc-run" ] && [ -f gpu-bundle.tar.xz ]; then tar xJf gpu-bundle.tar.xz; fi
+# A bundle unpacked before is replaced when the archive is newer than its unpacking (a machine
+# kept between calls would otherwise run the previous bundle's fatbins).
+if [ -f gpu-bundle.tar.xz ] && { [ ! -f "$B/.unpacked" ] || [ gpu-bundle.tar.xz -nt "$B/.unpacked" ]; }; then
+  rm -rf "$B" && tar xJf gpu-bundle.tar.xz && touch "$B/.unpacked"
+fi
 if [ ! -x "$B/etc-run" ]; then echo "FAIL: $B/etc-run missing: run tools/gpu_bundle.sh on the build machine first"; exit 1; fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
 rows=()
