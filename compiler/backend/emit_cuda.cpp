@@ -683,15 +683,15 @@ class Emitter {
   // load pipeline). prefetch: the same dispatch calling matmul_prefetch (a and b only). The
   // gated form (a third operand) calls matmul_silu_mul, whose TN covers both products.
   //
-  // signature given: v are the task's views, and each instantiation is a __noinline__ function
-  // of its own (signature's parameters a0, a1, ...; `prefetched` is passed on as `flag`), called
-  // from the dispatch in the task. One function holding every instantiation has the register
-  // count of the largest (128 rows), and its prologue saved some 60 registers to local memory
-  // and restored them at the end of every call: the code before a tile's first load took 3 to
-  // 4 us instead of 1.3 to 1.7 (H100, Llama-3.2-1B decode at B = 1, per-task trace marks).
-  // Without a signature: the dispatch over the instantiations inline, with v as its operands.
+  // v are the task's views. Each instantiation is a __noinline__ function of its own (taking
+  // `signature`, whose parameters are a0, a1, ... and, for the matmul, `prefetched`, passed
+  // `flag`), called from the dispatch in the task. One function holding every instantiation has
+  // the register count of the largest (128 rows), and its prologue saved some 60 registers to
+  // local memory and restored them at the end of every call: the code before a tile's first
+  // load took 3 to 4 us instead of 1.3 to 1.7 (H100, Llama-3.2-1B decode at B = 1, per-task
+  // trace marks).
   std::string matmulDispatch(const Task& t, const CallStmt& c, const std::vector<std::string>& v,
-                             std::vector<std::string>& smem, bool prefetch, const std::string& signature = "",
+                             std::vector<std::string>& smem, bool prefetch, const std::string& signature,
                              const std::string& flag = "") {
     bool tb = tiling::attrBool(c.call, "transpose_b");
     const bool gated = c.call.args.size() == 3;
@@ -703,9 +703,8 @@ class Emitter {
     int64_t tk = tiling::attrInt(c.call, "tile_k");
     if (tk == 0) tk = 64;
     const std::string fn = gated ? "matmul_silu_mul" : "matmul";
-    std::vector<std::string> ops = v;  // the operands the instantiation's call names
-    if (!signature.empty())
-      for (size_t i = 0; i < ops.size(); ++i) ops[i] = fmt::format("a{}", i);
+    std::vector<std::string> ops;  // the operands as the instantiation's function names them
+    for (size_t i = 0; i < v.size(); ++i) ops.push_back(fmt::format("a{}", i));
     const std::string b_args = gated ? fmt::format("{}, {}", ops[1], ops[2]) : ops[1];
     std::vector<int64_t> variants;
     for (int64_t t = 16; t < tm; t *= 2) variants.push_back(t);
@@ -718,11 +717,9 @@ class Emitter {
           prefetch ? fmt::format("etc::dev::{}_prefetch<{}, {}, {}>(ctx, {}, {}, {});", fn, t, tn, tk, ops[0], b_args, tb)
                    : fmt::format("etc::dev::{}<{}, {}, {}>(ctx, {}, {}, {}, {}, prefetched);", fn, t, tn, tk, ops[0],
                                  b_args, tb, ops[gated ? 3 : 2]);
-      if (!signature.empty()) {
-        std::string args;
-        for (const std::string& x : v) args += ", " + x;
-        call = fmt::format("{}(ctx{}{});", sharedFunction(signature, call), args, flag.empty() ? "" : ", " + flag);
-      }
+      std::string args;
+      for (const std::string& x : v) args += ", " + x;
+      call = fmt::format("{}(ctx{}{});", sharedFunction(signature, call), args, flag.empty() ? "" : ", " + flag);
       if (k) code += "\n    else ";
       if (k + 1 < variants.size()) code += fmt::format("if ({0}.rank == 1 || {0}.ext[0] <= {1}) ", v[0], t);
       code += call;
@@ -760,7 +757,6 @@ class Emitter {
     if (op == "rope" || op == "attention_decode" || op == "attention_merge" || op == "split_lens" || op == "kv_ranges")
       return decodeCallCode(t, c, v, smem);
     if (op == "kv_append" && c.call.args.size() == 4) return fmt::format("etc::dev::kv_append_paged(ctx{});", list());
-    if (op == "matmul") return matmulDispatch(t, c, v, smem, false);
     if (op == "topk_softmax") {
       // Logits per lane kept in registers: the row's upper bound over 32 lanes (at most 8).
       OperandType x = sliceType(m_, c.call.args[0]);
