@@ -709,6 +709,9 @@ class Emitter {
     std::vector<int64_t> variants;
     for (int64_t t = 16; t < tm; t *= 2) variants.push_back(t);
     variants.push_back(tm);
+    std::string args;  // what the task passes to each instantiation's function
+    for (const std::string& x : v) args += ", " + x;
+    if (!flag.empty()) args += ", " + flag;
     std::string code;
     for (size_t k = 0; k < variants.size(); ++k) {
       int64_t t = variants[k];
@@ -717,9 +720,7 @@ class Emitter {
           prefetch ? fmt::format("etc::dev::{}_prefetch<{}, {}, {}>(ctx, {}, {}, {});", fn, t, tn, tk, ops[0], b_args, tb)
                    : fmt::format("etc::dev::{}<{}, {}, {}>(ctx, {}, {}, {}, {}, prefetched);", fn, t, tn, tk, ops[0],
                                  b_args, tb, ops[gated ? 3 : 2]);
-      std::string args;
-      for (const std::string& x : v) args += ", " + x;
-      call = fmt::format("{}(ctx{}{});", sharedFunction(signature, call), args, flag.empty() ? "" : ", " + flag);
+      call = fmt::format("{}(ctx{});", sharedFunction(signature, call), args);
       if (k) code += "\n    else ";
       if (k + 1 < variants.size()) code += fmt::format("if ({0}.rank == 1 || {0}.ext[0] <= {1}) ", v[0], t);
       code += call;
@@ -966,9 +967,9 @@ class Emitter {
   // The prefetch of a matmul's weights (the views a, b[, b_up] in the task): the matmul's tile
   // dispatch, calling matmul_prefetch with the instantiation the matmul will use.
   std::string prefetchDispatch(const Task& t, const CallStmt& c, const std::vector<std::string>& views) {
-    std::string ta = cudaType(m_.tensors[c.call.args[0].target].dtype);
-    std::string signature = fmt::format("etc::dev::View<const {0}> a0, etc::dev::View<const {0}> a1", ta);
-    if (c.call.args.size() == 3) signature += fmt::format(", etc::dev::View<const {}> a2", ta);
+    std::string signature;
+    for (size_t i = 0; i < c.call.args.size(); ++i)
+      signature += fmt::format("{}etc::dev::View<{}> a{}", i ? ", " : "", viewElement(c.call.args[i], false), i);
     std::vector<std::string> unused;
     return matmulDispatch(t, c, views, unused, true, signature);
   }
