@@ -236,16 +236,21 @@ static void t_embedding(const char* what, long long rows, long long V, long long
   report(bad == 0, std::string("embedding_") + tname<T>() + "_" + what, (double)bad);
 }
 
-// argmax over rows of x [rows, n] (pitch), with exact ties and optionally a NaN.
+// argmax over rows of x [rows, n] (pitch), with exact ties and optionally a NaN; `flat`: every
+// element that value instead (all tied; -inf: no element beats the start).
 template <class T>
-static void t_argmax(const char* what, long long rows, long long n, long long pitch, long long off, bool nan) {
+static void t_argmax(const char* what, long long rows, long long n, long long pitch, long long off, bool nan,
+                     const double* flat = nullptr) {
   Buf<T> x(rows * pitch + off + 8);
   Buf<int> y(rows);
   x.random(-4, 4);
+  if (flat)
+    for (auto& v : x.h) v = fromd<T>(*flat);
   HV xv = hv(off, {rows, n}, {pitch, 1});
   for (long long r = 0; r < rows; ++r) {
     // An exact tie of the maximum at two positions: the lower index wins.
     const long long a = (r * 37 + 5) % n, b = (r * 101 + n / 2) % n;
+    if (flat) break;
     x.h[xv.at(r * n + a)] = fromd<T>(8.0);
     x.h[xv.at(r * n + b)] = fromd<T>(8.0);
   }
@@ -692,6 +697,15 @@ static void run_decode_tests() {
   t_argmax<float>("3x151936", 3, 151936, 151936, 0, false);
   t_argmax<bf16>("5x1001_unaligned", 5, 1001, 1003, 1, false);
   t_argmax<float>("4x5000_nan", 4, 5000, 5000, 0, true);
+  // The 16-bit rows' chunked form (argmax_row16): NaN, half, rows of one value (-inf, -0),
+  // a row that is not a whole number of 2048-element sweeps.
+  t_argmax<bf16>("4x5000_nan", 4, 5000, 5000, 0, true);
+  t_argmax<f16>("3x32000", 3, 32000, 32000, 0, false);
+  t_argmax<f16>("2x4104_nan", 2, 4104, 4104, 0, true);
+  const double ninf = -std::numeric_limits<double>::infinity(), nzero = -0.0;
+  t_argmax<bf16>("2x2048_all_-inf", 2, 2048, 2048, 0, false, &ninf);
+  t_argmax<bf16>("3x1032_all_-0", 3, 1032, 1032, 0, false, &nzero);
+  t_argmax<bf16>("7x136", 7, 136, 136, 0, false);
 
   // rope: Llama 3 scaling (D 64) and Qwen3 (D 128), positions up to 4096 and far beyond.
   RopeParams llama{64, 500000.0, true, 32.0, 1.0, 4.0, 8192.0};
