@@ -224,7 +224,10 @@ static void t_rows_merge(const char* what, int empty_every, int dead, bool with_
   lp.random(-6, 6);
   for (int p = 0; p < np; ++p)
     for (int h = 0; h < HEADS; ++h)
-      if ((empty_every && p % empty_every == empty_every - 1) || h == dead) lp.h[p * HEADS + h] = -INFINITY;
+      if ((empty_every && p % empty_every == empty_every - 1) || h == dead) {
+        lp.h[p * HEADS + h] = -INFINITY;
+        for (int d = 0; d < D; ++d) op.h[p * W + h * D + d] = NAN;  // an empty part's values are never used
+      }
   o.poison();
   lse.poison();
   op.up();
