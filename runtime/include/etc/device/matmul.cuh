@@ -23,10 +23,6 @@
 #ifndef ETC_MM_MAX_STAGES
 #define ETC_MM_MAX_STAGES 4
 #endif
-// The stages of b that matmul_prefetch issues before a task's waits (0: all but one, S - 1).
-#ifndef ETC_MM_PREFETCH_STAGES
-#define ETC_MM_PREFETCH_STAGES 0
-#endif
 // Where a tile's rows (M) outnumber 16 * ETC_MM_LARGE_M_FM at run time, a warp owns at most
 // that many m16 fragments of rows, and more columns instead (fewer ldmatrix of a per mma); 0:
 // one tiling for every M. Below that M the warps keep whole columns of the tile, so that at
@@ -65,8 +61,6 @@ struct MmGeom {
   // Knobs for measuring (etcc --device-define): ETC_MM_RING_KIB, ETC_MM_MAX_STAGES.
   static constexpr int STAGES =
       cmax(2, cmin(ETC_MM_MAX_STAGES, (int)((unsigned)ETC_MM_RING_KIB * 1024u / STAGE_BYTES)));
-  static constexpr int PREFETCH =
-      ETC_MM_PREFETCH_STAGES > 0 && ETC_MM_PREFETCH_STAGES < STAGES - 1 ? ETC_MM_PREFETCH_STAGES : STAGES - 1;
   static constexpr int C_PITCH = TN + 8;  // f32 partial-sum tile (16-bit inputs only)
   static constexpr unsigned RED_BYTES = sizeof(T) == 2 ? (unsigned)TMP * C_PITCH * 4u : 0u;
   static constexpr unsigned RING_BYTES = STAGES * STAGE_BYTES;
@@ -276,9 +270,8 @@ __device__ __forceinline__ void mm_gated_store(const float* c, int pitch, const 
   __syncthreads();
 }
 
-// prefetched: matmul_prefetch already issued b's tiles of stages 0 .. PREFETCH-1 (before the
-// task's event waits); the first round then issues a's tiles of stages 0 .. S-2 and b's of the
-// stages not prefetched.
+// prefetched: matmul_prefetch already issued b's tiles of stages 0 .. S-2 (before the task's
+// event waits); the first round then issues only a's tiles of those stages.
 // PAIR (the gated matmul): the tile's columns [0, TN/2) are a @ bp, [TN/2, TN) a @ bp2, and y
 // gets silu_mul of the two, each product rounded to TY first. The epilogue needs both halves
 // of the tile at once, so every warp group must run in one round: at most 8 groups (tiles up
@@ -322,12 +315,13 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
     const bool pre = prefetched && g0 == 0;
 #pragma unroll 1
     for (int s = 0; s < S - 1; ++s)
-      mm_issue<T, TM, TN, TK, PAIR>(ring, s, nk, a_rows, ap, bp, bp2, tb, g, true, !pre || s >= Geo::PREFETCH);
+      mm_issue<T, TM, TN, TK, PAIR>(ring, s, nk, a_rows, ap, bp, bp2, tb, g, true, !pre);
 
 #pragma unroll 1
     for (int kt = 0; kt < nk; ++kt) {
-      // Groups complete in order, and the prefetch's groups came first: at most S - 2 pending
-      // means stage kt's a and b have landed, prefetched or not.
+      // Groups complete in order and the prefetch's came first: at most S - 2 pending means
+      // stage kt's a and b have landed (after a prefetch too: waiting for every stage before
+      // the first step cost 0.8 to 1% of a decode step, H100).
       cp_async_wait<S - 2>();
       __syncthreads();
       mm_issue<T, TM, TN, TK, PAIR>(ring, kt + S - 1, nk, a_rows, ap, bp, bp2, tb, g);
@@ -541,7 +535,7 @@ __device__ __forceinline__ MmArgs mm_args(const View<TA>& a, const View<TB>& b, 
 
 namespace detail {
 // matmul_prefetch and matmul_silu_mul_prefetch: b's (and with PAIR b_up's, at bp2) tiles of
-// stages 0 .. PREFETCH-1 into the ring.
+// stages 0 .. S-2 into the ring.
 template <int TM, int TN, int TK, bool PAIR, class TA, class TB>
 __device__ void mm_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const bare_t<TB>* bp2, bool transpose_b) {
   using T = bare_t<TA>;
@@ -551,7 +545,7 @@ __device__ void mm_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b
     const int nk = (int)((g.K + TK - 1) / TK);
     T* ring = reinterpret_cast<T*>(ctx.smem);
 #pragma unroll 1
-    for (int s = 0; s < Geo::PREFETCH; ++s)
+    for (int s = 0; s < Geo::STAGES - 1; ++s)
       mm_issue<T, TM, TN, TK, PAIR>(ring, s, nk, 0, a.ptr, b.ptr, bp2, transpose_b, g, false, true);
   }
 }
