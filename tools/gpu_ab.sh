@@ -22,6 +22,10 @@
 #   -a ARCH     etcc -arch (default sm_90a: the lent GPUs are Hopper)
 #   -c ARGS     also check each variant against the CPU interpreter once, at the first batch
 #               size, with these extra etc-run arguments (for example '--random-outputs')
+#   -w MODEL    time with weights that tools/gen_decode_weights.py MODEL writes (once, on the
+#               GPU machine, to /tmp/ab_weights_MODEL.safetensors) instead of --seed's random
+#               params: for a decode model, about 15 s a timing instead of 25 (the host then
+#               draws no billion random numbers before each)
 #
 # Example: tools/gpu_ab.sh -p 511 -B 1,128 tiling samples/llama3_2_1b.etir base \
 #            'one:--device-define ETC_MM_LARGE_M_FM=0'
@@ -29,12 +33,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
-build=build batches=1,16,128 sym=B pos="" runs=20 rounds=2 arch=sm_90a
+build=build batches=1,16,128 sym=B pos="" runs=20 rounds=2 arch=sm_90a weights=""
 unset check  # -c '' is a check without extra arguments
-while getopts "b:B:s:p:n:r:a:c:h" o; do
+while getopts "b:B:s:p:n:r:a:c:w:h" o; do
   case $o in
     b) build=$OPTARG ;; B) batches=$OPTARG ;; s) sym=$OPTARG ;; p) pos=$OPTARG ;;
     n) runs=$OPTARG ;; r) rounds=$OPTARG ;; a) arch=$OPTARG ;; c) check=$OPTARG ;;
+    w) weights=$OPTARG ;;
     *) usage ;;
   esac
 done
@@ -48,6 +53,11 @@ die() { echo "gpu_ab.sh: $*" >&2; exit 1; }
 [[ $batches =~ ^[0-9]+(,[0-9]+)*$ ]] || die "-B takes batch sizes like 1,16,128: '$batches'"
 for n in "$runs" "$rounds"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "-n and -r take positive integers: '$n'"; done
 [ -z "$pos" ] || [[ $pos =~ ^[0-9]+$ ]] || die "-p takes a position: '$pos'"
+if [ -n "$weights" ]; then
+  known=$(python3 -c 'import sys; sys.path.insert(0, "tools"); from gen_decode_sample import MODELS; print(*sorted(MODELS))') ||
+    die "cannot read the models of tools/gen_decode_sample.py"
+  [[ " $known " == *" $weights "* ]] || die "-w takes a model that tools/gen_decode_weights.py knows ($known): '$weights'"
+fi
 [ -x "$build/etcc" ] && [ -x "$build/tools/etc-run" ] || die "no etcc or etc-run in '$build' (build first)"
 
 dir=gpu-out/$name
@@ -95,6 +105,12 @@ tar -C gpu-out -cJf "gpu-out/$name.tar.xz" "$name"
     echo "python3 -c \"import numpy as np; [np.save(f'/tmp/ab_pos{b}.npy', np.full(b, $pos, np.int32)) for b in ($batches,)]\""
     in="--in pos=/tmp/ab_pos\$b.npy"
   fi
+  timing_inputs="--seed 5"
+  if [ -n "$weights" ]; then
+    wf=/tmp/ab_weights_$weights.safetensors
+    echo "[ -f $wf ] || python3 tools/gen_decode_weights.py $weights -o $wf >/dev/null || echo 'weights FAILED: tools/gen_decode_weights.py $weights'"
+    timing_inputs="--weights $wf --seed 5"
+  fi
   if [ -n "${check+set}" ]; then
     b0=${batches%%,*}
     echo "b=$b0"
@@ -107,7 +123,7 @@ tar -C gpu-out -cJf "gpu-out/$name.tar.xz" "$name"
   echo "for round in \$(seq $rounds); do"
   echo "  for b in ${batches//,/ }; do"
   echo "    for v in ${labels[*]}; do"
-  echo "      timeout 120 \$R \$D/\$v.fatbin --sym $sym=\$b $in --bench $runs --mode mega --seed 5 >/tmp/ab_bench.log 2>&1"
+  echo "      timeout 120 \$R \$D/\$v.fatbin --sym $sym=\$b $in --bench $runs --mode mega $timing_inputs >/tmp/ab_bench.log 2>&1"
   echo "      rc=\$?; line=\$(grep -m1 'median' /tmp/ab_bench.log) || line=\"FAILED (exit \$rc): \$(why /tmp/ab_bench.log)\""
   echo "      echo \"\$v $sym=\$b \$line\""
   echo "    done"

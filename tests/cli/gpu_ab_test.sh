@@ -46,6 +46,16 @@ tar -xJOf "gpu-out/$name.tar.xz" "$name/variants.txt" | grep -qxF "old: $tmp/old
   fail "variants.txt lacks where old came from"
 grep -qF "for v in base old ring; do" "gpu-out/$name.sh" || fail "the script does not time the given variant in order"
 
+# -w: the script writes the model's weights once and times with them instead of random params.
+rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
+tools/gpu_ab.sh -b "$build" -B 1 -r 1 -p 7 -w llama3_2_1b "$name" samples/mlp.etir base >"$tmp/out" 2>&1 ||
+  { fail "gpu_ab.sh -w llama3_2_1b"; cat "$tmp/out"; }
+grep -qxF "[ -f /tmp/ab_weights_llama3_2_1b.safetensors ] || python3 tools/gen_decode_weights.py llama3_2_1b -o /tmp/ab_weights_llama3_2_1b.safetensors >/dev/null || echo 'weights FAILED: tools/gen_decode_weights.py llama3_2_1b'" "gpu-out/$name.sh" ||
+  fail "-w: the script does not write the weights"
+grep -qF -- "--bench 20 --mode mega --weights /tmp/ab_weights_llama3_2_1b.safetensors --seed 5 >" "gpu-out/$name.sh" ||
+  fail "-w: the script does not time with the weights"
+bash -n "gpu-out/$name.sh" || fail "-w: the script is not valid bash"
+
 # Failures leave nothing behind.
 rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
 tools/gpu_ab.sh -b "$build" "$name" samples/mlp.etir base "old=$tmp/none.fatbin" >"$tmp/err" 2>&1 &&
@@ -61,5 +71,8 @@ grep -qF "two variants are labelled 'base'" "$tmp/err" || fail "no word of the r
 tools/gpu_ab.sh -b "$build" "$name" samples/mlp.etir 'a b' >"$tmp/err" 2>&1 && fail "a label with a space was accepted"
 grep -qF "a variant's label must be letters" "$tmp/err" || fail "no word of the bad label: $(cat "$tmp/err")"
 tools/gpu_ab.sh -b "$build" -B 1,x "$name" samples/mlp.etir base >"$tmp/err" 2>&1 && fail "-B 1,x was accepted"
+tools/gpu_ab.sh -b "$build" -w gpt2 "$name" samples/mlp.etir base >"$tmp/err" 2>&1 && fail "-w gpt2 was accepted"
+grep -qF "gpu_ab.sh: -w takes a model that tools/gen_decode_weights.py knows (llama3_2_1b qwen3_0_6b): 'gpt2'" "$tmp/err" ||
+  fail "no word of the unknown model: $(cat "$tmp/err")"
 [ -z "$(leftovers)" ] || fail "left behind: $(leftovers)"
 finish gpu_ab
