@@ -314,8 +314,7 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
 
     const bool pre = prefetched && g0 == 0;
 #pragma unroll 1
-    for (int s = 0; s < S - 1; ++s)
-      mm_issue<T, TM, TN, TK, PAIR>(ring, s, nk, a_rows, ap, bp, bp2, tb, g, true, !pre);
+    for (int s = 0; s < S - 1; ++s) mm_issue<T, TM, TN, TK, PAIR>(ring, s, nk, a_rows, ap, bp, bp2, tb, g, true, !pre);
 
 #pragma unroll 1
     for (int kt = 0; kt < nk; ++kt) {
