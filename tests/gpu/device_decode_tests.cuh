@@ -746,6 +746,14 @@ static void run_decode_tests() {
   t_attention<128, 2, bf16, bf16>("vec", 2, 4097, 4097, 17, 32, 1024, 0);
   t_attention<64, 4, bf16, bf16>("scalar_pitch", 2, 700, 613, 5, 32, 131, 1);
   t_attention<96, 3, float, float>("scalar_d96", 1, 300, 300, 3, 32, 96, 0);
+  // f32 caches: the staged 16-byte path without tensor cores (swizzled rows, 16 lanes a row).
+  t_attention<64, 4, float, float>("vec_f32", 1, 1000, 777, 3, 32, 512, 0);
+  t_attention<64, 4, float, float>("vec_f32", 2, 300, 300, 1, 32, 512, 0);
+  // Tensor-core scores and o (16-bit q and caches, G <= 8): f16, eight query heads a cache
+  // head (the n8 side full), a part whose positions end mid-tile.
+  t_attention<64, 4, f16, f16>("vec_mma_f16", 1, 1000, 777, 3, 32, 512, 0);
+  t_attention<128, 8, bf16, bf16>("vec_mma_g8", 1, 600, 600, 2, 32, 1024, 0);
+  t_attention<64, 1, bf16, float>("vec_mma_g1", 2, 700, 389, 1, 32, 128, 0);
 
   // Paged split-KV attention (shuffled page tables, pools larger than the request): lengths 0,
   // 1, mid-page, a page edge, crossing split boundaries mid-page, the whole table; pages of 16

@@ -15,26 +15,48 @@ constexpr int kAttnMaxWarps = 16;
 // Row steps of a warp whose cache rows load together (attn_head).
 constexpr int kAttnRowBatch = 4;
 
-// Bytes of shared memory per staged block of K (and as many of V): the 16-byte path copies a
-// block's cache rows with cp.async before using any, so that a task waits for memory about
-// once per block instead of once per 128 rows of K and of V (a decode step's parts hold 32 to
-// 512 positions). Knob (etcc --device-define): ETC_ATTN_STAGE=0 reads the rows straight from
-// global memory instead, 4 row steps of a warp at a time.
+// The 16-byte path copies the cache rows of a part into a ring of shared-memory slots with
+// cp.async, each slot a block of positions (kAttnStageBytes of K rows and as many of V), the
+// ring's first slots all requested before the first is used: a decode part of 512 positions
+// (B >= 16 at KV 511) has 64 KiB in flight from the start. H100, Llama-3.2-1B decode (with
+// tensor-core scores and o): 2 slots of 16 KiB 1904.9 / 2258.0 / 6776.2 us at B = 1 / 16 / 128
+// against 1915.3 / 2281.5 / 6930.7 with 3 slots (every task's shared memory is the largest
+// task's) and 1986.0 / 2349.6 / 7085.0 for the FMA form with one 32 KiB slot.
+// Knobs (etcc --device-define): ETC_ATTN_STAGE=0 reads the rows straight from global memory
+// instead, 4 row steps of a warp at a time; ETC_ATTN_BLOCK_KIB the K bytes of a block,
+// ETC_ATTN_SLOTS the slots; ETC_ATTN_EVICT_FIRST=1 copies the rows with L2::evict_first;
+// ETC_ATTN_MMA=0 computes scores and o with FMAs where tensor cores could (attn_mma).
 #ifndef ETC_ATTN_STAGE
 #define ETC_ATTN_STAGE 1
 #endif
-constexpr unsigned kAttnStageBytes = 32768;
+#ifndef ETC_ATTN_BLOCK_KIB
+#define ETC_ATTN_BLOCK_KIB 16
+#endif
+#ifndef ETC_ATTN_SLOTS
+#define ETC_ATTN_SLOTS 2
+#endif
+#ifndef ETC_ATTN_EVICT_FIRST
+#define ETC_ATTN_EVICT_FIRST 0
+#endif
+#ifndef ETC_ATTN_MMA
+#define ETC_ATTN_MMA 1
+#endif
+constexpr unsigned kAttnStageBytes = ETC_ATTN_BLOCK_KIB * 1024u;
+constexpr int kAttnSlots = ETC_ATTN_SLOTS;
+static_assert(kAttnSlots >= 1, "ETC_ATTN_SLOTS must be at least 1");
 
-// The f32 scratch of one cache head's attention (AttnScratch), rounded up to 16 bytes; the
-// staged K and V blocks follow it.
+// The f32 scratch of one cache head's attention (AttnScratch) before its last array, rounded
+// up to 16 bytes; the ring follows it, and the last array (the per-warp partial o of the final
+// reduction, used after every block) shares the ring's bytes.
 template <int D, int G>
 __host__ __device__ constexpr unsigned attention_scratch_bytes() {
-  return ((unsigned)sizeof(float) * (G * D + G * kAttnBlock + 4 * G + kAttnMaxWarps * G * D) + 15u) / 16u * 16u;
+  return ((unsigned)sizeof(float) * (G * D + G * kAttnBlock + 4 * G) + 15u) / 16u * 16u;
 }
 
 template <int D, int G>
 __host__ __device__ constexpr unsigned attention_decode_smem_bytes() {
-  return attention_scratch_bytes<D, G>() + 2u * kAttnStageBytes;
+  constexpr unsigned red = (unsigned)sizeof(float) * kAttnMaxWarps * G * D, ring = 2u * kAttnSlots * kAttnStageBytes;
+  return attention_scratch_bytes<D, G>() + (red > ring ? red : ring);
 }
 
 namespace detail {
@@ -136,7 +158,7 @@ struct AttnPagedRows {
 
 // Shared memory of one cache head's attention: the scaled query heads, a block's scores, the
 // running maximum, sum and rescale factor per head, and the per-warp partial o for the final
-// reduction.
+// reduction (over the staged path's ring: see attention_scratch_bytes).
 template <int D, int G>
 struct AttnScratch {
   float* q;    // [G * D]
@@ -146,7 +168,12 @@ struct AttnScratch {
   float* a;    // rescale factor of the current block
   float* red;  // [warps][G][D]
   __device__ explicit AttnScratch(const Ctx& ctx)
-      : q(reinterpret_cast<float*>(ctx.smem)), s(q + G * D), m(s + G * kAttnBlock), l(m + G), a(l + G), red(a + 2 * G) {}
+      : q(reinterpret_cast<float*>(ctx.smem)),
+        s(q + G * D),
+        m(s + G * kAttnBlock),
+        l(m + G),
+        a(l + G),
+        red(reinterpret_cast<float*>(ctx.smem + attention_scratch_bytes<D, G>())) {}
 
   // The query heads (scaled) in, the running maximum and sum reset; no barrier.
   template <class TQ>
@@ -158,10 +185,9 @@ struct AttnScratch {
 
   // After a block's nb scores are in s (and a barrier): the softmax statistics, a warp per head
   // (the block's maximum, its probabilities in place, the running sum rescaled to the new
-  // maximum), a barrier, and acc rescaled by the block's factor.
-  template <int PE>
-  __device__ void softmax_block(int nb, float (&acc)[G][PE]) const {
-    const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+  // maximum, the block's rescale factor in a), then a barrier.
+  __device__ void block_stats(int nb) const {
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = blockDim.x >> 5;
     for (int h = warp; h < G; h += nw) {
       float mx = __int_as_float(0xff800000);
       for (int j = lane; j < nb; j += 32) mx = fmaxf(mx, s[h * kAttnBlock + j]);
@@ -183,6 +209,12 @@ struct AttnScratch {
       }
     }
     __syncthreads();
+  }
+
+  // block_stats, and acc rescaled by the block's factor.
+  template <int PE>
+  __device__ void softmax_block(int nb, float (&acc)[G][PE]) const {
+    block_stats(nb);
 #pragma unroll
     for (int h = 0; h < G; ++h) {
       const float alpha = a[h];
@@ -195,7 +227,7 @@ struct AttnScratch {
   // sum (0 for no positions); lse = m + log(l) (-inf for none). Ln: the lanes' layout.
   template <class Ln, bool kVec, class TO>
   __device__ void finish(float (&acc)[G][Ln::PE], TO* op, long long os, float* lsep, long long ls) const {
-    const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int c = lane % Ln::L, rg = lane / Ln::L;
 #pragma unroll
     for (int h = 0; h < G; ++h)
@@ -212,6 +244,14 @@ struct AttnScratch {
           if (kVec || d < D) red[(warp * G + h) * D + d] = acc[h][e];
         }
     }
+    finish_red(op, os, lsep, ls);
+  }
+
+  // After every warp's partial o is in red: o = their sum divided by the running sum (0 for no
+  // positions), lse = m + log(l) (-inf for none). Begins and ends with a barrier.
+  template <class TO>
+  __device__ void finish_red(TO* op, long long os, float* lsep, long long ls) const {
+    const int tid = threadIdx.x, nt = blockDim.x, nw = nt >> 5;
     __syncthreads();
     for (int i = tid; i < G * D; i += nt) {
       const int h = i / D, d = i % D;
@@ -300,12 +340,41 @@ __host__ __device__ constexpr int attn_stage_rows() {
   return (int)(kAttnStageBytes / (D * sizeof(K))) < kAttnBlock ? (int)(kAttnStageBytes / (D * sizeof(K))) : kAttnBlock;
 }
 
-// attn_head's 16-byte path with the rows staged in shared memory. Per block: wait for its K
-// and V rows, scores from K, then the next block's K rows are requested (K's buffer is free)
-// while the softmax and o run from V, and the next block's V rows after that, so that a long
-// part streams its cache with a block in flight. Rows are read by the same lanes, and summed
-// in the same order, as attn_head reads them from global memory: the same bits where the
-// blocks are as long.
+// Whether the staged path computes scores and o with tensor cores (mma.sync m16n8k16): q and
+// the caches of one 16-bit dtype, rows of at least 8 16-byte chunks (the ring's swizzle), at
+// most 8 query heads a cache head (the n8 side of the products).
+template <int D, int G, class TQ, class K>
+__host__ __device__ constexpr bool attn_mma() {
+  return ETC_ATTN_MMA != 0 && sizeof(K) == 2 && same_v<bare_t<TQ>, K> && D % 16 == 0 && D >= 64 && G <= 8;
+}
+
+// The bits of a 16-bit value, and two of them as the lower and upper halves of a register (an
+// mma operand pair, the lower index first).
+template <class K>
+__device__ __forceinline__ unsigned attn_bits(K x) {
+  return *reinterpret_cast<const unsigned short*>(&x);
+}
+template <class K>
+__device__ __forceinline__ unsigned attn_pack(float lo, float hi) {
+  return attn_bits(from_f32<K>(lo)) | attn_bits(from_f32<K>(hi)) << 16;
+}
+
+// attn_head's 16-byte path with the rows staged in a ring of kAttnSlots shared-memory slots,
+// K and V of a block in a slot, each its own cp.async group: the ring's blocks are requested
+// first; then per block, wait for its K, scores, request the K of the block that takes the
+// slot next (K's half is free), wait for its V, softmax and o, request that block's V. The
+// groups complete in order and 2 * kAttnSlots - 1 are committed after the one waited for, so
+// a block's wait lets the ring's later blocks stay in flight. A row's 16-byte chunks are
+// stored XOR-swizzled by the row (with 8 or more a row), so that ldmatrix's 8 rows of one
+// chunk column fall in distinct banks.
+//
+// With tensor cores (attn_mma): a warp takes 16-position tiles of the block; scores are
+// K (16 x D, ldmatrix) times q^T (D x 8 heads, exact 16-bit q, scaled after); o^T (D x 8
+// heads) accumulates V^T (ldmatrix.trans) times p^T, p split into a 16-bit high part and the
+// 16-bit rest (two products) so that p keeps about 16 bits; rows past the block's end are
+// zero-filled to the tile, their p zero (see the knobs above for what it gained).
+// Without tensor cores the rows are read by the same lanes, and summed in the same order, as
+// attn_head reads them from global memory: the same bits where the blocks are as long.
 template <int D, int G, class TQ, class Rows, class TO>
 __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long n, float scale,
                                  TO* op, long long os, float* lsep, long long ls) {
@@ -314,95 +383,203 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
   static_assert(Ln::L * Ln::R == 32, "attention_decode: lanes per row must divide 32");
   static_assert(sizeof(bare_t<typename Rows::VT>) == sizeof(K), "attention_decode: k and v of one size");
   constexpr int SR = attn_stage_rows<D, K>(), CPR = D / Ln::PE;  // rows per block, 16-byte chunks per row
+  constexpr int NS = kAttnSlots;
+  constexpr bool kMma = attn_mma<D, G, TQ, K>() && same_v<bare_t<typename Rows::VT>, K>;
+  static_assert(!kMma || SR % 16 == 0, "attention_decode: a block of whole 16-position tiles");
   const AttnScratch<D, G> sc(ctx);
   float* q_s = sc.q;
   float* s_s = sc.s;
-  unsigned char* stage = ctx.smem + attention_scratch_bytes<D, G>();
-  K* k_s = reinterpret_cast<K*>(stage);
-  K* v_s = reinterpret_cast<K*>(stage + kAttnStageBytes);
+  unsigned char* ring = ctx.smem + attention_scratch_bytes<D, G>();
   const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
   const int c = lane % Ln::L, rg = lane / Ln::L;
-  // Requests rows [b0, b0 + nb) of K (v = false) or V into their buffer; a missing paged row
-  // reads as zeros (no bytes copied; the address is any valid one).
-  auto request = [&](bool v, long long b0, int nb) {
-    K* dst = v ? v_s : k_s;
-    for (int idx = tid; idx < nb * CPR; idx += nt) {
-      const int r = idx / CPR, cc = idx - r * CPR;
-      const void* src = v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
-      cp_async16(dst + r * D + cc * Ln::PE, src ? (const void*)((const K*)src + cc * Ln::PE) : (const void*)qp,
-                 src ? 16u : 0u);
+  const long long nblk = n > 0 ? (n + SR - 1) / SR : 0;
+  auto slot = [&](long long blk, bool v) {
+    return reinterpret_cast<K*>(ring + (unsigned)(blk % NS) * 2u * kAttnStageBytes + (v ? kAttnStageBytes : 0u));
+  };
+  auto rows_in = [&](long long blk) { return (int)(n - blk * SR < SR ? n - blk * SR : SR); };
+  // Where chunk cc of row r of a block is stored (in elements from the block's start).
+  auto at = [](int r, int cc) { return r * D + (CPR >= 8 ? cc ^ (r & 7) : cc) * Ln::PE; };
+  // Requests block blk's K (v = false) or V rows into its slot, as one group (empty past the
+  // last block: the wait arithmetic stays uniform); with tensor cores the rows up to the next
+  // 16 are zeros. A missing paged row reads as zeros too (no bytes copied; the address is any
+  // valid one).
+  auto request = [&](bool v, long long blk) {
+    if (blk < nblk) {
+      K* dst = slot(blk, v);
+      const long long b0 = blk * SR;
+      const int nb = rows_in(blk), nz = kMma ? (nb + 15) / 16 * 16 : nb;
+#if ETC_ATTN_EVICT_FIRST
+      const unsigned long long policy = l2_evict_first();
+#endif
+      for (int idx = tid; idx < nz * CPR; idx += nt) {
+        const int r = idx / CPR, cc = idx - r * CPR;
+        const void* src = r >= nb ? nullptr : v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
+        const void* from = src ? (const void*)((const K*)src + cc * Ln::PE) : (const void*)qp;
+#if ETC_ATTN_EVICT_FIRST
+        cp_async16_hint(dst + at(r, cc), from, src ? 16u : 0u, policy);
+#else
+        cp_async16(dst + at(r, cc), from, src ? 16u : 0u);
+#endif
+      }
     }
     cp_async_commit();
   };
   auto row_at = [&](const K* buf, int j, float (&out)[Ln::PE]) {
-    const Vec<K, Ln::PE> v = *reinterpret_cast<const Vec<K, Ln::PE>*>(buf + j * D + c * Ln::PE);
+    const Vec<K, Ln::PE> v = *reinterpret_cast<const Vec<K, Ln::PE>*>(buf + at(j, c));
 #pragma unroll
     for (int e = 0; e < Ln::PE; ++e) out[e] = to_f32(v.v[e]);
   };
-  if (n > 0) {
-    const int nb0 = (int)(n < SR ? n : SR);
-    request(false, 0, nb0);
-    request(true, 0, nb0);
+#pragma unroll 1
+  for (int b = 0; b < NS; ++b) {
+    request(false, b);
+    request(true, b);
   }
   sc.start(qp, qs, scale);
-  float acc[G][Ln::PE];
+  // FMA form: a lane's elements of o for each head. Tensor cores: a warp's o^T fragments
+  // (d tile, then the m16n8 accumulator: d = lane / 4 (+8), heads 2 * (lane % 4) (+1)), and
+  // q^T's fragments for each 16-deep k step (head lane / 4, d 2 * (lane % 4) (+1) (+8)).
+  constexpr int DT = D / 16;
+  float acc[kMma ? 1 : G][Ln::PE];
+  float ot[kMma ? DT : 1][4];
+  unsigned qf[kMma ? DT : 1][2];
 #pragma unroll
-  for (int h = 0; h < G; ++h)
+  for (int h = 0; h < (kMma ? 1 : G); ++h)
 #pragma unroll
     for (int e = 0; e < Ln::PE; ++e) acc[h][e] = 0.0f;
+  if constexpr (kMma) {
+    const int h = lane >> 2;
+#pragma unroll
+    for (int t = 0; t < DT; ++t) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) ot[t][e] = 0.0f;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int d = t * 16 + half * 8 + (lane & 3) * 2;
+        qf[t][half] = h < G ? attn_bits(ld(qp + (h * D + d) * qs)) | attn_bits(ld(qp + (h * D + d + 1) * qs)) << 16 : 0u;
+      }
+    }
+  }
 
-  for (long long b0 = 0; b0 < n; b0 += SR) {
-    const int nb = (int)(n - b0 < SR ? n - b0 : SR);
-    const long long b1 = b0 + SR;
-    const int nb1 = b1 < n ? (int)(n - b1 < SR ? n - b1 : SR) : 0;
-    cp_async_wait<0>();
-    __syncthreads();  // every thread's rows (and q_s, m_s, l_s the first time) are in
-    // A lane always meets the same elements of q: in registers, not read from shared memory
-    // again for every row (the score loop's loads were more than its multiply-adds).
-    float qr[G][Ln::PE];
+  for (long long blk = 0; blk < nblk; ++blk) {
+    const int nb = rows_in(blk);
+    const K* k_s = slot(blk, false);
+    const K* v_s = slot(blk, true);
+    cp_async_wait<2 * NS - 1>();  // this block's K
+    __syncthreads();              // every thread's rows (and q_s, m_s, l_s the first time) are in
+    if constexpr (kMma) {
+      for (int t = warp; t * 16 < nb; t += nw) {
+        float sc4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        const int r = t * 16 + (lane & 15);
 #pragma unroll
-    for (int h = 0; h < G; ++h)
+        for (int k = 0; k < DT; ++k) {
+          unsigned af[4];
+          ldsm_x4(af, k_s + at(r, 2 * k + (lane >> 4)));
+          mma16816<K>(sc4, af, qf[k][0], qf[k][1]);
+        }
+        const int j = t * 16 + (lane >> 2), h = (lane & 3) * 2;
 #pragma unroll
-      for (int e = 0; e < Ln::PE; ++e) qr[h][e] = q_s[h * D + c * Ln::PE + e];
+        for (int e = 0; e < 4; ++e) {
+          const int jj = j + (e >> 1) * 8, hh = h + (e & 1);
+          if (hh < G && jj < nb) s_s[hh * kAttnBlock + jj] = sc4[e] * scale;
+        }
+      }
+    } else {
+      // A lane always meets the same elements of q: in registers, not read from shared memory
+      // again for every row (the score loop's loads were more than its multiply-adds).
+      float qr[G][Ln::PE];
+#pragma unroll
+      for (int h = 0; h < G; ++h)
+#pragma unroll
+        for (int e = 0; e < Ln::PE; ++e) qr[h][e] = q_s[h * D + c * Ln::PE + e];
 #pragma unroll 2
-    for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R) {
-      const int j = jb0 + rg;
-      float kv[Ln::PE];
-      if (j < nb) row_at(k_s, j, kv);
-      else
+      for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R) {
+        const int j = jb0 + rg;
+        float kv[Ln::PE];
+        if (j < nb) row_at(k_s, j, kv);
+        else
 #pragma unroll
-        for (int e = 0; e < Ln::PE; ++e) kv[e] = 0.0f;
+          for (int e = 0; e < Ln::PE; ++e) kv[e] = 0.0f;
 #pragma unroll
-      for (int h = 0; h < G; ++h) {
-        float part = 0.0f;
+        for (int h = 0; h < G; ++h) {
+          float part = 0.0f;
 #pragma unroll
-        for (int e = 0; e < Ln::PE; ++e) part += qr[h][e] * kv[e];
+          for (int e = 0; e < Ln::PE; ++e) part += qr[h][e] * kv[e];
 #pragma unroll
-        for (int o = Ln::L / 2; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
-        if (j < nb && c == 0) s_s[h * kAttnBlock + j] = part;
+          for (int o = Ln::L / 2; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+          if (j < nb && c == 0) s_s[h * kAttnBlock + j] = part;
+        }
       }
     }
     __syncthreads();
-    if (nb1) request(false, b1, nb1);
-    sc.softmax_block(nb, acc);
+    request(false, blk + NS);
+    cp_async_wait<2 * NS - 1>();  // this block's V: block_stats' barrier publishes it
+    if constexpr (kMma) {
+      sc.block_stats(nb);
+      const int h = (lane & 3) * 2;
+      const float a0 = h < G ? sc.a[h] : 1.0f, a1 = h + 1 < G ? sc.a[h + 1] : 1.0f;
+#pragma unroll
+      for (int t = 0; t < DT; ++t) {
+        ot[t][0] *= a0;
+        ot[t][1] *= a1;
+        ot[t][2] *= a0;
+        ot[t][3] *= a1;
+      }
+      for (int t = warp; t * 16 < nb; t += nw) {
+        const int hp = lane >> 2, j0 = t * 16 + (lane & 3) * 2;
+        float p[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int j = j0 + (e & 1) + (e >> 1) * 8;
+          p[e] = hp < G && j < nb ? s_s[hp * kAttnBlock + j] : 0.0f;
+        }
+        float rest[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) rest[e] = p[e] - to_f32(from_f32<K>(p[e]));
+        const unsigned hi0 = attn_pack<K>(p[0], p[1]), hi1 = attn_pack<K>(p[2], p[3]);
+        const unsigned lo0 = attn_pack<K>(rest[0], rest[1]), lo1 = attn_pack<K>(rest[2], rest[3]);
+        const int mi = lane >> 3, r = t * 16 + (lane & 7) + (mi >> 1) * 8;
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt) {
+          unsigned af[4];
+          ldsm_x4_t(af, v_s + at(r, 2 * dt + (mi & 1)));
+          mma16816<K>(ot[dt], af, hi0, hi1);
+          mma16816<K>(ot[dt], af, lo0, lo1);
+        }
+      }
+    } else {
+      sc.softmax_block(nb, acc);
 #pragma unroll 2
-    for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R) {
-      const int j = jb0 + rg;
-      if (j >= nb) continue;
-      float vv[Ln::PE];
-      row_at(v_s, j, vv);
+      for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R) {
+        const int j = jb0 + rg;
+        if (j >= nb) continue;
+        float vv[Ln::PE];
+        row_at(v_s, j, vv);
 #pragma unroll
-      for (int h = 0; h < G; ++h) {
-        const float p = s_s[h * kAttnBlock + j];
+        for (int h = 0; h < G; ++h) {
+          const float p = s_s[h * kAttnBlock + j];
 #pragma unroll
-        for (int e = 0; e < Ln::PE; ++e) acc[h][e] += p * vv[e];
+          for (int e = 0; e < Ln::PE; ++e) acc[h][e] += p * vv[e];
+        }
       }
     }
-    __syncthreads();  // v_s and s_s are rewritten next
-    if (nb1) request(true, b1, nb1);
+    __syncthreads();  // the slot's V and s_s are rewritten next
+    request(true, blk + NS);
   }
-  if (n <= 0) __syncthreads();  // q_s, m_s, l_s written by other threads
-  sc.template finish<Ln, true>(acc, op, os, lsep, ls);
+  // Past the last block only empty groups are pending; finish's reduction reuses the ring.
+  if (nblk == 0) __syncthreads();  // q_s, m_s, l_s written by other threads
+  if constexpr (kMma) {
+    const int h = (lane & 3) * 2;
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int hh = h + (e & 1), d = dt * 16 + (lane >> 2) + (e >> 1) * 8;
+        if (hh < G) sc.red[(warp * G + hh) * D + d] = ot[dt][e];
+      }
+    sc.finish_red(op, os, lsep, ls);
+  } else {
+    sc.template finish<Ln, true>(acc, op, os, lsep, ls);
+  }
 }
 
 // Every cache head g of a request (hk of them), each with its G query heads; rows(g) gives
