@@ -355,6 +355,15 @@ ts.sort(); print(f"{2 * x.numel() / (ts[len(ts)//2] * 1e-3) / 1e12:.3f}")
 PY
 )
 row "device-to-device copy bandwidth" INFO "${bw:-?} TB/s (read + write)"
+# What a weight stream through a cp.async ring reaches, by stage shape (tools/bench_stream.cu):
+# the ceiling of the decode matmuls' streaming, as a ratio of a copy.
+if command -v nvcc >/dev/null 2>&1 &&
+   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/bench_stream.cu -o "$out/bench_stream" >"$out/bench_stream.log" 2>&1 &&
+   "$out/bench_stream" >>"$out/bench_stream.log" 2>&1; then
+  row "weight stream, 128 B a row / best shape" INFO "$(awk '$1 == "ring" && $3 == 128 && $4 == 128 && $5 == 4 {print $9; exit}' "$out/bench_stream.log") / $(awk '$1 ~ /^(ring|bulk|ldg)$/ {print $9}' "$out/bench_stream.log" | sort -n | tail -1) of the copy (bench_stream.log)"
+else
+  row "weight stream (tools/bench_stream.cu)" FAIL "$(tail -2 "$out/bench_stream.log" | tr '\n' ' ' | cut -c1-200)"
+fi
 # mlp weights: w_gate_up [16384, 2048] + w_down [2048, 8192] + ln [2048], bf16.
 wbytes=$(( (16384 * 2048 + 2048 * 8192 + 2048) * 2 ))
 for b in 1 3 16 64 128; do

@@ -1,0 +1,252 @@
+// How fast can CTAs stream a decode matmul's weights through a cp.async shared-memory ring,
+// depending on the shape of a ring stage? A matmul task of tile_n output columns over all of
+// K reads, per K step, tile_k elements of each of its tile_n weight rows: rows * bytes-per-row
+// is the stage (16 KiB here, as etc's rings), and the bytes per row are what DRAM sees as one
+// contiguous run. This times that stream alone (no products) for several shapes, every CTA
+// owning the same number of rows of one [N, K] bf16 matrix, and prints each shape's bandwidth
+// as a ratio of a plain device-to-device copy timed in the same process; also the same stream
+// through TMA bulk copies (one per row and stage) and through 16-byte loads into registers.
+//
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a tools/bench_stream.cu -o bench_stream
+//   ./bench_stream [K] [N]      (default K = 2048, N = 16384: Llama-3.2-1B's gate and up)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CK(x)                                                                               \
+  do {                                                                                      \
+    cudaError_t e_ = (x);                                                                   \
+    if (e_ != cudaSuccess) {                                                                \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                         \
+    }                                                                                       \
+  } while (0)
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void cp16(void* s, const void* g) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(s)), "l"(g) : "memory");
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wait_group() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// One CTA: rows [r0, r0 + R) of w [N, K] (u16), stage = SR rows x SC columns, S stages.
+// Step order as a matmul's: for each block of SR rows (TN), K in steps of SC (TK).
+template <int S>
+__global__ void __launch_bounds__(256) stream(const unsigned short* w, long long K, int R, int SR, int SC,
+                                              unsigned* sink) {
+  extern __shared__ __align__(16) unsigned char ring[];
+  const int r0 = blockIdx.x * R;
+  const int stage_elems = SR * SC, chunks = stage_elems / 8, cpr = SC / 8;
+  const int kb = (int)(K / SC), steps = (R / SR) * kb;
+  auto issue = [&](int st) {
+    if (st < steps) {
+      const int rb = st / kb, k0 = (st % kb) * SC;
+      unsigned short* dst = reinterpret_cast<unsigned short*>(ring) + (st % S) * stage_elems;
+      for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+        const int r = c / cpr, cc = c % cpr;
+        cp16(dst + r * SC + cc * 8, w + (long long)(r0 + rb * SR + r) * K + k0 + cc * 8);
+      }
+    }
+    commit();
+  };
+  for (int s = 0; s < S - 1; ++s) issue(s);
+  unsigned acc = 0;
+  for (int st = 0; st < steps; ++st) {
+    wait_group<S - 2>();
+    __syncthreads();
+    issue(st + S - 1);
+    const unsigned* src = reinterpret_cast<const unsigned*>(ring + (st % S) * stage_elems * 2);
+    for (int i = threadIdx.x; i < stage_elems / 2; i += blockDim.x * 8) acc ^= src[i];
+  }
+  if (acc == 0x12345678u) sink[blockIdx.x] = acc;  // keeps the reads
+}
+
+// The same stream with the TMA engine: each row's bytes of a stage are one bulk copy
+// (cp.async.bulk, issued by warp 0's lanes), a stage's copies complete on its mbarrier.
+__device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned n) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(smem_addr(b)), "r"(n) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(unsigned long long* b, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(smem_addr(b)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned phase) {
+  asm volatile(
+      "{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared.b64 p, [%0], %1;\n @!p bra W;\n}\n" ::"r"(smem_addr(b)),
+      "r"(phase)
+      : "memory");
+}
+__device__ __forceinline__ void bulk(void* s, const void* g, unsigned bytes, unsigned long long* b) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_addr(s)),
+               "l"(g), "r"(bytes), "r"(smem_addr(b))
+               : "memory");
+}
+
+template <int S>
+__global__ void __launch_bounds__(256) stream_bulk(const unsigned short* w, long long K, int R, int SR, int SC,
+                                                   unsigned* sink) {
+  extern __shared__ __align__(16) unsigned char ring[];
+  __shared__ __align__(8) unsigned long long bar[S];
+  const int r0 = blockIdx.x * R;
+  const int stage_elems = SR * SC;
+  const int kb = (int)(K / SC), steps = (R / SR) * kb;
+  if (threadIdx.x < S) mbar_init(&bar[threadIdx.x], 1);
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  __syncthreads();
+  auto issue = [&](int st) {
+    if (st >= steps || threadIdx.x >= 32) return;
+    const int rb = st / kb, k0 = (st % kb) * SC;
+    unsigned short* dst = reinterpret_cast<unsigned short*>(ring) + (st % S) * stage_elems;
+    if (threadIdx.x == 0) mbar_expect(&bar[st % S], stage_elems * 2);
+    __syncwarp();
+    for (int r = threadIdx.x; r < SR; r += 32)
+      bulk(dst + r * SC, w + (long long)(r0 + rb * SR + r) * K + k0, SC * 2, &bar[st % S]);
+  };
+  for (int s = 0; s < S; ++s) issue(s);
+  unsigned acc = 0;
+  for (int st = 0; st < steps; ++st) {
+    mbar_wait(&bar[st % S], (st / S) & 1);
+    const unsigned* src = reinterpret_cast<const unsigned*>(ring + (st % S) * stage_elems * 2);
+    for (int i = threadIdx.x; i < stage_elems / 2; i += blockDim.x * 8) acc ^= src[i];
+    __syncthreads();  // the slot is free
+    issue(st + S);
+  }
+  if (acc == 0x12345678u) sink[blockIdx.x] = acc;
+}
+
+// The stream into registers: 16-byte loads, U of them in flight per thread, the CTA's rows
+// read row after row (each row's bytes by consecutive threads).
+template <int U>
+__global__ void __launch_bounds__(256) stream_ldg(const unsigned short* w, long long K, int R, unsigned* sink) {
+  const int4* base = reinterpret_cast<const int4*>(w + (long long)blockIdx.x * R * K);
+  const long long n = (long long)R * K / 8;
+  unsigned acc = 0;
+  for (long long i0 = threadIdx.x; i0 < n; i0 += (long long)blockDim.x * U) {
+    int4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const long long i = i0 + (long long)u * blockDim.x;
+      if (i < n) asm volatile("ld.global.cg.v4.s32 {%0,%1,%2,%3}, [%4];\n" : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w) : "l"(base + i));
+      else v[u] = make_int4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  if (acc == 0x12345678u) sink[blockIdx.x] = acc;
+}
+
+__global__ void copy16(const int4* a, int4* b, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    b[i] = a[i];
+}
+
+template <class F>
+static float time_ms(F f, int reps) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  f();
+  CK(cudaDeviceSynchronize());
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    CK(cudaEventRecord(e0));
+    f();
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms);
+  }
+  CK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+int main(int argc, char** argv) {
+  const long long K = argc > 1 ? std::atoll(argv[1]) : 2048, N = argc > 2 ? std::atoll(argv[2]) : 16384;
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  const long long bytes = N * K * 2;
+  // Several copies of the matrix, used in turn, so that no run finds its bytes in L2.
+  const int copies = (int)std::max(2LL, (2LL * p.l2CacheSize) / bytes + 2);
+  std::vector<unsigned short*> w(copies);
+  for (auto& x : w) {
+    CK(cudaMalloc(&x, bytes));
+    CK(cudaMemset(x, 0x3c, bytes));
+  }
+  unsigned* sink;
+  CK(cudaMalloc(&sink, 4096 * sizeof(unsigned)));
+  int4 *ca, *cb;
+  const long long cbytes = 1LL << 30;
+  CK(cudaMalloc(&ca, cbytes));
+  CK(cudaMalloc(&cb, cbytes));
+  CK(cudaMemset(ca, 1, cbytes));
+  const float copy_ms = time_ms([&] { copy16<<<p.multiProcessorCount * 8, 512>>>(ca, cb, cbytes / 16); }, 20);
+  const double copy_bw = 2.0 * cbytes / (copy_ms * 1e-3) / 1e12;
+  std::printf("%s, %d SMs, L2 %d MiB; copy of 1 GiB: %.3f ms, %.2f TB/s (read + write)\n", p.name,
+              p.multiProcessorCount, p.l2CacheSize >> 20, copy_ms, copy_bw);
+  std::printf("matrix [%lld, %lld] bf16, %.1f MiB. how: ring = cp.async ring of `stages` stages of KiB, each\n"
+              "`rows` rows of B/row bytes; bulk = the same through cp.async.bulk (TMA) and mbarriers; ldg = 16-byte\n"
+              "loads into registers, `stages` of them in flight per thread\n",
+              N, K, bytes / 1048576.0);
+  auto report = [&](const char* how, int ctas, int R, int rows, int bpr, int S, int stage_kib, float ms) {
+    const double bw = (double)R * ctas * K * 2 / (ms * 1e-3) / 1e12;
+    std::printf("%-6s %5d %5d %6d %6d %6d %9.1f %8.2f %7.2fx\n", how, ctas, rows, bpr, S, stage_kib, ms * 1e3, bw,
+                bw / copy_bw);
+  };
+  std::printf("%-6s %5s %5s %6s %6s %6s %9s %8s %8s\n", "how", "ctas", "rows", "B/row", "stages", "KiB", "us", "TB/s",
+              "/copy");
+  auto set_smem = [](auto kernel) { CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024)); };
+  set_smem(stream<4>);
+  set_smem(stream<6>);
+  set_smem(stream<8>);
+  set_smem(stream_bulk<4>);
+  set_smem(stream_bulk<6>);
+  set_smem(stream_bulk<8>);
+  for (int ctas : {128, p.multiProcessorCount}) {
+    const int R = (int)(N / ctas) / 16 * 16;  // every CTA the same rows (a few left over)
+    int it = 0;
+    for (int stage : {16384, 32768}) {
+      for (int S : {4, 6, 8}) {
+        if ((size_t)S * stage > 200 * 1024) continue;
+        for (int bpr : {128, 256, 1024}) {
+          const int SC = bpr / 2, SR = stage / bpr;
+          if (SC > K || SR > R || R % SR) continue;
+          const size_t smem = (size_t)S * stage;
+          const float ms = time_ms([&] {
+            const unsigned short* wi = w[it++ % copies];
+            if (S == 4) stream<4><<<ctas, 256, smem>>>(wi, K, R, SR, SC, sink);
+            else if (S == 6) stream<6><<<ctas, 256, smem>>>(wi, K, R, SR, SC, sink);
+            else stream<8><<<ctas, 256, smem>>>(wi, K, R, SR, SC, sink);
+          }, 30);
+          report("ring", ctas, R, SR, bpr, S, stage / 1024, ms);
+          const float mb = time_ms([&] {
+            const unsigned short* wi = w[it++ % copies];
+            if (S == 4) stream_bulk<4><<<ctas, 256, smem>>>(wi, K, R, SR, SC, sink);
+            else if (S == 6) stream_bulk<6><<<ctas, 256, smem>>>(wi, K, R, SR, SC, sink);
+            else stream_bulk<8><<<ctas, 256, smem>>>(wi, K, R, SR, SC, sink);
+          }, 30);
+          report("bulk", ctas, R, SR, bpr, S, stage / 1024, mb);
+        }
+      }
+    }
+    for (int U : {4, 8, 16}) {
+      const float ms = time_ms([&] {
+        const unsigned short* wi = w[it++ % copies];
+        if (U == 4) stream_ldg<4><<<ctas, 256>>>(wi, K, R, sink);
+        else if (U == 8) stream_ldg<8><<<ctas, 256>>>(wi, K, R, sink);
+        else stream_ldg<16><<<ctas, 256>>>(wi, K, R, sink);
+      }, 30);
+      report("ldg", ctas, R, 0, (int)(K * 2), U, U * 4, ms);
+    }
+  }
+  return 0;
+}
