@@ -50,6 +50,24 @@ template <> struct Pair16<__half> { using type = __half2; };
 // The larger of a and b, NaN if either is.
 __device__ __forceinline__ float max_or_nan(float a, float b) { return a != a ? a : (b != b ? b : fmaxf(a, b)); }
 
+// The CTA's best (value v, index i) in the argmax order: warp shuffles, a slot per warp in
+// sv / si, then thread 0 over the warps; only thread 0's v and i hold the result. The barrier
+// between the slots' writes and thread 0's reads is the caller's last until it barriers again.
+__device__ __forceinline__ void argmax_cta(float& v, long long& i, float* sv, long long* si) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    const long long oi = __shfl_xor_sync(0xffffffffu, i, o);
+    if (argmax_better(ov, oi, v, i)) v = ov, i = oi;
+  }
+  if (lane == 0) sv[warp] = v, si[warp] = i;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int w = 1; w < warps; ++w)
+      if (argmax_better(sv[w], si[w], v, i)) v = sv[w], i = si[w];
+}
+
 // argmax of a row of a 16-bit float type: contiguous, 16-byte aligned, n a multiple of 8 (a
 // decode step's logits). A thread folds each of its 16-byte chunks (8 elements) to the chunk's
 // maximum with packed NaN-propagating maxima and keeps the first chunk with the best maximum in
@@ -89,18 +107,8 @@ __device__ long long argmax_row16(const X* xr, long long n, float* sv, long long
 #pragma unroll
     for (int u = 0; u < U; ++u) cur[u] = next[u];
   }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, tm, o);
-    const long long oc = __shfl_xor_sync(0xffffffffu, tc, o);
-    if (argmax_better(ov, oc, tm, tc)) tm = ov, tc = oc;
-  }
-  if (lane == 0) sv[warp] = tm, si[warp] = tc;
-  __syncthreads();
+  argmax_cta(tm, tc, sv, si);
   if (threadIdx.x == 0) {
-    for (int w = 1; w < warps; ++w)
-      if (argmax_better(sv[w], si[w], tm, tc)) tm = sv[w], tc = si[w];
     long long best = 0;
     if (tc < chunks) {
       X e[8];
@@ -147,7 +155,6 @@ __device__ void argmax(const Ctx& ctx, const View<TX>& x, const View<int>& y) {
   const long long rs = x.rank == 2 ? x.stride[0] : 0, cs = x.stride[x.rank == 2 ? 1 : 0];
   float* sv = reinterpret_cast<float*>(ctx.smem);
   long long* si = reinterpret_cast<long long*>(ctx.smem + 128);  // 16 warps at most
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   constexpr int V = 16 / sizeof(X);
   for (long long r = 0; r < rows; ++r) {
     TX* xr = x.ptr + r * rs;
@@ -196,19 +203,8 @@ __device__ void argmax(const Ctx& ctx, const View<TX>& x, const View<int>& y) {
         if (detail::argmax_better(f, i, best, bi)) best = f, bi = i;
       }
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, best, o);
-      const long long oi = __shfl_xor_sync(0xffffffffu, bi, o);
-      if (detail::argmax_better(ov, oi, best, bi)) best = ov, bi = oi;
-    }
-    if (lane == 0) sv[warp] = best, si[warp] = bi;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      for (int w = 1; w < warps; ++w)
-        if (detail::argmax_better(sv[w], si[w], best, bi)) best = sv[w], bi = si[w];
-      y.ptr[y.rank ? r * y.stride[0] : 0] = (int)(bi < n ? bi : 0);
-    }
+    detail::argmax_cta(best, bi, sv, si);
+    if (threadIdx.x == 0) y.ptr[y.rank ? r * y.stride[0] : 0] = (int)(bi < n ? bi : 0);
     __syncthreads();
   }
 }
