@@ -221,20 +221,15 @@ int main(int argc, char** argv) {
           const int SC = bpr / 2, SR = stage / bpr;
           if (SC > K || SR > R || R % SR) continue;
           const size_t smem = (size_t)S * stage;
-          const float ms = time_ms([&] {
-            const unsigned short* wi = w[it++ % copies];
-            if (S == 4) stream<4><<<ctas, 256, smem>>>(wi, K, R, SR, SC, sink);
-            else if (S == 6) stream<6><<<ctas, 256, smem>>>(wi, K, R, SR, SC, sink);
-            else stream<8><<<ctas, 256, smem>>>(wi, K, R, SR, SC, sink);
-          }, 30);
-          report("ring", ctas, R, SR, bpr, S, stage / 1024, ms);
-          const float mb = time_ms([&] {
-            const unsigned short* wi = w[it++ % copies];
-            if (S == 4) stream_bulk<4><<<ctas, 256, smem>>>(wi, K, R, SR, SC, sink);
-            else if (S == 6) stream_bulk<6><<<ctas, 256, smem>>>(wi, K, R, SR, SC, sink);
-            else stream_bulk<8><<<ctas, 256, smem>>>(wi, K, R, SR, SC, sink);
-          }, 30);
-          report("bulk", ctas, R, SR, bpr, S, stage / 1024, mb);
+          // Each kernel form instantiated for the stage counts above.
+          using Kernel = void (*)(const unsigned short*, long long, int, int, int, unsigned*);
+          auto run = [&](const char* how, Kernel k4, Kernel k6, Kernel k8) {
+            const Kernel k = S == 4 ? k4 : S == 6 ? k6 : k8;
+            const float ms = time_ms([&] { k<<<ctas, 256, smem>>>(w[it++ % copies], K, R, SR, SC, sink); }, 30);
+            report(how, ctas, R, SR, bpr, S, stage / 1024, ms);
+          };
+          run("ring", stream<4>, stream<6>, stream<8>);
+          run("bulk", stream_bulk<4>, stream_bulk<6>, stream_bulk<8>);
         }
       }
     }

@@ -749,11 +749,12 @@ static void run_decode_tests() {
   // f32 caches: the staged 16-byte path without tensor cores (swizzled rows, 16 lanes a row).
   t_attention<64, 4, float, float>("vec_f32", 1, 1000, 777, 3, 32, 512, 0);
   t_attention<64, 4, float, float>("vec_f32", 2, 300, 300, 1, 32, 512, 0);
-  // Tensor-core scores and o (16-bit q and caches, G <= 8): f16, eight query heads a cache
-  // head (the n8 side full), a part whose positions end mid-tile.
+  // Tensor-core scores and o (16-bit q and caches, 4 <= G <= 8): f16, eight query heads a
+  // cache head (the n8 side full); below 4 the staged FMA path with 16-bit rows (a part whose
+  // positions end mid-block).
   t_attention<64, 4, f16, f16>("vec_mma_f16", 1, 1000, 777, 3, 32, 512, 0);
   t_attention<128, 8, bf16, bf16>("vec_mma_g8", 1, 600, 600, 2, 32, 1024, 0);
-  t_attention<64, 1, bf16, float>("vec_mma_g1", 2, 700, 389, 1, 32, 128, 0);
+  t_attention<64, 1, bf16, float>("vec_fma_g1", 2, 700, 389, 1, 32, 128, 0);
 
   // Paged split-KV attention (shuffled page tables, pools larger than the request): lengths 0,
   // 1, mid-page, a page edge, crossing split boundaries mid-page, the whole table; pages of 16

@@ -344,11 +344,15 @@ __host__ __device__ constexpr int attn_stage_rows() {
 }
 
 // Whether the staged path computes scores and o with tensor cores (mma.sync m16n8k16): q and
-// the caches of one 16-bit dtype, rows of at least 8 16-byte chunks (the ring's swizzle), at
-// most 8 query heads a cache head (the n8 side of the products).
+// the caches of one 16-bit dtype, rows of at least 8 16-byte chunks (the ring's swizzle), 4 to
+// 8 query heads a cache head (the n8 side of the products). H100, etc-run --bench, two rounds:
+// Llama-3.2-1B (G = 4) is faster with them (see the knobs above); Qwen3-0.6B (G = 2, 6 of the
+// 8 columns idle, and o's product done twice for p's two parts) slower: FMAs 1948.5 / 1949.7,
+// 2153.3 / 2161.8, 2869.6 / 2874.3 us at B = 1 / 4 / 16 against 2131.7 / 2132.7, 2319.1 /
+// 2321.8, 2929.4 / 2930.9 on tensor cores.
 template <int D, int G, class TQ, class K>
 __host__ __device__ constexpr bool attn_mma() {
-  return ETC_ATTN_MMA != 0 && sizeof(K) == 2 && same_v<bare_t<TQ>, K> && D % 16 == 0 && D >= 64 && G <= 8;
+  return ETC_ATTN_MMA != 0 && sizeof(K) == 2 && same_v<bare_t<TQ>, K> && D % 16 == 0 && D >= 64 && G >= 4 && G <= 8;
 }
 
 // The bits of a 16-bit value, and two of them as the lower and upper halves of a register (an
