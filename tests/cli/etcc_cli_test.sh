@@ -89,6 +89,11 @@ run no-prefetch 0 --emit=cuda --no-weight-prefetch samples/mlp.etir &&
 run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-define=ETC_MM_MAX_STAGES=8 samples/mlp.etir &&
   if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then
     fail "device-define: the defines do not come first"; head -5 "$tmp/out"; else pass; fi
+# The decode attention's knobs other than the defaults (FMA scores and o, plain cache copies, one
+# 32 KiB slot) still compile: the default paths compile with every sample.
+LIMIT=300 run attention-knobs 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_ATTN_MMA=0 --device-define ETC_ATTN_EVICT_FIRST=0 \
+  --device-define ETC_ATTN_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=32 -o "$tmp/attn_knobs.fatbin" &&
+  if [ -s "$tmp/attn_knobs.fatbin" ]; then pass; else fail "attention-knobs: no fatbin"; fi
 run device-define-bad 1 --emit=cuda --device-define 'ETC_X=1;int y' samples/mlp.etir &&
   stderr_has device-define-bad "expects ETC_NAME=INTEGER, got 'ETC_X=1;int y'"
 run device-define-name 1 --device-define CUDA_ARCH=1 samples/mlp.etir -o "$tmp/dd.fatbin"
