@@ -58,7 +58,9 @@ __host__ __device__ constexpr unsigned attention_scratch_bytes() {
 
 template <int D, int G>
 __host__ __device__ constexpr unsigned attention_decode_smem_bytes() {
-  constexpr unsigned red = (unsigned)sizeof(float) * kAttnMaxWarps * G * D, ring = 2u * kAttnSlots * kAttnStageBytes;
+  // The ring only where the 16-byte path stages rows (ETC_ATTN_STAGE).
+  constexpr unsigned red = (unsigned)sizeof(float) * kAttnMaxWarps * G * D,
+                     ring = ETC_ATTN_STAGE != 0 ? 2u * kAttnSlots * kAttnStageBytes : 0u;
   return attention_scratch_bytes<D, G>() + (red > ring ? red : ring);
 }
 
@@ -378,7 +380,8 @@ __device__ __forceinline__ unsigned attn_pack(float lo, float hi) {
 // With tensor cores (attn_mma): a warp takes 16-position tiles of the block; scores are
 // K (16 x D, ldmatrix) times q^T (D x 8 heads, exact 16-bit q, scaled after); o^T (D x 8
 // heads) accumulates V^T (ldmatrix.trans) times p^T, p split into a 16-bit high part and the
-// 16-bit rest (two products) so that p keeps about 16 bits; rows past the block's end are
+// 16-bit rest (two products) so that p keeps about 16 bits (bf16; f16's range drops the parts
+// of a p below 2^-24, at most some 1e-5 of o for a block of such p); rows past the block's end are
 // zero-filled to the tile, their p zero (see the knobs above for what it gained).
 // Without tensor cores the rows are read by the same lanes, and summed in the same order, as
 // attn_head reads them from global memory: the same bits where the blocks are as long.
@@ -388,11 +391,11 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
   using K = bare_t<typename Rows::KT>;
   using Ln = AttnLanes<D, true, K>;
   static_assert(Ln::L * Ln::R == 32, "attention_decode: lanes per row must divide 32");
-  static_assert(sizeof(bare_t<typename Rows::VT>) == sizeof(K), "attention_decode: k and v of one size");
+  static_assert(same_v<bare_t<typename Rows::VT>, K>, "attention_decode: k and v of one dtype (V is read as K)");
   constexpr int SR = attn_stage_rows<D, K>(), CPR = D / Ln::PE;  // rows per block, 16-byte chunks per row
   constexpr int NS = kAttnSlots;
-  constexpr bool kMma = attn_mma<D, G, TQ, K>() && same_v<bare_t<typename Rows::VT>, K>;
-  static_assert(!kMma || SR % 16 == 0, "attention_decode: a block of whole 16-position tiles");
+  static_assert(SR >= 1, "attention_decode: ETC_ATTN_BLOCK_KIB must hold a cache row");
+  constexpr bool kMma = attn_mma<D, G, TQ, K>() && SR % 16 == 0;  // whole 16-position tiles a block
   const AttnScratch<D, G> sc(ctx);
   float* q_s = sc.q;
   float* s_s = sc.s;
@@ -421,7 +424,9 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
       for (int idx = tid; idx < nz * CPR; idx += nt) {
         const int r = idx / CPR, cc = idx - r * CPR;
         const void* src = r >= nb ? nullptr : v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
-        const void* from = src ? (const void*)((const K*)src + cc * Ln::PE) : (const void*)qp;
+        // A zero fill copies no bytes, but its source must still be 16-byte aligned: the
+        // head's K base in the cache or pool is (the 16-byte path checked it).
+        const void* from = src ? (const void*)((const K*)src + cc * Ln::PE) : (const void*)rows.kp;
 #if ETC_ATTN_EVICT_FIRST
         cp_async16_hint(dst + at(r, cc), from, src ? 16u : 0u, policy);
 #else
