@@ -20,9 +20,9 @@ constexpr int kAttnRowBatch = 4;
 // ring's first slots all requested before the first is used: a decode part of 512 positions
 // (B >= 16 at KV 511) has 64 KiB in flight from the start. H100, Llama-3.2-1B decode (with
 // tensor-core scores and o): 2 slots of 16 KiB 1904.9 / 2258.0 / 6776.2 us at B = 1 / 16 / 128
-// against 1915.3 / 2281.5 / 6930.7 with 3 slots (every task's shared memory is the largest
-// task's) and 1986.0 / 2349.6 / 7085.0 for the FMA form with one 32 KiB slot. The rows are
-// copied with an L2 evict-first policy (each is read once a step, like the weights): two
+// against 1915.3 / 2281.5 / 6930.7 with 3 slots (the kernel reserves its largest task's
+// shared memory for every task) and 1986.0 / 2349.6 / 7085.0 for the FMA form with one 32 KiB
+// slot. The rows are copied with an L2 evict-first policy (each is read once a step, like the weights): two
 // rounds, 1909.6 / 1912.1 -> 1902.7 / 1906.5 us at B = 1, 2250.2 / 2254.1 -> 2142.2 / 2144.0
 // at B = 16, 6782.5 / 6741.5 -> 6637.5 / 6653.2 at B = 128.
 // Knobs (etcc --device-define): ETC_ATTN_STAGE=0 reads the rows straight from global memory
