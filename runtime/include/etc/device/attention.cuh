@@ -22,9 +22,9 @@ constexpr int kAttnRowBatch = 4;
 // tensor-core scores and o): 2 slots of 16 KiB 1904.9 / 2258.0 / 6776.2 us at B = 1 / 16 / 128
 // against 1915.3 / 2281.5 / 6930.7 with 3 slots (the kernel reserves its largest task's
 // shared memory for every task) and 1986.0 / 2349.6 / 7085.0 for the FMA form with one 32 KiB
-// slot. The rows are copied with an L2 evict-first policy (each is read once a step, like the weights): two
-// rounds, 1909.6 / 1912.1 -> 1902.7 / 1906.5 us at B = 1, 2250.2 / 2254.1 -> 2142.2 / 2144.0
-// at B = 16, 6782.5 / 6741.5 -> 6637.5 / 6653.2 at B = 128.
+// slot. The rows are copied with an L2 evict-first policy (each is read once a step, like
+// the weights): two rounds, 1909.6 / 1912.1 -> 1902.7 / 1906.5 us at B = 1, 2250.2 / 2254.1
+// -> 2142.2 / 2144.0 at B = 16, 6782.5 / 6741.5 -> 6637.5 / 6653.2 at B = 128.
 // Knobs (etcc --device-define): ETC_ATTN_STAGE=0 reads the rows straight from global memory
 // instead, 4 row steps of a warp at a time; ETC_ATTN_BLOCK_KIB the K bytes of a block,
 // ETC_ATTN_SLOTS the slots; ETC_ATTN_EVICT_FIRST=0 copies the rows without L2::evict_first;
