@@ -3,7 +3,8 @@
 # commands; the script it writes is valid bash, checks and times each variant once per batch
 # size and round, and says why when etc-run fails (here: no GPU, or a GPU); a variant that
 # does not compile, a missing given fatbin (LABEL=FATBIN), a bad or repeated label leave nothing
-# behind.
+# behind. The model is the smallest sample: the script does not depend on it, and every variant
+# is a whole NVRTC compile.
 # Usage: gpu_ab_test.sh BUILD_DIR   (from the repository root)
 source "$(dirname "$0")/../harness.sh"
 build=$1
@@ -12,7 +13,7 @@ cleanup() { rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh" "$t
 trap cleanup EXIT
 leftovers() { ls gpu-out 2>/dev/null | grep -F "$name" || true; }
 
-if ! tools/gpu_ab.sh -b "$build" -B 1,8 -r 2 -n 3 -c '' "$name" samples/mlp.etir base \
+if ! tools/gpu_ab.sh -b "$build" -s N -B 1,8 -r 2 -n 3 -c '' "$name" samples/two_stage_sum.etir base \
      'ring:--device-define ETC_MM_RING_KIB=64' >"$tmp/out" 2>&1; then
   fail "gpu_ab.sh did not build the bundle"; cat "$tmp/out"
 fi
@@ -20,23 +21,23 @@ grep -qF "gpu-out/$name.tar.xz" "$tmp/out" || fail "no word of the bundle: $(cat
 list=$(tar tJf "gpu-out/$name.tar.xz" 2>/dev/null | sort | tr '\n' ' ')
 [ "$list" = "$name/ $name/base.fatbin $name/etc-run $name/ring.fatbin $name/variants.txt " ] ||
   fail "bundle lists: $list"
-tar -xJOf "gpu-out/$name.tar.xz" "$name/variants.txt" | grep -qxF "ring: etcc samples/mlp.etir -arch sm_90a --device-define ETC_MM_RING_KIB=64" ||
+tar -xJOf "gpu-out/$name.tar.xz" "$name/variants.txt" | grep -qxF "ring: etcc samples/two_stage_sum.etir -arch sm_90a --device-define ETC_MM_RING_KIB=64" ||
   fail "variants.txt lacks ring's etcc command"
 bash -n "gpu-out/$name.sh" || fail "the script is not valid bash"
-grep -qF -- "--sym B=\$b  --bench 3 --mode mega" "gpu-out/$name.sh" || fail "the script does not bench with --bench 3"
+grep -qF -- "--sym N=\$b  --bench 3 --mode mega" "gpu-out/$name.sh" || fail "the script does not bench with --bench 3"
 
 # Run it: without a GPU every line says why etc-run failed; with one, a median. Either way one
 # check line per variant and one line per variant, batch size and round.
 timeout 600 bash "gpu-out/$name.sh" >"$tmp/run" 2>&1
-[ "$(grep -cE '^check (base|ring) B=1 (passed|FAILED \(exit [0-9]+\): .+)' "$tmp/run")" = 2 ] ||
+[ "$(grep -cE '^check (base|ring) N=1 (passed|FAILED \(exit [0-9]+\): .+)' "$tmp/run")" = 2 ] ||
   { fail "check lines"; cat "$tmp/run"; }
-[ "$(grep -cE '^(base|ring) B=(1|8) (bench mega: median|FAILED \(exit [0-9]+\): .+)' "$tmp/run")" = 8 ] ||
+[ "$(grep -cE '^(base|ring) N=(1|8) (bench mega: median|FAILED \(exit [0-9]+\): .+)' "$tmp/run")" = 8 ] ||
   { fail "bench lines"; cat "$tmp/run"; }
 
 # LABEL=FATBIN: a fatbin compiled before travels as that variant, beside the compiled ones.
 rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
-"$build/etcc" samples/mlp.etir -arch sm_90a --no-weight-prefetch -o "$tmp/old.fatbin" || fail "etcc did not compile mlp"
-tools/gpu_ab.sh -b "$build" -B 1 -r 1 "$name" samples/mlp.etir base "old=$tmp/old.fatbin" \
+"$build/etcc" samples/two_stage_sum.etir -arch sm_90a --no-weight-prefetch -o "$tmp/old.fatbin" || fail "etcc did not compile two_stage_sum"
+tools/gpu_ab.sh -b "$build" -s N -B 1 -r 1 "$name" samples/two_stage_sum.etir base "old=$tmp/old.fatbin" \
   'ring:--device-define ETC_MM_RING_KIB=64' >"$tmp/out" 2>&1 || { fail "gpu_ab.sh refused LABEL=FATBIN"; cat "$tmp/out"; }
 list=$(tar tJf "gpu-out/$name.tar.xz" 2>/dev/null | sort | tr '\n' ' ')
 [ "$list" = "$name/ $name/base.fatbin $name/etc-run $name/old.fatbin $name/ring.fatbin $name/variants.txt " ] ||
@@ -48,7 +49,7 @@ grep -qF "for v in base old ring; do" "gpu-out/$name.sh" || fail "the script doe
 
 # -w: the script writes the model's weights once and times with them instead of random params.
 rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
-tools/gpu_ab.sh -b "$build" -B 1 -r 1 -p 7 -w llama3_2_1b "$name" samples/mlp.etir base >"$tmp/out" 2>&1 ||
+tools/gpu_ab.sh -b "$build" -s N -B 1 -r 1 -p 7 -w llama3_2_1b "$name" samples/two_stage_sum.etir base >"$tmp/out" 2>&1 ||
   { fail "gpu_ab.sh -w llama3_2_1b"; cat "$tmp/out"; }
 grep -qxF "[ -f /tmp/ab_weights_llama3_2_1b.safetensors ] || python3 tools/gen_decode_weights.py llama3_2_1b -o /tmp/ab_weights_llama3_2_1b.safetensors >/dev/null || echo 'weights FAILED: tools/gen_decode_weights.py llama3_2_1b'" "gpu-out/$name.sh" ||
   fail "-w: the script does not write the weights"
@@ -58,20 +59,20 @@ bash -n "gpu-out/$name.sh" || fail "-w: the script is not valid bash"
 
 # Failures leave nothing behind.
 rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
-tools/gpu_ab.sh -b "$build" "$name" samples/mlp.etir base "old=$tmp/none.fatbin" >"$tmp/err" 2>&1 &&
+tools/gpu_ab.sh -b "$build" -s N "$name" samples/two_stage_sum.etir base "old=$tmp/none.fatbin" >"$tmp/err" 2>&1 &&
   fail "a missing fatbin was accepted"
 grep -qF "gpu_ab.sh: variant 'old': cannot read '$tmp/none.fatbin'" "$tmp/err" || fail "no word of the missing fatbin: $(cat "$tmp/err")"
 [ -z "$(leftovers)" ] || fail "left behind: $(leftovers)"
-tools/gpu_ab.sh -b "$build" "$name" samples/mlp.etir base 'bad:--device-define NOPE=1' >"$tmp/err" 2>&1 &&
+tools/gpu_ab.sh -b "$build" -s N "$name" samples/two_stage_sum.etir base 'bad:--device-define NOPE=1' >"$tmp/err" 2>&1 &&
   fail "a variant that does not compile was accepted"
 grep -qF "gpu_ab.sh: variant 'bad' did not compile" "$tmp/err" || fail "no word of the failed variant: $(cat "$tmp/err")"
 [ -z "$(leftovers)" ] || fail "left behind: $(leftovers)"
-tools/gpu_ab.sh -b "$build" "$name" samples/mlp.etir base base >"$tmp/err" 2>&1 && fail "a repeated label was accepted"
+tools/gpu_ab.sh -b "$build" -s N "$name" samples/two_stage_sum.etir base base >"$tmp/err" 2>&1 && fail "a repeated label was accepted"
 grep -qF "two variants are labelled 'base'" "$tmp/err" || fail "no word of the repeated label: $(cat "$tmp/err")"
-tools/gpu_ab.sh -b "$build" "$name" samples/mlp.etir 'a b' >"$tmp/err" 2>&1 && fail "a label with a space was accepted"
+tools/gpu_ab.sh -b "$build" -s N "$name" samples/two_stage_sum.etir 'a b' >"$tmp/err" 2>&1 && fail "a label with a space was accepted"
 grep -qF "a variant's label must be letters" "$tmp/err" || fail "no word of the bad label: $(cat "$tmp/err")"
-tools/gpu_ab.sh -b "$build" -B 1,x "$name" samples/mlp.etir base >"$tmp/err" 2>&1 && fail "-B 1,x was accepted"
-tools/gpu_ab.sh -b "$build" -w gpt2 "$name" samples/mlp.etir base >"$tmp/err" 2>&1 && fail "-w gpt2 was accepted"
+tools/gpu_ab.sh -b "$build" -s N -B 1,x "$name" samples/two_stage_sum.etir base >"$tmp/err" 2>&1 && fail "-B 1,x was accepted"
+tools/gpu_ab.sh -b "$build" -s N -w gpt2 "$name" samples/two_stage_sum.etir base >"$tmp/err" 2>&1 && fail "-w gpt2 was accepted"
 grep -qF "gpu_ab.sh: -w takes a model that tools/gen_decode_weights.py knows (llama3_2_1b qwen3_0_6b): 'gpt2'" "$tmp/err" ||
   fail "no word of the unknown model: $(cat "$tmp/err")"
 [ -z "$(leftovers)" ] || fail "left behind: $(leftovers)"
