@@ -1,8 +1,8 @@
 // How fast can CTAs stream a decode matmul's weights through a cp.async shared-memory ring,
 // depending on the shape of a ring stage? A matmul task of tile_n output columns over all of
 // K reads, per K step, tile_k elements of each of its tile_n weight rows: rows * bytes-per-row
-// is the stage (16 KiB here, as etc's rings), and the bytes per row are what DRAM sees as one
-// contiguous run. This times that stream alone (no products) for several shapes, every CTA
+// is the stage (16 KiB as etc's rings, or 32 KiB), and the bytes per row are what DRAM sees as
+// one contiguous run. This times that stream alone (no products) for several shapes, every CTA
 // owning the same number of rows of one [N, K] bf16 matrix, and prints each shape's bandwidth
 // as a ratio of a plain device-to-device copy timed in the same process; also the same stream
 // through TMA bulk copies (one per row and stage) and through 16-byte loads into registers.

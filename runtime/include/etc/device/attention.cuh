@@ -411,27 +411,24 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
   auto at = [](int r, int cc) { return r * D + (CPR >= 8 ? cc ^ (r & 7) : cc) * Ln::PE; };
   // Requests block blk's K (v = false) or V rows into its slot, as one group (empty past the
   // last block: the wait arithmetic stays uniform); with tensor cores the rows up to the next
-  // 16 are zeros. A missing paged row reads as zeros too (no bytes copied; the address is any
-  // valid one).
+  // 16 are zeros. A missing paged row reads as zeros too.
   auto request = [&](bool v, long long blk) {
     if (blk < nblk) {
       K* dst = slot(blk, v);
       const long long b0 = blk * SR;
       const int nb = rows_in(blk), nz = kMma ? (nb + 15) / 16 * 16 : nb;
-#if ETC_ATTN_EVICT_FIRST
-      const unsigned long long policy = l2_evict_first();
-#endif
+      unsigned long long policy = 0;
+      if constexpr (ETC_ATTN_EVICT_FIRST != 0) policy = l2_evict_first();
       for (int idx = tid; idx < nz * CPR; idx += nt) {
         const int r = idx / CPR, cc = idx - r * CPR;
         const void* src = r >= nb ? nullptr : v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
         // A zero fill copies no bytes, but its source must still be 16-byte aligned: the
         // head's K base in the cache or pool is (the 16-byte path checked it).
         const void* from = src ? (const void*)((const K*)src + cc * Ln::PE) : (const void*)rows.kp;
-#if ETC_ATTN_EVICT_FIRST
-        cp_async16_hint(dst + at(r, cc), from, src ? 16u : 0u, policy);
-#else
-        cp_async16(dst + at(r, cc), from, src ? 16u : 0u);
-#endif
+        if constexpr (ETC_ATTN_EVICT_FIRST != 0)
+          cp_async16_hint(dst + at(r, cc), from, src ? 16u : 0u, policy);
+        else
+          cp_async16(dst + at(r, cc), from, src ? 16u : 0u);
       }
     }
     cp_async_commit();
