@@ -293,9 +293,12 @@ class Eliminator {
     for (const Expr& d : e.shape) single &= asInt(d) == 1;
     if (single) return;  // already one counter (or a `[]` event, which is one)
     if (hasCoord(e.init) || hasLoad(e.init)) return;
+    // An event that may be empty (a grid whose rows the syms can make 0) coarsens only when
+    // every notify covers it whole: the one counter then gets the count every element has.
     Expr elements = intConst(1);
+    bool nonempty = true;
     for (const Expr& d : e.shape) {
-      if (!provedPositive(d)) return;  // an empty event would change the count
+      nonempty = nonempty && provedPositive(d);
       elements = mul(elements, d);
     }
     std::vector<Site> notifies = sites(ev, false), waits = sites(ev, true);
@@ -317,7 +320,7 @@ class Eliminator {
     if (notifies_whole && provedEqual(nullptr, e.init, total)) {
       // Every notify reaches every element: each element counts all of them, as will the one.
       init = e.init;
-    } else if (waits_whole && notifies_points && provedEqual(nullptr, mul(e.init, elements), total)) {
+    } else if (nonempty && waits_whole && notifies_points && provedEqual(nullptr, mul(e.init, elements), total)) {
       // Every wait needs every element, each notify reaches one: the one counts them all.
       init = simplify(total, m_.symRanges());
     } else {

@@ -309,6 +309,8 @@ struct SplitPlan {
   std::set<std::pair<int64_t, int64_t>> ranges;    // kv_ranges (splits, spread)
   int merges = 0;
   int ranged_calls = 0;
+  std::vector<int64_t> split_rows;  // per split attention grid: its rows at the syms asked for
+  std::vector<int64_t> whole_rows;  // per `_whole` attention grid (one task a row and cache head)
 };
 
 SplitPlan splitPlan(const ir::Module& m, const Syms& syms) {
@@ -322,7 +324,13 @@ SplitPlan splitPlan(const ir::Module& m, const Syms& syms) {
         if (c->call.op == "attention_merge") ++plan.merges;
         if (c->call.op != "attention_decode") continue;
         if (c->call.findAttr("ranged")) ++plan.ranged_calls;
-        if (t.grid.size() == 3) plan.parts.push_back(ir::evaluate(ir::inlineConsts(t.grid[2]), bind).value);
+        auto value = [&](const ir::Expr& e) { return ir::evaluate(ir::inlineConsts(e), bind).value; };
+        if (t.grid.size() == 3) {
+          plan.parts.push_back(value(t.grid[2]));
+          plan.split_rows.push_back(value(t.grid[0]));
+        }
+        if (t.name.size() > 6 && t.name.compare(t.name.size() - 6, 6, "_whole") == 0)
+          plan.whole_rows.push_back(value(t.grid[0]));
       }
   return plan;
 }
@@ -392,13 +400,17 @@ TEST(DecodePipeline, PagedAttentionPartsFollowTheBatch) {
   ASSERT_TRUE(p->module) << p->errors();
   // The compiler's split: up to cdiv(40 * 16, 64) = 10 parts, 64 over all rows; kv_splits = 3:
   // 3 parts per row at every B (spread 3 * 9 rows). The grid has no more parts than a full
-  // table fills with parts of 64 positions (one for tables of one to four pages).
+  // table fills with parts of 64 positions (one for tables of one to four pages). Where that
+  // is one part, the split grid and its merge have no rows and the whole grid has them all.
   for (auto [b, maxp, parts, parts3] :
        {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 40, 10, 3}, {9, 40, 8, 3}, {1, 1, 1, 1}, {9, 5, 2, 2}}) {
     SCOPED_TRACE(fmt::format("B={} MAXP={}", b, maxp));
     SplitPlan plan = splitPlan(*p->module, {{"B", b}, {"MAXP", maxp}});
     EXPECT_EQ(plan.ranges, (std::set<std::pair<int64_t, int64_t>>{{10, 64}, {3, 27}}));
     EXPECT_EQ(plan.parts, (std::vector<int64_t>{parts, parts3}));
+    const int64_t split = parts > 1 ? b : 0, split3 = parts3 > 1 ? b : 0;
+    EXPECT_EQ(plan.split_rows, (std::vector<int64_t>{split, split3}));
+    EXPECT_EQ(plan.whole_rows, (std::vector<int64_t>{b - split, b - split3}));
   }
   for (const ir::Task& t : p->module->tasks)
     for (const ir::TaskStmt& st : t.body)
@@ -406,9 +418,13 @@ TEST(DecodePipeline, PagedAttentionPartsFollowTheBatch) {
         if (c->call.op == "kv_append") {
           EXPECT_EQ(c->dests.front().dims.size(), 0u) << "a paged append writes the whole pool";
         }
-        // A part reads the row's whole page table from its first position on.
-        if (c->call.op == "attention_decode") {
+        // A part reads the row's whole page table from its first position on; the whole grid's
+        // rows come after the split grid's.
+        if (c->call.op == "attention_decode" && t.grid.size() == 3) {
           EXPECT_EQ(ir::printSlice(*p->module, c->call.args[4], false), "pt[b, :]");
+        }
+        if (c->call.op == "attention_decode" && t.name == "attention_decode_o_whole") {
+          EXPECT_EQ(ir::printSlice(*p->module, c->call.args[4], false), "pt[B * min(cdiv(MAXP, 4) - 1, 1) + b, :]");
         }
       }
 }
@@ -443,6 +459,21 @@ TEST(DecodePipeline, ReducedPagedLlamaSampleMatchesItsOpLevelRun) {
   std::shuffle(pages.begin(), pages.end(), std::mt19937(3));
   checkAgainstOpLevel(generated("llama3_2_1b", 1, 256, "--paged 16"), {{"B", 2}},
                       {{"tokens", {5, 255}}, {"pos", {0, 300}}, {"page_table", pages}}, 2e-2, {"next_token"});
+}
+
+// From B = 16 on a row's positions are one part: attention's whole grid runs, its split grid
+// and merge are empty (B = 2 above runs the split grid and the merge; kPagedDecodeOps at MAXP = 1
+// runs the paged whole grid).
+std::vector<int64_t> spreadValues(int64_t n, int64_t mul, int64_t mod) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = (i * mul) % mod;
+  return v;
+}
+
+TEST(DecodePipeline, ReducedLlamaSampleAtOnePartARowMatchesItsOpLevelRun) {
+  checkAgainstOpLevel(generated("llama3_2_1b", 1, 256), {{"B", 16}},
+                      {{"tokens", spreadValues(16, 37, 256)}, {"pos", spreadValues(16, 241, 4097)}}, 2e-2,
+                      {"next_token"});
 }
 
 TEST(DecodePipeline, ReducedQwenSampleMatchesItsOpLevelRun) {
