@@ -368,23 +368,193 @@ __device__ __forceinline__ unsigned attn_pack(float lo, float hi) {
   return attn_bits(from_f32<K>(lo)) | attn_bits(from_f32<K>(hi)) << 16;
 }
 
+// The tensor-core form of attn_head_staged (attn_mma): each warp takes 16-position tiles of a
+// block and keeps its own online softmax. Scores are K (16 x D, ldmatrix) times q^T (D x 8
+// heads, exact 16-bit q, scaled after); a lane's accumulator holds two heads' scores, the
+// same two heads whose o^T it accumulates, so the tile's maximum per head is three shuffles
+// and the rescale of o stays in registers. p goes from the scores' accumulator layout to the
+// next product's operand layout with movmatrix (an 8 x 8 transpose), split into a 16-bit high
+// part and the 16-bit rest (two products) so that p keeps about 16 bits (bf16; f16's range
+// drops the parts of a p below 2^-24). o^T (D x 8 heads) accumulates V^T (ldmatrix.trans)
+// times p^T. A block's K and V are one cp.async group; per block, one barrier after its wait
+// and one before its slot is requested again. The warps' (max, sum, o) are combined once, at
+// the end. Rows past the block's end are zero-filled to the tile and masked to -inf.
+template <int D, int G, class TQ, class Rows, class TO>
+__device__ void attn_head_mma(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long n, float scale,
+                              TO* op, long long os, float* lsep, long long ls) {
+  using K = bare_t<typename Rows::KT>;
+  static_assert(same_v<bare_t<typename Rows::VT>, K>, "attention_decode: k and v of one dtype (V is read as K)");
+  constexpr int PE = 16 / (int)sizeof(K), CPR = D / PE;  // 16-byte chunks per row
+  constexpr int SR = attn_stage_rows<D, K>(), NS = kAttnSlots, DT = D / 16;
+  static_assert(SR % 16 == 0 && CPR >= 8, "attention_decode: the tensor-core form needs blocks of whole 16-row tiles");
+  static_assert(G >= 1 && G <= 8, "attention_decode: the tensor-core form has 8 head columns");
+  unsigned char* ring = ctx.smem + attention_scratch_bytes<D, G>();
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+  const long long nblk = n > 0 ? (n + SR - 1) / SR : 0;
+  auto slot = [&](long long blk, bool v) {
+    return reinterpret_cast<K*>(ring + (unsigned)(blk % NS) * 2u * kAttnStageBytes + (v ? kAttnStageBytes : 0u));
+  };
+  auto rows_in = [&](long long blk) { return (int)(n - blk * SR < SR ? n - blk * SR : SR); };
+  auto at = [](int r, int cc) { return r * D + (cc ^ (r & 7)) * PE; };
+  // Block blk's K and V rows into its slot as one group, zeros up to the next 16 rows (and for
+  // a missing paged row); an empty group past the last block keeps the wait arithmetic uniform.
+  auto request = [&](long long blk) {
+    if (blk < nblk) {
+      K* dk = slot(blk, false);
+      K* dv = slot(blk, true);
+      const long long b0 = blk * SR;
+      const int nb = rows_in(blk), nz = (nb + 15) / 16 * 16;
+      unsigned long long policy = 0;
+      if constexpr (ETC_ATTN_EVICT_FIRST != 0) policy = l2_evict_first();
+      for (int idx = tid; idx < 2 * nz * CPR; idx += nt) {
+        const bool v = idx >= nz * CPR;
+        const int i = v ? idx - nz * CPR : idx, r = i / CPR, cc = i - r * CPR;
+        const void* src = r >= nb ? nullptr : v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
+        // A zero fill copies no bytes, but its source must still be 16-byte aligned: the
+        // head's K base in the cache or pool is (the 16-byte path checked it).
+        const void* from = src ? (const void*)((const K*)src + cc * PE) : (const void*)rows.kp;
+        K* dst = (v ? dv : dk) + at(r, cc);
+        if constexpr (ETC_ATTN_EVICT_FIRST != 0)
+          cp_async16_hint(dst, from, src ? 16u : 0u, policy);
+        else
+          cp_async16(dst, from, src ? 16u : 0u);
+      }
+    }
+    cp_async_commit();
+  };
+#pragma unroll 1
+  for (int b = 0; b < NS; ++b) request(b);
+  // q^T's fragments for each 16-deep k step (head lane / 4, d 2 * (lane % 4) (+1) (+8)), and this
+  // lane's two heads (2 * (lane % 4) and the next): their running maximum m, this lane's share
+  // of the running sum l, and o^T's fragments (d tile, then the m16n8 accumulator: d = lane / 4
+  // (+8), heads 2 * (lane % 4) (+1)).
+  unsigned qf[DT][2];
+  {
+    const int h = lane >> 2;
+#pragma unroll
+    for (int t = 0; t < DT; ++t)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int d = t * 16 + half * 8 + (lane & 3) * 2;
+        qf[t][half] = h < G ? attn_bits(ld(qp + (h * D + d) * qs)) | attn_bits(ld(qp + (h * D + d + 1) * qs)) << 16 : 0u;
+      }
+  }
+  const float ninf = __int_as_float(0xff800000);
+  float m[2] = {ninf, ninf}, l[2] = {0.0f, 0.0f}, ot[DT][4];
+#pragma unroll
+  for (int t = 0; t < DT; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ot[t][e] = 0.0f;
+
+  for (long long blk = 0; blk < nblk; ++blk) {
+    const int nb = rows_in(blk);
+    const K* k_s = slot(blk, false);
+    const K* v_s = slot(blk, true);
+    cp_async_wait<NS - 1>();  // this block's rows
+    __syncthreads();          // every thread's
+    for (int t = warp; t * 16 < nb; t += nw) {
+      float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      {
+        const int r = t * 16 + (lane & 15);
+#pragma unroll
+        for (int k = 0; k < DT; ++k) {
+          unsigned af[4];
+          ldsm_x4(af, k_s + at(r, 2 * k + (lane >> 4)));
+          mma16816<K>(s, af, qf[k][0], qf[k][1]);
+        }
+      }
+      // s[e]: position t * 16 + lane / 4 (+8 for e >= 2), head 2 * (lane % 4) + e % 2.
+      const int j = t * 16 + (lane >> 2);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[e] = j + (e >> 1) * 8 < nb ? s[e] * scale : ninf;
+      float p[4];
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        float mx = fmaxf(s[hh], s[hh + 2]);
+#pragma unroll
+        for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        const float m_new = fmaxf(m[hh], mx);  // finite: a tile has at least one position
+        const float alpha = __expf(m[hh] - m_new);
+        p[hh] = __expf(s[hh] - m_new);
+        p[hh + 2] = __expf(s[hh + 2] - m_new);
+        l[hh] = l[hh] * alpha + p[hh] + p[hh + 2];
+        m[hh] = m_new;
+#pragma unroll
+        for (int t2 = 0; t2 < DT; ++t2) {
+          ot[t2][hh] *= alpha;
+          ot[t2][hh + 2] *= alpha;
+        }
+      }
+      float rest[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) rest[e] = p[e] - to_f32(from_f32<K>(p[e]));
+      // p^T as the B operand (position 2 * (lane % 4) (+1) (+8), head lane / 4).
+      const unsigned hi0 = movmatrix_t(attn_pack<K>(p[0], p[1])), hi1 = movmatrix_t(attn_pack<K>(p[2], p[3]));
+      const unsigned lo0 = movmatrix_t(attn_pack<K>(rest[0], rest[1])),
+                     lo1 = movmatrix_t(attn_pack<K>(rest[2], rest[3]));
+      const int mi = lane >> 3, r = t * 16 + (lane & 7) + (mi >> 1) * 8;
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) {
+        unsigned af[4];
+        ldsm_x4_t(af, v_s + at(r, 2 * dt + (mi & 1)));
+        mma16816<K>(ot[dt], af, hi0, hi1);
+        mma16816<K>(ot[dt], af, lo0, lo1);
+      }
+    }
+    __syncthreads();  // the slot is rewritten next
+    request(blk + NS);
+  }
+  // The warps' shares: l over the lanes of a head, then (max, sum) per warp and head beside the
+  // o^T fragments, over the ring (only empty groups are pending past the last block).
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) l[hh] += __shfl_xor_sync(0xffffffffu, l[hh], o);
+  float* red = reinterpret_cast<float*>(ring);          // [warps][G][D]
+  float* wm = reinterpret_cast<float*>(ctx.smem);       // [warps][G]: the scratch before the ring
+  float* wl = wm + kAttnMaxWarps * G;                   // [warps][G]
+  const int h0 = (lane & 3) * 2;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int h = h0 + hh;
+    if (h >= G) continue;
+    if (lane < 4) {
+      wm[warp * G + h] = m[hh];
+      wl[warp * G + h] = l[hh];
+    }
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+      for (int e2 = 0; e2 < 2; ++e2) red[(warp * G + h) * D + dt * 16 + (lane >> 2) + e2 * 8] = ot[dt][hh + 2 * e2];
+  }
+  __syncthreads();
+  for (int i = tid; i < G * D; i += nt) {
+    const int h = i / D, d = i - h * D;
+    float mx = ninf;
+    for (int w = 0; w < nw; ++w) mx = fmaxf(mx, wm[w * G + h]);
+    float sum = 0.0f, o = 0.0f;
+    if (mx != ninf)
+      for (int w = 0; w < nw; ++w) {
+        const float f = __expf(wm[w * G + h] - mx);  // 0 for a warp without positions
+        sum += f * wl[w * G + h];
+        o += f * red[(w * G + h) * D + d];
+      }
+    op[i * os] = from_f32<TO>(sum > 0.0f ? o / sum : 0.0f);
+    if (lsep && d == 0) lsep[h * ls] = sum > 0.0f ? mx + logf(sum) : ninf;
+  }
+  __syncthreads();
+}
+
 // attn_head's 16-byte path with the rows staged in a ring of kAttnSlots shared-memory slots,
 // K and V of a block in a slot, each its own cp.async group: the ring's blocks are requested
 // first; then per block, wait for its K, scores, request the K of the block that takes the
 // slot next (K's half is free), wait for its V, softmax and o, request that block's V. The
 // groups complete in order and 2 * kAttnSlots - 1 are committed after the one waited for, so
 // a block's wait lets the ring's later blocks stay in flight. A row's 16-byte chunks are
-// stored XOR-swizzled by the row (with 8 or more a row), so that ldmatrix's 8 rows of one
-// chunk column fall in distinct banks.
-//
-// With tensor cores (attn_mma): a warp takes 16-position tiles of the block; scores are
-// K (16 x D, ldmatrix) times q^T (D x 8 heads, exact 16-bit q, scaled after); o^T (D x 8
-// heads) accumulates V^T (ldmatrix.trans) times p^T, p split into a 16-bit high part and the
-// 16-bit rest (two products) so that p keeps about 16 bits (bf16; f16's range drops the parts
-// of a p below 2^-24, at most some 1e-5 of o for a block of such p); rows past the block's end are
-// zero-filled to the tile, their p zero (see the knobs above for what it gained).
-// Without tensor cores the rows are read by the same lanes, and summed in the same order, as
-// attn_head reads them from global memory: the same bits where the blocks are as long.
+// stored XOR-swizzled by the row (with 8 or more a row), the layout attn_head_mma's ldmatrix
+// needs; with tensor cores (attn_mma) the work goes to attn_head_mma.
+// The rows are read by the same lanes, and summed in the same order, as attn_head reads them
+// from global memory: the same bits where the blocks are as long.
 template <int D, int G, class TQ, class Rows, class TO>
 __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long n, float scale,
                                  TO* op, long long os, float* lsep, long long ls) {
@@ -395,167 +565,98 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
   constexpr int SR = attn_stage_rows<D, K>(), CPR = D / Ln::PE;  // rows per block, 16-byte chunks per row
   constexpr int NS = kAttnSlots;
   static_assert(SR >= 1, "attention_decode: ETC_ATTN_BLOCK_KIB must hold a cache row");
-  constexpr bool kMma = attn_mma<D, G, TQ, K>() && SR % 16 == 0;  // whole 16-position tiles a block
-  const AttnScratch<D, G> sc(ctx);
-  float* q_s = sc.q;
-  float* s_s = sc.s;
-  unsigned char* ring = ctx.smem + attention_scratch_bytes<D, G>();
-  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
-  const int c = lane % Ln::L, rg = lane / Ln::L;
-  const long long nblk = n > 0 ? (n + SR - 1) / SR : 0;
-  auto slot = [&](long long blk, bool v) {
-    return reinterpret_cast<K*>(ring + (unsigned)(blk % NS) * 2u * kAttnStageBytes + (v ? kAttnStageBytes : 0u));
-  };
-  auto rows_in = [&](long long blk) { return (int)(n - blk * SR < SR ? n - blk * SR : SR); };
-  // Where chunk cc of row r of a block is stored (in elements from the block's start).
-  auto at = [](int r, int cc) { return r * D + (CPR >= 8 ? cc ^ (r & 7) : cc) * Ln::PE; };
-  // Requests block blk's K (v = false) or V rows into its slot, as one group (empty past the
-  // last block: the wait arithmetic stays uniform); with tensor cores the rows up to the next
-  // 16 are zeros. A missing paged row reads as zeros too.
-  auto request = [&](bool v, long long blk) {
-    if (blk < nblk) {
-      K* dst = slot(blk, v);
-      const long long b0 = blk * SR;
-      const int nb = rows_in(blk), nz = kMma ? (nb + 15) / 16 * 16 : nb;
-      unsigned long long policy = 0;
-      if constexpr (ETC_ATTN_EVICT_FIRST != 0) policy = l2_evict_first();
-      for (int idx = tid; idx < nz * CPR; idx += nt) {
-        const int r = idx / CPR, cc = idx - r * CPR;
-        const void* src = r >= nb ? nullptr : v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
-        // A zero fill copies no bytes, but its source must still be 16-byte aligned: the
-        // head's K base in the cache or pool is (the 16-byte path checked it).
-        const void* from = src ? (const void*)((const K*)src + cc * Ln::PE) : (const void*)rows.kp;
-        if constexpr (ETC_ATTN_EVICT_FIRST != 0)
-          cp_async16_hint(dst + at(r, cc), from, src ? 16u : 0u, policy);
-        else
-          cp_async16(dst + at(r, cc), from, src ? 16u : 0u);
+  if constexpr (attn_mma<D, G, TQ, K>() && SR % 16 == 0) {  // whole 16-position tiles a block
+    attn_head_mma<D, G>(ctx, qp, qs, rows, n, scale, op, os, lsep, ls);
+  } else {
+    const AttnScratch<D, G> sc(ctx);
+    float* q_s = sc.q;
+    float* s_s = sc.s;
+    unsigned char* ring = ctx.smem + attention_scratch_bytes<D, G>();
+    const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+    const int c = lane % Ln::L, rg = lane / Ln::L;
+    const long long nblk = n > 0 ? (n + SR - 1) / SR : 0;
+    auto slot = [&](long long blk, bool v) {
+      return reinterpret_cast<K*>(ring + (unsigned)(blk % NS) * 2u * kAttnStageBytes + (v ? kAttnStageBytes : 0u));
+    };
+    auto rows_in = [&](long long blk) { return (int)(n - blk * SR < SR ? n - blk * SR : SR); };
+    // Where chunk cc of row r of a block is stored (in elements from the block's start).
+    auto at = [](int r, int cc) { return r * D + (CPR >= 8 ? cc ^ (r & 7) : cc) * Ln::PE; };
+    // Requests block blk's K (v = false) or V rows into its slot, as one group (empty past the
+    // last block: the wait arithmetic stays uniform). A missing paged row reads as zeros.
+    auto request = [&](bool v, long long blk) {
+      if (blk < nblk) {
+        K* dst = slot(blk, v);
+        const long long b0 = blk * SR;
+        const int nb = rows_in(blk);
+        unsigned long long policy = 0;
+        if constexpr (ETC_ATTN_EVICT_FIRST != 0) policy = l2_evict_first();
+        for (int idx = tid; idx < nb * CPR; idx += nt) {
+          const int r = idx / CPR, cc = idx - r * CPR;
+          const void* src = v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
+          // A zero fill copies no bytes, but its source must still be 16-byte aligned: the
+          // head's K base in the cache or pool is (the 16-byte path checked it).
+          const void* from = src ? (const void*)((const K*)src + cc * Ln::PE) : (const void*)rows.kp;
+          if constexpr (ETC_ATTN_EVICT_FIRST != 0)
+            cp_async16_hint(dst + at(r, cc), from, src ? 16u : 0u, policy);
+          else
+            cp_async16(dst + at(r, cc), from, src ? 16u : 0u);
+        }
       }
-    }
-    cp_async_commit();
-  };
-  auto row_at = [&](const K* buf, int j, float (&out)[Ln::PE]) {
-    const Vec<K, Ln::PE> v = *reinterpret_cast<const Vec<K, Ln::PE>*>(buf + at(j, c));
+      cp_async_commit();
+    };
+    auto row_at = [&](const K* buf, int j, float (&out)[Ln::PE]) {
+      const Vec<K, Ln::PE> v = *reinterpret_cast<const Vec<K, Ln::PE>*>(buf + at(j, c));
 #pragma unroll
-    for (int e = 0; e < Ln::PE; ++e) out[e] = to_f32(v.v[e]);
-  };
+      for (int e = 0; e < Ln::PE; ++e) out[e] = to_f32(v.v[e]);
+    };
 #pragma unroll 1
-  for (int b = 0; b < NS; ++b) {
-    request(false, b);
-    request(true, b);
-  }
-  sc.start(qp, qs, scale);
-  // FMA form: a lane's elements of o for each head. Tensor cores: a warp's o^T fragments
-  // (d tile, then the m16n8 accumulator: d = lane / 4 (+8), heads 2 * (lane % 4) (+1)), and
-  // q^T's fragments for each 16-deep k step (head lane / 4, d 2 * (lane % 4) (+1) (+8)).
-  constexpr int DT = D / 16;
-  float acc[kMma ? 1 : G][Ln::PE];
-  float ot[kMma ? DT : 1][4];
-  unsigned qf[kMma ? DT : 1][2];
-#pragma unroll
-  for (int h = 0; h < (kMma ? 1 : G); ++h)
-#pragma unroll
-    for (int e = 0; e < Ln::PE; ++e) acc[h][e] = 0.0f;
-  if constexpr (kMma) {
-    const int h = lane >> 2;
-#pragma unroll
-    for (int t = 0; t < DT; ++t) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) ot[t][e] = 0.0f;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int d = t * 16 + half * 8 + (lane & 3) * 2;
-        qf[t][half] = h < G ? attn_bits(ld(qp + (h * D + d) * qs)) | attn_bits(ld(qp + (h * D + d + 1) * qs)) << 16 : 0u;
-      }
+    for (int b = 0; b < NS; ++b) {
+      request(false, b);
+      request(true, b);
     }
-  }
+    sc.start(qp, qs, scale);
+    float acc[G][Ln::PE];  // a lane's elements of o for each head
+#pragma unroll
+    for (int h = 0; h < G; ++h)
+#pragma unroll
+      for (int e = 0; e < Ln::PE; ++e) acc[h][e] = 0.0f;
 
-  for (long long blk = 0; blk < nblk; ++blk) {
-    const int nb = rows_in(blk);
-    const K* k_s = slot(blk, false);
-    const K* v_s = slot(blk, true);
-    cp_async_wait<2 * NS - 1>();  // this block's K
-    __syncthreads();              // every thread's rows (and q_s, m_s, l_s the first time) are in
-    if constexpr (kMma) {
-      for (int t = warp; t * 16 < nb; t += nw) {
-        float sc4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        const int r = t * 16 + (lane & 15);
+    for (long long blk = 0; blk < nblk; ++blk) {
+      const int nb = rows_in(blk);
+      const K* k_s = slot(blk, false);
+      const K* v_s = slot(blk, true);
+      cp_async_wait<2 * NS - 1>();  // this block's K
+      __syncthreads();              // every thread's rows (and q_s, m_s, l_s the first time) are in
+      {
+        // A lane always meets the same elements of q: in registers, not read from shared memory
+        // again for every row (the score loop's loads were more than its multiply-adds).
+        float qr[G][Ln::PE];
 #pragma unroll
-        for (int k = 0; k < DT; ++k) {
-          unsigned af[4];
-          ldsm_x4(af, k_s + at(r, 2 * k + (lane >> 4)));
-          mma16816<K>(sc4, af, qf[k][0], qf[k][1]);
-        }
-        const int j = t * 16 + (lane >> 2), h = (lane & 3) * 2;
+        for (int h = 0; h < G; ++h)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int jj = j + (e >> 1) * 8, hh = h + (e & 1);
-          if (hh < G && jj < nb) s_s[hh * kAttnBlock + jj] = sc4[e] * scale;
-        }
-      }
-    } else {
-      // A lane always meets the same elements of q: in registers, not read from shared memory
-      // again for every row (the score loop's loads were more than its multiply-adds).
-      float qr[G][Ln::PE];
-#pragma unroll
-      for (int h = 0; h < G; ++h)
-#pragma unroll
-        for (int e = 0; e < Ln::PE; ++e) qr[h][e] = q_s[h * D + c * Ln::PE + e];
+          for (int e = 0; e < Ln::PE; ++e) qr[h][e] = q_s[h * D + c * Ln::PE + e];
 #pragma unroll 2
-      for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R) {
-        const int j = jb0 + rg;
-        float kv[Ln::PE];
-        if (j < nb) row_at(k_s, j, kv);
-        else
+        for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R) {
+          const int j = jb0 + rg;
+          float kv[Ln::PE];
+          if (j < nb) row_at(k_s, j, kv);
+          else
 #pragma unroll
-          for (int e = 0; e < Ln::PE; ++e) kv[e] = 0.0f;
+            for (int e = 0; e < Ln::PE; ++e) kv[e] = 0.0f;
 #pragma unroll
-        for (int h = 0; h < G; ++h) {
-          float part = 0.0f;
+          for (int h = 0; h < G; ++h) {
+            float part = 0.0f;
 #pragma unroll
-          for (int e = 0; e < Ln::PE; ++e) part += qr[h][e] * kv[e];
+            for (int e = 0; e < Ln::PE; ++e) part += qr[h][e] * kv[e];
 #pragma unroll
-          for (int o = Ln::L / 2; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
-          if (j < nb && c == 0) s_s[h * kAttnBlock + j] = part;
+            for (int o = Ln::L / 2; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+            if (j < nb && c == 0) s_s[h * kAttnBlock + j] = part;
+          }
         }
       }
-    }
-    __syncthreads();
-    request(false, blk + NS);
-    cp_async_wait<2 * NS - 1>();  // this block's V: block_stats' barrier publishes it
-    if constexpr (kMma) {
-      sc.block_stats(nb);
-      const int h = (lane & 3) * 2;
-      const float a0 = h < G ? sc.a[h] : 1.0f, a1 = h + 1 < G ? sc.a[h + 1] : 1.0f;
-#pragma unroll
-      for (int t = 0; t < DT; ++t) {
-        ot[t][0] *= a0;
-        ot[t][1] *= a1;
-        ot[t][2] *= a0;
-        ot[t][3] *= a1;
-      }
-      for (int t = warp; t * 16 < nb; t += nw) {
-        const int hp = lane >> 2, j0 = t * 16 + (lane & 3) * 2;
-        float p[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int j = j0 + (e & 1) + (e >> 1) * 8;
-          p[e] = hp < G && j < nb ? s_s[hp * kAttnBlock + j] : 0.0f;
-        }
-        float rest[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) rest[e] = p[e] - to_f32(from_f32<K>(p[e]));
-        const unsigned hi0 = attn_pack<K>(p[0], p[1]), hi1 = attn_pack<K>(p[2], p[3]);
-        const unsigned lo0 = attn_pack<K>(rest[0], rest[1]), lo1 = attn_pack<K>(rest[2], rest[3]);
-        const int mi = lane >> 3, r = t * 16 + (lane & 7) + (mi >> 1) * 8;
-#pragma unroll
-        for (int dt = 0; dt < DT; ++dt) {
-          unsigned af[4];
-          ldsm_x4_t(af, v_s + at(r, 2 * dt + (mi & 1)));
-          mma16816<K>(ot[dt], af, hi0, hi1);
-          mma16816<K>(ot[dt], af, lo0, lo1);
-        }
-      }
-    } else {
+      __syncthreads();
+      request(false, blk + NS);
+      cp_async_wait<2 * NS - 1>();  // this block's V: softmax_block's barrier publishes it
       sc.softmax_block(nb, acc);
 #pragma unroll 2
       for (int jb0 = warp * Ln::R; jb0 < nb; jb0 += nw * Ln::R) {
@@ -570,23 +671,11 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
           for (int e = 0; e < Ln::PE; ++e) acc[h][e] += p * vv[e];
         }
       }
+      __syncthreads();  // the slot's V and s_s are rewritten next
+      request(true, blk + NS);
     }
-    __syncthreads();  // the slot's V and s_s are rewritten next
-    request(true, blk + NS);
-  }
-  // Past the last block only empty groups are pending; finish's reduction reuses the ring.
-  if (nblk == 0) __syncthreads();  // q_s, m_s, l_s written by other threads
-  if constexpr (kMma) {
-    const int h = (lane & 3) * 2;
-#pragma unroll
-    for (int dt = 0; dt < DT; ++dt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int hh = h + (e & 1), d = dt * 16 + (lane >> 2) + (e >> 1) * 8;
-        if (hh < G) sc.red[(warp * G + hh) * D + d] = ot[dt][e];
-      }
-    sc.finish_red(op, os, lsep, ls);
-  } else {
+    // Past the last block only empty groups are pending; finish's reduction reuses the ring.
+    if (nblk == 0) __syncthreads();  // q_s, m_s, l_s written by other threads
     sc.template finish<Ln, true>(acc, op, os, lsep, ls);
   }
 }

@@ -126,12 +126,14 @@ __device__ __forceinline__ bool notify_checked(const P& p, unsigned int* counter
 // agree within 5 us), B = 128: 7277 -> 7207 us in one call and level in another, against a 32 to
 // 256 ns __nanosleep back-off with the error checked before every load. The slow path stays
 // inline: a __noinline__ record_error made the same step 2283 -> 2435 us.
+// An element whose initial count is 0 at this launch's syms (the empty producer grid of two
+// that the syms choose between, such as attention's split and whole grids) is not loaded.
 // Ends with a barrier; every thread returns the same value, true when satisfied.
 template <class P>
 __device__ __forceinline__ bool wait(const P& p, const unsigned int* counter, unsigned int target,
                                      const WaitSite& site) {
   int ok = 1;
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0 && target != 0u) {
     unsigned v = detail::ld_acquire_gpu(counter);
     if (v < target) {
       const long long budget = p.watchdog_ns;
