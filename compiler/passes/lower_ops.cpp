@@ -561,7 +561,8 @@ class Lowerer {
   // part, the tasks write the results directly: a grid [B, Hk] without ranges or merge, which
   // is all there is when the syms never give more than one part, and which runs, with the
   // split grid and the merge empty, at the syms that give one part (both grids are emitted,
-  // their row counts B * m and B - B * m with m = min(1, parts(B) - 1)).
+  // their row counts B * m and B - B * m with m = min(1, max(0, parts(B) - 1)): a length
+  // sym that may be 0 makes parts(B) 0 there).
   //
   // Paged caches (a page table, operand 4) keep the same grids: the tasks read their cache
   // head's columns of the whole page pools and the row's whole page table, from the part's
@@ -654,7 +655,9 @@ class Lowerer {
       return true;
     }
     const Expr split_rows =
-        parts_lo <= 1 ? simplify(mul(rows, min(intConst(1), sub(parts, intConst(1)))), m_.symRanges()) : rows;
+        parts_lo <= 1
+            ? simplify(mul(rows, min(intConst(1), max(intConst(0), sub(parts, intConst(1))))), m_.symRanges())
+            : rows;
     // The parts' ranges: one kv_ranges per (lens slice, splits, spread) until lens is written again.
     Slice lens_slice = c.args[3];
     std::string key = fmt::format("{}:{}:{}", lens_slice.target, splits, spread_rows);

@@ -429,6 +429,37 @@ TEST(DecodePipeline, PagedAttentionPartsFollowTheBatch) {
       }
 }
 
+// A cache length that may be 0 gives no parts at all there (cdiv(S, 64) = 0): the split grid
+// and its merge have no rows, the whole grid has them all (it writes o = 0, lse = -inf).
+TEST(DecodePipeline, AttentionOverACacheThatMayBeEmptyCompilesAndRuns) {
+  const char* text = R"(
+module @maybe_empty_cache
+sym B in [1, 32]
+sym S in [0, 300]
+tensor q : bf16[B, 2048] input
+tensor kc : bf16[B, S, 512] input
+tensor vc : bf16[B, S, 512] input
+tensor lens : i32[B] input
+tensor o : bf16[B, 2048] output
+tensor lse : f32[B, 32] output
+graph @main {
+  o, lse = attention_decode(q, kc, vc, lens) { head_dim = 64 }
+}
+)";
+  auto p = parse(text);
+  ASSERT_TRUE(p->module);
+  p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
+  ASSERT_TRUE(p->module) << p->errors();
+  for (auto [b, s, split] : {std::tuple<int64_t, int64_t, int64_t>{1, 0, 0}, {1, 300, 1}, {20, 300, 0}, {3, 64, 0}}) {
+    SCOPED_TRACE(fmt::format("B={} S={}", b, s));
+    SplitPlan plan = splitPlan(*p->module, {{"B", b}, {"S", s}});
+    EXPECT_EQ(plan.split_rows, std::vector<int64_t>{split * b});
+    EXPECT_EQ(plan.whole_rows, std::vector<int64_t>{b - split * b});
+  }
+  checkAgainstOpLevel(text, {{"B", 2}, {"S", 0}}, {{"lens", {0, 0}}}, 4e-3);
+  checkAgainstOpLevel(text, {{"B", 2}, {"S", 300}}, {{"lens", {1, 300}}}, 4e-3);
+}
+
 std::string generated(const std::string& model, int layers, int vocab, const std::string& extra = "") {
   // One file per test: ctest runs the tests of this binary in parallel processes, and two of
   // them generating the same model into one path read each other's half-written or removed file.
