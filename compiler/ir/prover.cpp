@@ -69,8 +69,9 @@ std::vector<std::vector<int64_t>> Prover::symSamples(const Expr& e) const {
   };
   collect(e);
   // A coordinate's range depends on the grid extents; their syms and constants matter too
-  // (`grid [cdiv(N, 1024)]` has a second task from N = 1025 on).
-  if (task_ && hasCoord(e))
+  // (`grid [cdiv(N, 1024)]` has a second task from N = 1025 on), and so they do where the grid
+  // may be empty (search skips the points where it is).
+  if (task_)
     for (const Expr& g : task_->grid) collect(g);
 
   std::vector<std::vector<int64_t>> values(m_.syms.size());
@@ -135,9 +136,21 @@ std::vector<std::vector<int64_t>> Prover::symSamples(const Expr& e) const {
 Fact Prover::search(const Expr& e, int64_t min_ok) const {
   bool has_coord = hasCoord(e);
   if (has_coord && !task_) return {};
+  // Inside a task, a fact is about the task's statements: where its grid is empty nothing runs
+  // (a slice that simplified to no coordinate as well).
+  auto grid_empty = [&](const SamplePoint& p) {
+    if (!task_) return false;
+    for (const Expr& g : task_->grid) {
+      std::optional<int64_t> ext = valueAt(g, p);
+      if (!ext && g->kind == ExprKind::Bounded) ext = valueAt(g->ops[1], p);
+      if (!ext || *ext <= 0) return true;
+    }
+    return false;
+  };
   for (std::vector<int64_t>& syms : symSamples(e)) {
     SamplePoint p{std::move(syms), {}};
     if (!has_coord) {
+      if (grid_empty(p)) continue;
       auto v = valueAt(e, p);
       if (v && *v < min_ok) return {Fact::Refuted, std::move(p)};
       continue;
