@@ -473,7 +473,7 @@ __device__ void attn_head_mma(const Ctx& ctx, TQ* qp, long long qs, const Rows& 
         float mx = fmaxf(s[hh], s[hh + 2]);
 #pragma unroll
         for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        const float m_new = fmaxf(m[hh], mx);  // finite: a tile has at least one position
+        const float m_new = fmaxf(m[hh], mx);  // not -inf (finite scores): a tile has a position
         const float alpha = __expf(m[hh] - m_new);
         p[hh] = __expf(s[hh] - m_new);
         p[hh + 2] = __expf(s[hh + 2] - m_new);
