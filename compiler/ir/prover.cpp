@@ -136,21 +136,27 @@ std::vector<std::vector<int64_t>> Prover::symSamples(const Expr& e) const {
 Fact Prover::search(const Expr& e, int64_t min_ok) const {
   bool has_coord = hasCoord(e);
   if (has_coord && !task_) return {};
-  // Inside a task, a fact is about the task's statements: where its grid is empty nothing runs
-  // (a slice that simplified to no coordinate as well).
-  auto grid_empty = [&](const SamplePoint& p) {
-    if (!task_) return false;
+  // The task's grid extents at a point, none where the grid is empty: a data-dependent extent
+  // counts as its stated upper bound, and an extent that cannot be evaluated here (e.g. a
+  // divisor of it is 0 here, which is reported on its own) as no task.
+  auto extents = [&](const SamplePoint& p) -> std::optional<std::vector<int64_t>> {
+    std::vector<int64_t> out;
     for (const Expr& g : task_->grid) {
       std::optional<int64_t> ext = valueAt(g, p);
       if (!ext && g->kind == ExprKind::Bounded) ext = valueAt(g->ops[1], p);
-      if (!ext || *ext <= 0) return true;
+      if (!ext || *ext <= 0) return std::nullopt;
+      out.push_back(*ext);
     }
-    return false;
+    return out;
   };
   for (std::vector<int64_t>& syms : symSamples(e)) {
     SamplePoint p{std::move(syms), {}};
+    // Inside a task a fact is about its statements: where its grid is empty nothing runs, so
+    // nothing is refuted there (a slice that simplified to no coordinate too); other points
+    // may still refute the fact.
+    std::optional<std::vector<int64_t>> ext;
+    if (task_ && !(ext = extents(p))) continue;
     if (!has_coord) {
-      if (grid_empty(p)) continue;
       auto v = valueAt(e, p);
       if (v && *v < min_ok) return {Fact::Refuted, std::move(p)};
       continue;
@@ -158,25 +164,13 @@ Fact Prover::search(const Expr& e, int64_t min_ok) const {
     // Coordinates at both ends of their grid dimension (and next to the ends), which is
     // where slices of a grid of tiles go wrong.
     std::vector<std::vector<int64_t>> coord_values;
-    bool empty_grid = false;
-    for (const Expr& g : task_->grid) {
-      std::optional<int64_t> ext = valueAt(g, p);
-      if (!ext) {  // data-dependent extent: use its stated upper bound
-        if (g->kind == ExprKind::Bounded) ext = valueAt(g->ops[1], p);
-      }
-      // No extent at this point (e.g. a divisor of the extent is 0 here, which is reported
-      // on its own): no task to check here; other points may still refute the fact.
-      if (!ext || *ext <= 0) {
-        empty_grid = true;
-        break;
-      }
+    for (int64_t x : *ext) {
       std::vector<int64_t> cv{0};
-      for (int64_t c : {int64_t{1}, *ext - 2, *ext - 1})
-        if (c > 0 && c < *ext && std::find(cv.begin(), cv.end(), c) == cv.end()) cv.push_back(c);
-      if (task_->grid.size() > 3) cv = {0, *ext - 1};
+      for (int64_t c : {int64_t{1}, x - 2, x - 1})
+        if (c > 0 && c < x && std::find(cv.begin(), cv.end(), c) == cv.end()) cv.push_back(c);
+      if (task_->grid.size() > 3) cv = {0, x - 1};
       coord_values.push_back(std::move(cv));
     }
-    if (empty_grid) continue;  // no task runs at this point
     std::vector<size_t> idx(coord_values.size(), 0);
     while (true) {
       p.coords.resize(coord_values.size());

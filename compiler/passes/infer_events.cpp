@@ -67,7 +67,7 @@ class Inference {
         if (a.slice->target != b.slice->target || (!a.write && !b.write)) continue;
         // A count that is 0 everywhere: no P tile meets a C tile (grids over complementary
         // row ranges, such as attention's split and whole grids).
-        if (auto d = dependency(m_.tasks[pi], *a.slice, m_.tasks[ci], *b.slice); d && !isZero(d->count))
+        if (auto d = dependency(m_.tasks[pi], *a.slice, m_.tasks[ci], *b.slice); d && asInt(d->count) != 0)
           deps.push_back(std::move(*d));
       }
     // One event per distinct key list: counts of deps with the same keys add up, and every
@@ -75,11 +75,6 @@ class Inference {
     std::map<std::vector<uint32_t>, std::vector<const Dep*>> by_keys;
     for (const Dep& d : deps) by_keys[d.keys].push_back(&d);
     for (const auto& [keys, group] : by_keys) addEvent(pi, ci, keys, group);
-  }
-
-  static bool isZero(const Expr& e) {
-    auto v = asInt(e);
-    return v && *v == 0;
   }
 
   std::optional<Dep> dependency(const Task& p, const Slice& ps, const Task& c, const Slice& cs) {
