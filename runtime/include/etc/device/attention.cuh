@@ -368,6 +368,38 @@ __device__ __forceinline__ unsigned attn_pack(float lo, float hi) {
   return attn_bits(from_f32<K>(lo)) | attn_bits(from_f32<K>(hi)) << 16;
 }
 
+// The ring of kAttnSlots slots (a block's K rows, then as many V rows) over a part of n
+// positions, SR a block.
+template <class K, int SR>
+struct AttnRing {
+  unsigned char* base;
+  long long n;
+  __device__ __forceinline__ long long blocks() const { return n > 0 ? (n + SR - 1) / SR : 0; }
+  __device__ __forceinline__ int rows_in(long long blk) const { return (int)(n - blk * SR < SR ? n - blk * SR : SR); }
+  __device__ __forceinline__ K* slot(long long blk, bool v) const {
+    return reinterpret_cast<K*>(base + (unsigned)(blk % kAttnSlots) * 2u * kAttnStageBytes + (v ? kAttnStageBytes : 0u));
+  }
+};
+
+// The L2 policy of a staged cache row's copies (evict-first unless ETC_ATTN_EVICT_FIRST=0).
+__device__ __forceinline__ unsigned long long attn_row_policy() {
+  if constexpr (ETC_ATTN_EVICT_FIRST != 0) return l2_evict_first();
+  return 0;
+}
+
+// Copies 16-byte chunk cc of a cache row to dst, or fills dst with zeros where the row is
+// missing (null). A zero fill copies no bytes, but its source must still be 16-byte aligned:
+// `aligned`, the head's K base in the cache or pool, is (the 16-byte path checked it).
+template <class K>
+__device__ __forceinline__ void attn_stage_chunk(K* dst, const void* row, int cc, const void* aligned,
+                                                 unsigned long long policy) {
+  const void* from = row ? (const void*)((const K*)row + cc * (16 / (int)sizeof(K))) : aligned;
+  if constexpr (ETC_ATTN_EVICT_FIRST != 0)
+    cp_async16_hint(dst, from, row ? 16u : 0u, policy);
+  else
+    cp_async16(dst, from, row ? 16u : 0u);
+}
+
 // The tensor-core form of attn_head_staged (attn_mma): each warp takes 16-position tiles of a
 // block and keeps its own online softmax. Scores are K (16 x D, ldmatrix) times q^T (D x 8
 // heads, exact 16-bit q, scaled after); a lane's accumulator holds two heads' scores, the
@@ -388,36 +420,24 @@ __device__ void attn_head_mma(const Ctx& ctx, TQ* qp, long long qs, const Rows& 
   constexpr int SR = attn_stage_rows<D, K>(), NS = kAttnSlots, DT = D / 16;
   static_assert(SR % 16 == 0 && CPR >= 8, "attention_decode: the tensor-core form needs blocks of whole 16-row tiles");
   static_assert(G >= 1 && G <= 8, "attention_decode: the tensor-core form has 8 head columns");
-  unsigned char* ring = ctx.smem + attention_scratch_bytes<D, G>();
+  const AttnRing<K, SR> ring{ctx.smem + attention_scratch_bytes<D, G>(), n};
   const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
-  const long long nblk = n > 0 ? (n + SR - 1) / SR : 0;
-  auto slot = [&](long long blk, bool v) {
-    return reinterpret_cast<K*>(ring + (unsigned)(blk % NS) * 2u * kAttnStageBytes + (v ? kAttnStageBytes : 0u));
-  };
-  auto rows_in = [&](long long blk) { return (int)(n - blk * SR < SR ? n - blk * SR : SR); };
+  const long long nblk = ring.blocks();
   auto at = [](int r, int cc) { return r * D + (cc ^ (r & 7)) * PE; };
   // Block blk's K and V rows into its slot as one group, zeros up to the next 16 rows (and for
   // a missing paged row); an empty group past the last block keeps the wait arithmetic uniform.
   auto request = [&](long long blk) {
     if (blk < nblk) {
-      K* dk = slot(blk, false);
-      K* dv = slot(blk, true);
+      K* dk = ring.slot(blk, false);
+      K* dv = ring.slot(blk, true);
       const long long b0 = blk * SR;
-      const int nb = rows_in(blk), nz = (nb + 15) / 16 * 16;
-      unsigned long long policy = 0;
-      if constexpr (ETC_ATTN_EVICT_FIRST != 0) policy = l2_evict_first();
+      const int nb = ring.rows_in(blk), nz = (nb + 15) / 16 * 16;
+      const unsigned long long policy = attn_row_policy();
       for (int idx = tid; idx < 2 * nz * CPR; idx += nt) {
         const bool v = idx >= nz * CPR;
         const int i = v ? idx - nz * CPR : idx, r = i / CPR, cc = i - r * CPR;
         const void* src = r >= nb ? nullptr : v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
-        // A zero fill copies no bytes, but its source must still be 16-byte aligned: the
-        // head's K base in the cache or pool is (the 16-byte path checked it).
-        const void* from = src ? (const void*)((const K*)src + cc * PE) : (const void*)rows.kp;
-        K* dst = (v ? dv : dk) + at(r, cc);
-        if constexpr (ETC_ATTN_EVICT_FIRST != 0)
-          cp_async16_hint(dst, from, src ? 16u : 0u, policy);
-        else
-          cp_async16(dst, from, src ? 16u : 0u);
+        attn_stage_chunk((v ? dv : dk) + at(r, cc), src, cc, rows.kp, policy);
       }
     }
     cp_async_commit();
@@ -447,9 +467,9 @@ __device__ void attn_head_mma(const Ctx& ctx, TQ* qp, long long qs, const Rows& 
     for (int e = 0; e < 4; ++e) ot[t][e] = 0.0f;
 
   for (long long blk = 0; blk < nblk; ++blk) {
-    const int nb = rows_in(blk);
-    const K* k_s = slot(blk, false);
-    const K* v_s = slot(blk, true);
+    const int nb = ring.rows_in(blk);
+    const K* k_s = ring.slot(blk, false);
+    const K* v_s = ring.slot(blk, true);
     cp_async_wait<NS - 1>();  // this block's rows
     __syncthreads();          // every thread's
     for (int t = warp; t * 16 < nb; t += nw) {
@@ -510,7 +530,7 @@ __device__ void attn_head_mma(const Ctx& ctx, TQ* qp, long long qs, const Rows& 
   for (int hh = 0; hh < 2; ++hh)
 #pragma unroll
     for (int o = 4; o < 32; o <<= 1) l[hh] += __shfl_xor_sync(0xffffffffu, l[hh], o);
-  float* red = reinterpret_cast<float*>(ring);          // [warps][G][D]
+  float* red = reinterpret_cast<float*>(ring.base);     // [warps][G][D]
   float* wm = reinterpret_cast<float*>(ctx.smem);       // [warps][G]: the scratch before the ring
   float* wl = wm + kAttnMaxWarps * G;                   // [warps][G]
   const int h0 = (lane & 3) * 2;
@@ -571,35 +591,24 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
     const AttnScratch<D, G> sc(ctx);
     float* q_s = sc.q;
     float* s_s = sc.s;
-    unsigned char* ring = ctx.smem + attention_scratch_bytes<D, G>();
+    const AttnRing<K, SR> ring{ctx.smem + attention_scratch_bytes<D, G>(), n};
     const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
     const int c = lane % Ln::L, rg = lane / Ln::L;
-    const long long nblk = n > 0 ? (n + SR - 1) / SR : 0;
-    auto slot = [&](long long blk, bool v) {
-      return reinterpret_cast<K*>(ring + (unsigned)(blk % NS) * 2u * kAttnStageBytes + (v ? kAttnStageBytes : 0u));
-    };
-    auto rows_in = [&](long long blk) { return (int)(n - blk * SR < SR ? n - blk * SR : SR); };
+    const long long nblk = ring.blocks();
     // Where chunk cc of row r of a block is stored (in elements from the block's start).
     auto at = [](int r, int cc) { return r * D + (CPR >= 8 ? cc ^ (r & 7) : cc) * Ln::PE; };
     // Requests block blk's K (v = false) or V rows into its slot, as one group (empty past the
     // last block: the wait arithmetic stays uniform). A missing paged row reads as zeros.
     auto request = [&](bool v, long long blk) {
       if (blk < nblk) {
-        K* dst = slot(blk, v);
+        K* dst = ring.slot(blk, v);
         const long long b0 = blk * SR;
-        const int nb = rows_in(blk);
-        unsigned long long policy = 0;
-        if constexpr (ETC_ATTN_EVICT_FIRST != 0) policy = l2_evict_first();
+        const int nb = ring.rows_in(blk);
+        const unsigned long long policy = attn_row_policy();
         for (int idx = tid; idx < nb * CPR; idx += nt) {
           const int r = idx / CPR, cc = idx - r * CPR;
           const void* src = v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
-          // A zero fill copies no bytes, but its source must still be 16-byte aligned: the
-          // head's K base in the cache or pool is (the 16-byte path checked it).
-          const void* from = src ? (const void*)((const K*)src + cc * Ln::PE) : (const void*)rows.kp;
-          if constexpr (ETC_ATTN_EVICT_FIRST != 0)
-            cp_async16_hint(dst + at(r, cc), from, src ? 16u : 0u, policy);
-          else
-            cp_async16(dst + at(r, cc), from, src ? 16u : 0u);
+          attn_stage_chunk(dst + at(r, cc), src, cc, rows.kp, policy);
         }
       }
       cp_async_commit();
@@ -622,9 +631,9 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
       for (int e = 0; e < Ln::PE; ++e) acc[h][e] = 0.0f;
 
     for (long long blk = 0; blk < nblk; ++blk) {
-      const int nb = rows_in(blk);
-      const K* k_s = slot(blk, false);
-      const K* v_s = slot(blk, true);
+      const int nb = ring.rows_in(blk);
+      const K* k_s = ring.slot(blk, false);
+      const K* v_s = ring.slot(blk, true);
       cp_async_wait<2 * NS - 1>();  // this block's K
       __syncthreads();              // every thread's rows (and q_s, m_s, l_s the first time) are in
       {
