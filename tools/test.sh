@@ -14,9 +14,11 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 echo "== build (AddressSanitizer + UndefinedBehaviorSanitizer) =="
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DETC_SANITIZE=ON >/dev/null
 cmake --build build-asan -j "$jobs"
+# Tests labelled no-asan (tests/CMakeLists.txt says why each) ran in the build above and add no
+# code path here, only minutes.
 echo "== tests under ASan + UBSan =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE no-asan
 
 # The libFuzzer targets need clang; where clang is present, build them and fuzz each for a short
 # while from its committed corpus (the corpora themselves already replayed in both test runs

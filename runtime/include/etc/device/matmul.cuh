@@ -23,6 +23,11 @@
 #ifndef ETC_MM_MAX_STAGES
 #define ETC_MM_MAX_STAGES 4
 #endif
+// The ring of a tile with 64 or more rows of a (a decode step at B > 32), whose stages are
+// twice or four times as large: 96 KiB is 2 stages of a 128 x 64 x 128 tile.
+#ifndef ETC_MM_LARGE_RING_KIB
+#define ETC_MM_LARGE_RING_KIB ETC_MM_RING_KIB
+#endif
 // Where a tile's rows (M) outnumber 16 * ETC_MM_LARGE_M_FM at run time, a warp owns at most
 // that many m16 fragments of rows, and more columns instead (fewer ldmatrix of a per mma); 0:
 // one tiling for every M. Below that M the warps keep whole columns of the tile, so that at
@@ -59,8 +64,8 @@ struct MmGeom {
   // About 96 KiB of ring, at most 4 stages: enough bytes in flight per SM to cover DRAM
   // latency. 192 KiB and 8 stages were slower on an LM-head-shaped product (H100: 346 -> 375 us).
   // Knobs for measuring (etcc --device-define): ETC_MM_RING_KIB, ETC_MM_MAX_STAGES.
-  static constexpr int STAGES =
-      cmax(2, cmin(ETC_MM_MAX_STAGES, (int)((unsigned)ETC_MM_RING_KIB * 1024u / STAGE_BYTES)));
+  static constexpr unsigned RING_KIB = TMP >= 64 ? ETC_MM_LARGE_RING_KIB : ETC_MM_RING_KIB;
+  static constexpr int STAGES = cmax(2, cmin(ETC_MM_MAX_STAGES, (int)(RING_KIB * 1024u / STAGE_BYTES)));
   static constexpr int C_PITCH = TN + 8;  // f32 partial-sum tile (16-bit inputs only)
   static constexpr unsigned RED_BYTES = sizeof(T) == 2 ? (unsigned)TMP * C_PITCH * 4u : 0u;
   static constexpr unsigned RING_BYTES = STAGES * STAGE_BYTES;
