@@ -24,6 +24,9 @@ struct RunInputs {
   std::vector<std::string> weights;                    // --weights files
   uint64_t seed = 0;
   bool random_outputs = false;  // --random-outputs: outputs start random (a KV cache's past), not zero
+  // --argmax-of OUT=SCORES: integer output OUT is the argmax over the last axis of float output
+  // SCORES (a decode step's next token and its logits): see compareOutput.
+  std::map<std::string, std::string> argmax_of;
 };
 
 // Parses "name=value" (--sym, --in, ...); throws "--in expects NAME=VALUE, got 'x'".
@@ -49,8 +52,13 @@ struct Comparison {
   std::string line;      // "y: f32 [4, 32] rel L2 1.2e-07 (tolerance 1e-05) ok"
 };
 // BENCHMARKS.md tolerances: relative L2 < 1e-5 for f32, < 2e-2 for bf16 and f16; integers
-// equal; a NaN (or a NaN/inf mismatch) never passes.
-Comparison compareOutput(const std::string& name, const interp::HostTensor& got, const interp::HostTensor& ref);
+// equal; a NaN (or a NaN/inf mismatch) never passes. ref_scores (--argmax-of; the reference's
+// scores, ref's shape plus a last axis): an element of an argmax that differs passes when the
+// reference scores the token got picked within one unit in the last place (of the scores'
+// dtype) of the reference's maximum, a near-tie that rounding in another order flips; any
+// other difference fails.
+Comparison compareOutput(const std::string& name, const interp::HostTensor& got, const interp::HostTensor& ref,
+                         const interp::HostTensor* ref_scores = nullptr, const std::string& scores_name = "");
 
 std::string shapeText(const std::vector<int64_t>& shape);  // "[4, 32]"
 

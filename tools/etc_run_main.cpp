@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   using namespace etc::tools;
   CLI::App app{"etc-run: run an etc fatbin on the GPU, or an .etir file on the CPU reference interpreter"};
   RunOptions opt;
-  std::vector<std::string> ins, params, outs;
+  std::vector<std::string> ins, params, outs, argmax_of;
   std::string mode = "mega";
   app.add_option("FILE", opt.file, "a .fatbin made by etcc, or an .etir file")->required();
   app.add_option("--sym", opt.syms, "set a sym: NAME=VALUE (repeatable)");
@@ -120,6 +120,10 @@ int main(int argc, char** argv) {
   app.add_flag("--random-outputs", opt.inputs.random_outputs,
                "outputs start random from the seed instead of zero (a KV cache then holds a random past)");
   app.add_flag("--check", opt.check, "compare with the reference interpreter on the fatbin's embedded IR");
+  app.add_option("--argmax-of", argmax_of,
+                 "with --check or --stress: OUT=SCORES, integer output OUT is the argmax over the last axis of float "
+                 "output SCORES; an OUT element that differs from the interpreter's passes only where the "
+                 "interpreter's SCORES at it are within one ulp of their maximum (a near-tie) (repeatable)");
   app.add_option("--bench", opt.bench, "time N launches (after warm-up) per mode")->check(CLI::PositiveNumber);
   app.add_option("--mode", mode, "mega, unfused, unfused-graph or all")
       ->check(CLI::IsMember({"mega", "unfused", "unfused-graph", "all"}));
@@ -153,6 +157,9 @@ int main(int argc, char** argv) {
     opt.inputs.in = assignments(ins, "--in");
     opt.inputs.param = assignments(params, "--param");
     opt.inputs.out = assignments(outs, "--out");
+    opt.inputs.argmax_of = assignments(argmax_of, "--argmax-of");
+    if (!opt.inputs.argmax_of.empty() && !opt.check && opt.stress == 0)
+      throw std::runtime_error("--argmax-of needs --check or --stress (it changes how they compare)");
     if (opt.stress > 0 || !sym_values.empty()) {
       if (opt.stress == 0 || sym_values.empty()) throw std::runtime_error("--stress and --sym-values go together");
       if (opt.inputs.random_outputs)

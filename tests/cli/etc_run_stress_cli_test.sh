@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# etc-run --stress on a machine without a GPU: the options that go together, and a second
+# etc-run --stress on a machine without a GPU: the options that go together (and --argmax-of,
+# which needs --check or --stress), and a second
 # fatbin that is not the same module, are refused before any device is needed.
 # Usage: etc_run_stress_cli_test.sh ETC_RUN ETCC MLP.fatbin SUM.fatbin   (from the repository root)
 source "$(dirname "$0")/../harness.sh"
@@ -14,6 +15,7 @@ expect() {  # NAME RC TEXT ARGS...
   grep -qF -- "$text" "$tmp/err" || { fail "$name: stderr lacks '$text'"; sed 's/^/  | /' "$tmp/err"; }
 }
 expect also-without-stress 1 "etc-run: --stress-also needs --stress" "$mlp" --sym B=1 --stress-also "$mlp"
+expect argmax-without-check 1 "etc-run: --argmax-of needs --check or --stress" "$mlp" --sym B=1 --argmax-of y=x
 expect values-without-stress 1 "etc-run: --stress and --sym-values go together" "$mlp" --sym-values B=1,2
 expect other-module 1 "holds a different module than $mlp (its name, syms or tensors differ)" \
   "$mlp" --stress 4 --sym-values B=1,2 --stress-also "$sum"

@@ -210,10 +210,13 @@ __global__ void k_rms(View<const TX> x, View<const TW> w, float eps, View<TY> y)
 // few for a tile of 128 rows, which is only launched with up to 256). Without bounds, ptxas may use
 // more registers than the block can have ("too many resources requested for launch").
 template <int TM, int TN, int TK, class T, class TY, int MAXT>
-__global__ void __launch_bounds__(MAXT, 1) k_mm(View<const T> a, View<const T> b, bool tb, View<TY> y, View<TY> y2) {
+__global__ void __launch_bounds__(MAXT, 1)
+    k_mm(View<const T> a, View<const T> b, bool tb, View<TY> y, View<TY> y2, bool pre) {
   SMEM_DECL;
   Ctx c{smem_, matmul_smem_bytes<T, TM, TN, TK>()};
-  matmul<TM, TN, TK>(c, a, b, tb, y);
+  // pre: b's first stages prefetched, as a task does before its waits.
+  if (pre) matmul_prefetch<TM, TN, TK>(c, a, b, tb);
+  matmul<TM, TN, TK>(c, a, b, tb, y, pre);
   // A second call right after the first: the ring and the partial-sum buffer are reused.
   if (y2.ptr) matmul<TM, TN, TK>(c, a, b, tb, y2);
 }
@@ -526,7 +529,7 @@ static void t_rms(const char* what, long long rows, long long H, long long row_p
 template <int TM, int TN, int TK, class T, class TY>
 static void t_mm(long long M, long long N, long long K, bool tb, long long lda, long long ldb,
                  long long ldy, long long aoff, long long boff, long long yoff, int threads,
-                 bool avec = false, bool twice = false) {
+                 bool avec = false, bool twice = false, bool pre = false) {
   Buf<T> a(aoff + M * lda + 8);
   long long brows = tb ? N : K;
   Buf<T> b(boff + brows * ldb + 8);
@@ -543,7 +546,9 @@ static void t_mm(long long M, long long N, long long K, bool tb, long long lda, 
   HV bv = tb ? hv(boff, {N, K}, {ldb, 1}) : hv(boff, {K, N}, {ldb, 1});
   HV yv = avec ? hv(yoff, {N}, {1}) : hv(yoff, {M, N}, {ldy, 1});
   unsigned smem = matmul_smem_bytes<T, TM, TN, TK>();
-  constexpr int kMaxThreads = TM >= 128 ? 256 : 512;
+  // 64 rows and more: etcc launches 256 threads, and at 512 (128 registers) the wgmma form's
+  // accumulators beside mma.sync's would spill.
+  constexpr int kMaxThreads = TM >= 64 ? 256 : 512;
   if (threads > kMaxThreads) {
     report(false, "matmul test launches more threads than its kernel's bounds", threads);
     return;
@@ -552,7 +557,7 @@ static void t_mm(long long M, long long N, long long K, bool tb, long long lda, 
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   View<TY> y2v = dv<TY>(y2, yv);
   if (!twice) y2v.ptr = nullptr;
-  kern<<<1, threads, smem>>>(dv<const T>(a, av), dv<const T>(b, bv), tb, dv<TY>(y, yv), y2v);
+  kern<<<1, threads, smem>>>(dv<const T>(a, av), dv<const T>(b, bv), tb, dv<TY>(y, yv), y2v, pre);
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
   y.down();
@@ -577,9 +582,9 @@ static void t_mm(long long M, long long N, long long K, bool tb, long long lda, 
     err = std::max(err, e2);
   }
   char name[256];
-  std::snprintf(name, sizeof name, "matmul_%s_%s_T%dx%dx%d_M%lld_N%lld_K%lld_%s_lda%lld_ldb%lld_off%lld,%lld,%lld%s%s_t%d",
+  std::snprintf(name, sizeof name, "matmul_%s_%s_T%dx%dx%d_M%lld_N%lld_K%lld_%s_lda%lld_ldb%lld_off%lld,%lld,%lld%s%s%s_t%d",
                 tname<T>(), tname<TY>(), TM, TN, TK, M, N, K, tb ? "tb" : "nn", lda, ldb, aoff,
-                boff, yoff, avec ? "_vec" : "", twice ? "_twice" : "", threads);
+                boff, yoff, avec ? "_vec" : "", twice ? "_twice" : "", pre ? "_pre" : "", threads);
   report(ok, name, err);
 }
 
@@ -1126,7 +1131,7 @@ int main() {
   for (int t : kThreadsList) {
     t_mm<16, 64, 128, bf16, bf16>(1, 64, 2048, true, 2048, 2048, 64, 0, 0, 0, t);
     t_mm<16, 128, 128, bf16, bf16>(13, 100, 2056, true, 2056, 2056, 100, 0, 0, 0, t);
-    t_mm<64, 128, 64, bf16, bf16>(37, 128, 4096, true, 4096, 4096, 128, 0, 0, 0, t);
+    if (t <= 256) t_mm<64, 128, 64, bf16, bf16>(37, 128, 4096, true, 4096, 4096, 128, 0, 0, 0, t);
     t_mm<16, 64, 128, f16, f16>(13, 64, 2056, false, 2056, 64, 64, 0, 0, 0, t);
     t_mm<16, 64, 64, float, float>(13, 64, 2056, true, 2056, 2056, 64, 0, 0, 0, t);
   }
@@ -1148,11 +1153,22 @@ int main() {
   t_mm<16, 64, 64, float, float>(13, 57, 2057, false, 2059, 63, 60, 1, 3, 2, 256, false, true);
   t_mm<64, 128, 32, float, bf16>(64, 128, 1000, true, 1000, 1000, 128, 0, 0, 0, 128);
   t_mm<16, 128, 128, f16, f16>(7, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 512, false, true);
+  // wgmma on sm_90a (64 or 128 rows of a, b as [N, K], whole K tiles, 256 threads): the
+  // warpgroups on b's column halves (64 rows) and on a's row halves (128), ragged M and N,
+  // 16-byte-aligned offsets and pitches, prefetched, called twice, the LM head's tile. Above,
+  // K = 1000 and 100 x 128 x 300 take mma.sync on every GPU.
+  t_mm<64, 64, 128, bf16, bf16>(64, 64, 2048, true, 2048, 2048, 64, 0, 0, 0, 256, false, true, true);
+  t_mm<64, 64, 128, f16, float>(33, 50, 1024, true, 1024, 1032, 50, 8, 16, 0, 256, false, false, true);
+  t_mm<128, 64, 128, bf16, bf16>(97, 64, 2048, true, 2048, 2048, 64, 0, 0, 0, 256, false, true, true);
+  t_mm<128, 128, 64, bf16, float>(128, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 256, false, false, true);
+  t_mm<128, 128, 64, f16, f16>(70, 100, 512, true, 520, 512, 100, 0, 0, 0, 256);
 
   // The gated matmul: Llama-3.2-1B's gate/up tiles (64 + 64 rows, 64 deep) at B = 1 and 128
   // (both warp tilings), Qwen3-0.6B's (32 + 32), a ragged tile (N < TN / 2, M past 64), [K, N]
   // weights, f16, and f32 (the two-pass path), prefetched as a task does and called twice.
   t_mm_gated<16, 128, 64, bf16, bf16>(1, 64, 2048, true, 256, true);
+  t_mm_gated<64, 128, 64, bf16, bf16>(64, 64, 2048, true, 256, true, true);
+  t_mm_gated<64, 64, 128, bf16, bf16>(40, 32, 1024, true, 256, true);
   t_mm_gated<128, 128, 64, bf16, bf16>(128, 64, 2048, true, 256, true);
   t_mm_gated<128, 128, 64, bf16, bf16>(100, 64, 1024, true, 256, false, true);
   t_mm_gated<16, 64, 128, bf16, bf16>(3, 32, 1024, true, 256, true, true);

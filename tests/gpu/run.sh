@@ -100,7 +100,11 @@ fi
 # position. Caches start random (--random-outputs: a random past), positions come from files:
 # short (random 1..7), mixed (0, 1, 255, 256, 511, 4095, 4096 in turn) and all 4096 (the
 # longest: 17 KV splits of 256). Float outputs must meet the bf16 tolerance; next_token (the
-# argmax of bf16 logits, where near-ties can flip) may differ in at most 1% of the rows.
+# argmax of bf16 logits) may differ from the interpreter's only at near-ties, where the
+# interpreter's logits at the kernel's token are within one bf16 ulp of their maximum
+# (etc-run --argmax-of): both round every op to bf16, in different orders, and a one-ulp
+# difference flips a tie either way. (The 99% rule of BENCHMARKS.md is for the comparison
+# with PyTorch's float32 model, tools/compare_decode.py.)
 decode_check() {  # label fatbin B pos-kind [extra etc-run args...]
   local label=$1 f=$2 b=$3 kind=$4; shift 4
   local log="$out/check_${label}_B${b}_$kind.log" posf="$out/pos_${kind}_$b.npy"
@@ -116,11 +120,12 @@ else:
     pos = np.full(b, 4096)
 np.save(path, pos.astype(np.int32))
 PY
-  "$B/etc-run" "$f" --sym "B=$b" --in pos="$posf" --random-outputs --check --seed 9 "$@" >"$log" 2>&1
-  local flo=$(grep -c ' ok$' "$log") bad=$(grep -v next_token "$log" | grep -c 'FAIL')
+  "$B/etc-run" "$f" --sym "B=$b" --in pos="$posf" --random-outputs --check --argmax-of next_token=logits --seed 9 "$@" \
+    >"$log" 2>&1
+  local flo=$(grep -c ' ok$' "$log") bad=$(grep -c 'FAIL' "$log")
   local diff=$(grep -m1 -oE 'next_token: i32 \[[0-9]+\] [0-9]+ of' "$log" | grep -oE '[0-9]+ of' | grep -oE '[0-9]+')
-  if [ "$bad" -eq 0 ] && [ "$flo" -gt 0 ] && [ -n "$diff" ] && [ $((diff * 100)) -le "$b" ]; then
-    row "check $label B=$b pos $kind" PASS "$(grep -oE '(logits|k_cache_0).*L2 [0-9.e+-]*' "$log" | head -2 | tr '\n' ' ') argmax differs in $diff"
+  if [ "$bad" -eq 0 ] && [ "$flo" -gt 0 ] && [ -n "$diff" ]; then
+    row "check $label B=$b pos $kind" PASS "$(grep -oE '(logits|k_cache_0).*L2 [0-9.e+-]*' "$log" | head -2 | tr '\n' ' ') argmax differs in $diff (near-ties)"
   else
     row "check $label B=$b pos $kind" FAIL "$(grep -E 'FAIL|etc-run' "$log" | head -2 | tr '\n' ' ' | cut -c1-200)"
   fi

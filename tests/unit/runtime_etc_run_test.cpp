@@ -201,4 +201,55 @@ TEST(EtcRunHost, ComparisonUsesBenchmarkTolerances) {
   EXPECT_EQ(c.line, "y: f32 [3] FAIL: the result is f32 [2]");
 }
 
+// --argmax-of: a token that differs passes only where the reference's scores tie it with their
+// maximum to one ulp of the scores' dtype (bf16 at 32: 0.25).
+TEST(EtcRunHost, ArgmaxDifferencesPassOnlyAtNearTies) {
+  auto i32 = [](std::vector<int64_t> v) { return etc::interp::makeIntTensor(DType::I32, {int64_t(v.size())}, v); };
+  // Two rows of three scores: row 0's top two one bf16 ulp apart, row 1's two ulps apart.
+  const auto scores = etc::interp::makeTensor(DType::BF16, {2, 3}, {32.5, 32.75, 1.0, 33.0, 32.5, 1.0});
+  Comparison c = compareOutput("t", i32({0, 0}), i32({1, 0}), &scores, "logits");
+  EXPECT_TRUE(c.ok) << c.line;
+  EXPECT_EQ(c.line, "t: i32 [2] 1 of 2 elements differ, 0 of them not a near-tie of logits (within one ulp of the "
+                    "reference's maximum) ok");
+  c = compareOutput("t", i32({1, 1}), i32({1, 0}), &scores, "logits");
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.line, "t: i32 [2] 1 of 2 elements differ, 1 of them not a near-tie of logits (within one ulp of the "
+                    "reference's maximum) FAIL");
+  // An index outside the scores never passes; equal tokens are not compared with the scores.
+  EXPECT_FALSE(compareOutput("t", i32({3, 0}), i32({1, 0}), &scores, "logits").ok);
+  EXPECT_FALSE(compareOutput("t", i32({-1, 0}), i32({1, 0}), &scores, "logits").ok);
+  c = compareOutput("t", i32({1, 0}), i32({1, 0}), &scores, "logits");
+  EXPECT_EQ(c.line, "t: i32 [2] 0 of 2 elements differ ok");
+  // f32 scores: one f32 ulp at 32 is 2^-18.
+  const auto f = etc::interp::makeTensor(DType::F32, {1, 2}, {32.0, 32.0 + std::ldexp(1.0, -18)});
+  EXPECT_TRUE(compareOutput("t", i32({0}), i32({1}), &f, "s").ok);
+  const auto f2 = etc::interp::makeTensor(DType::F32, {1, 2}, {32.0, 32.0 + std::ldexp(1.0, -17)});
+  EXPECT_FALSE(compareOutput("t", i32({0}), i32({1}), &f2, "s").ok);
+}
+
+TEST(EtcRunHost, ArgmaxOfNamesTwoOutputsOfMatchingShapes) {
+  std::vector<TensorSpec> sp = {{"x", DType::F32, "input", {4, 8}, {"B", "8"}},
+                                {"logits", DType::BF16, "output", {4, 8}, {"B", "V"}},
+                                {"tok", DType::I32, "output", {4}, {"B"}},
+                                {"short", DType::BF16, "output", {3, 8}, {"3", "V"}}};
+  auto err = [&](const std::string& out, const std::string& scores) {
+    RunInputs ri;
+    ri.argmax_of[out] = scores;
+    try {
+      gatherInputs(sp, ri);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(ok)");
+  };
+  EXPECT_EQ(err("tok", "logits"), "(ok)");
+  EXPECT_EQ(err("q", "logits"), "--argmax-of q=logits: the module has no tensor named 'q'");
+  EXPECT_EQ(err("x", "logits"), "--argmax-of x=logits: tensor x is input, not output");
+  EXPECT_EQ(err("tok", "zz"), "--argmax-of tok=zz: the module has no tensor named 'zz'");
+  EXPECT_EQ(err("tok", "x"), "--argmax-of tok=x: tensor x is input, not output");
+  EXPECT_EQ(err("logits", "tok"), "--argmax-of logits=tok: logits is bf16, not an integer");
+  EXPECT_EQ(err("tok", "tok"), "--argmax-of tok=tok: tok is i32, not a float");
+  EXPECT_EQ(err("tok", "short"), "--argmax-of tok=short: short [3, 8] is not tok [4] plus a last axis");
+}
+
 }  // namespace

@@ -8,7 +8,9 @@
 // whose contiguous dimension has a stride other than 1) is loaded element by element.
 //
 // bf16/f16: tensor cores through mma.sync m16n8k16 (sm_80 and sm_90a alike), fragments from
-// ldmatrix (.trans for a [K, N] b). The output tile is cut into per-warp groups of fragments;
+// ldmatrix (.trans for a [K, N] b); on sm_90a, tiles of 64 or more rows of a with b as [N, K]
+// use wgmma instead (mm_wgmma, below: H200, Llama-3.2-1B decode at B = 64 3530 -> 2831 us, at
+// B = 128 5519 -> 4513 us). The output tile is cut into per-warp groups of fragments;
 // warps left over after one warp per group split K, and their partial sums are added in a
 // fixed order through shared memory (deterministic).
 // f32: FFMA on a 4x4 micro-tile per thread; the threads that share a micro-tile split K and
@@ -16,6 +18,7 @@
 #pragma once
 
 #include "etc/device/common.cuh"
+#include "etc/device/wgmma.cuh"
 
 #ifndef ETC_MM_RING_KIB
 #define ETC_MM_RING_KIB 96
@@ -34,6 +37,10 @@
 // small M no warp is left without rows. H100, Llama-3.2-1B decode at B = 128: 7623 / 7603 us
 // with one tiling (8 fragments of rows and 2 of columns a warp), 7498 / 7519 with 4 (4 x 4),
 // 7749 with 2; B = 64 (not affected) 4922 / 4877.
+// 0: no wgmma (sm_90a) for tiles of 64 or more rows of a; they take mma.sync as on sm_80.
+#ifndef ETC_MM_WGMMA
+#define ETC_MM_WGMMA 1
+#endif
 #ifndef ETC_MM_LARGE_M_FM
 #define ETC_MM_LARGE_M_FM 4
 #endif
@@ -47,6 +54,25 @@ __host__ __device__ constexpr int largest_divisor_le(int n, int cap) {
   while (d > 1 && n % d != 0) --d;
   return d;
 }
+
+// The wgmma form (sm_90a, 16-bit, 64 or 128 rows of a): each stage holds a's TMP rows and b's
+// TN rows unpadded, in TK / 64 atoms of the 128-byte swizzle (wgmma.cuh), the ring starting at
+// the first 1024-byte boundary of ctx.smem. A warpgroup (4 warps) computes 64 rows of a by NW
+// columns: the two warpgroups of a CTA take a's two halves of 64 rows (TMP 128), or b's two
+// halves of TN / 2 columns (TMP 64; in the gated matmul, the gate and the up product).
+template <class T, int TM, int TN, int TK>
+struct MmWgGeom {
+  static constexpr int TMP = (TM + 15) / 16 * 16;
+  static constexpr bool OK = sizeof(T) == 2 && (TMP == 64 || TMP == 128) && TK % 64 == 0 && TN % 16 == 0 &&
+                             (TMP == 128 ? TN : TN / 2) <= 128 && (TMP == 128 ? TN : TN / 2) % 32 == 0;
+  static constexpr int NW = TMP == 128 ? TN : TN / 2;
+  static constexpr int A_ELEMS = TMP * TK;
+  static constexpr int B_ELEMS = TN * TK;
+  static constexpr unsigned STAGE_BYTES = (unsigned)(A_ELEMS + B_ELEMS) * 2u;
+  static constexpr unsigned RING_KIB = TMP >= 64 ? ETC_MM_LARGE_RING_KIB : ETC_MM_RING_KIB;
+  static constexpr int STAGES = cmax(2, cmin(ETC_MM_MAX_STAGES, (int)(RING_KIB * 1024u / STAGE_BYTES)));
+  static constexpr unsigned SMEM = OK && ETC_MM_WGMMA ? STAGES * STAGE_BYTES + 1024u : 0u;
+};
 
 // Shared-memory geometry of one instantiation (T = the input dtype).
 template <class T, int TM, int TN, int TK>
@@ -69,7 +95,7 @@ struct MmGeom {
   static constexpr int C_PITCH = TN + 8;  // f32 partial-sum tile (16-bit inputs only)
   static constexpr unsigned RED_BYTES = sizeof(T) == 2 ? (unsigned)TMP * C_PITCH * 4u : 0u;
   static constexpr unsigned RING_BYTES = STAGES * STAGE_BYTES;
-  static constexpr unsigned SMEM = RING_BYTES > RED_BYTES ? RING_BYTES : RED_BYTES;
+  static constexpr unsigned SMEM = cmax(cmax(RING_BYTES, RED_BYTES), MmWgGeom<T, TM, TN, TK>::SMEM);
 };
 
 // Whether tiles of TM rows have the large-M warp tiling (see ETC_MM_LARGE_M_FM).
@@ -363,6 +389,126 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
   }
 }
 
+// Rows [0, min(vr, rmax)) of a contiguous, 16-byte-aligned operand (TK columns from src, rows
+// rs elements apart) into rows r0 .. of a wgmma stage operand of atom_rows rows. Rows past vr
+// are left as they are: the product rows or columns they make are never stored.
+template <class T, int TK, bool stream>
+__device__ __forceinline__ void load_tile_sw(T* base, int atom_rows, int r0, int rmax, long long vr, const T* src,
+                                             long long rs) {
+  constexpr int CPR = TK / 8;  // 16-byte chunks of a row
+  const int rows = vr <= 0 ? 0 : (vr < rmax ? (int)vr : rmax);
+  unsigned long long policy = 0;
+  if constexpr (stream) policy = l2_evict_first();
+  for (int idx = threadIdx.x; idx < rows * CPR; idx += blockDim.x) {
+    const int r = idx / CPR, c = idx - r * CPR, rr = r0 + r;
+    T* d = base + (c >> 3) * (atom_rows * 64) + rr * 64 + (((c & 7) ^ (rr & 7)) << 3);
+    if constexpr (stream)
+      cp_async16_hint(d, src + r * rs + c * 8, 16u, policy);
+    else
+      cp_async16(d, src + r * rs + c * 8, 16u);
+  }
+}
+
+// The wgmma form's ring: ctx.smem's first 1024-byte boundary (MmWgGeom::SMEM has the slack).
+template <class T>
+__device__ __forceinline__ T* mm_wg_ring(const Ctx& ctx) {
+  return reinterpret_cast<T*>(ctx.smem + ((1024u - (smem_addr(ctx.smem) & 1023u)) & 1023u));
+}
+
+// Whether this product takes the wgmma form: its geometry allows it, b is [N, K], K is whole
+// tiles, rows are contiguous and 16-byte aligned, and a has more than 32 rows (below that the
+// m64 product would be mostly padding). Uniform across the CTA; matmul and its prefetch agree.
+template <class T, int TM, int TN, int TK>
+__device__ __forceinline__ bool mm_use_wgmma(const T* ap, const T* bp, const T* bp2, bool tb, const MmArgs& g) {
+  if constexpr (!MmWgGeom<T, TM, TN, TK>::OK || !kHaveWgmma || !ETC_MM_WGMMA) {
+    return false;
+  } else {
+    return tb && g.M > 32 && blockDim.x == 256 && g.K % TK == 0 && g.aks == 1 && g.bks == 1 && g.ams > 0 &&
+           g.bns > 0 && g.ams % 8 == 0 && g.bns % 8 == 0 && aligned_to(ap, 16) && aligned_to(bp, 16) &&
+           (bp2 == nullptr || aligned_to(bp2, 16));
+  }
+}
+
+// Stage kt of the wgmma form's ring (see mm_issue).
+template <class T, int TM, int TN, int TK, bool PAIR>
+__device__ __forceinline__ void mm_issue_wg(T* ring, int kt, int nk, const T* ap, const T* bp, const T* bp2,
+                                            const MmArgs& g, bool with_a, bool with_b) {
+  using W = MmWgGeom<T, TM, TN, TK>;
+  if (kt < nk) {
+    T* As = ring + (kt % W::STAGES) * (W::A_ELEMS + W::B_ELEMS);
+    T* Bs = As + W::A_ELEMS;
+    const long long k0 = (long long)kt * TK;
+    if (with_a) load_tile_sw<T, TK, false>(As, W::TMP, 0, W::TMP, g.M, ap + k0, g.ams);
+    if (with_b) {
+      constexpr int BN = PAIR ? TN / 2 : TN;
+      load_tile_sw<T, TK, true>(Bs, TN, 0, BN, g.N, bp + k0, g.bns);
+      if constexpr (PAIR) load_tile_sw<T, TK, true>(Bs, TN, BN, BN, g.N, bp2 + k0, g.bns);
+    }
+  }
+  cp_async_commit();
+}
+
+// mm_tensor_core's product on wgmma (mm_use_wgmma said so): the same ring discipline (stages
+// S - 1 ahead, b's first stages possibly prefetched), each stage's k16 steps issued by each
+// warpgroup and waited for before the next stage, then the f32 tile through shared memory to
+// the same epilogues.
+template <class T, int TM, int TN, int TK, class TY, bool PAIR>
+__device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2, const MmArgs& g, TY* yp,
+                         bool prefetched) {
+  using W = MmWgGeom<T, TM, TN, TK>;
+  constexpr int S = W::STAGES, NW = W::NW, CP = MmGeom<T, TM, TN, TK>::C_PITCH;
+  T* ring = mm_wg_ring<T>(ctx);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2;
+  const int row0 = W::TMP == 128 ? 64 * wg : 0;
+  const int col0 = W::TMP == 128 ? 0 : NW * wg;
+  const int nk = (int)(g.K / TK);
+  float d[NW / 2];
+#pragma unroll
+  for (int i = 0; i < NW / 2; ++i) d[i] = 0.0f;
+#pragma unroll 1
+  for (int s = 0; s < S - 1; ++s) mm_issue_wg<T, TM, TN, TK, PAIR>(ring, s, nk, ap, bp, bp2, g, true, !prefetched);
+#pragma unroll 1
+  for (int kt = 0; kt < nk; ++kt) {
+    cp_async_wait<S - 2>();
+    fence_proxy_async_smem();  // cp.async wrote the stage; wgmma reads it through the async proxy
+    __syncthreads();
+    // The slot this fills was read by the previous stage's products, waited for below.
+    mm_issue_wg<T, TM, TN, TK, PAIR>(ring, kt + S - 1, nk, ap, bp, bp2, g, true, true);
+    const T* As = ring + (kt % S) * (W::A_ELEMS + W::B_ELEMS);
+    const T* Bs = As + W::A_ELEMS;
+    wgmma_fence();
+#pragma unroll
+    for (int ka = 0; ka < TK / 64; ++ka)
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        wgmma_ss<T, NW>(d, wgmma_desc(As + ka * (W::TMP * 64) + row0 * 64 + kk * 16),
+                        wgmma_desc(Bs + ka * (TN * 64) + col0 * 64 + kk * 16));
+    wgmma_commit();
+    wgmma_wait_all();
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the ring is free: the f32 tile takes its bytes
+  float* cbuf = reinterpret_cast<float*>(ctx.smem);
+  const int r = row0 + 16 * (warp & 3) + (lane >> 2);
+#pragma unroll
+  for (int j = 0; j < NW / 8; ++j) {
+    const int c = col0 + 8 * j + 2 * (lane & 3);
+    *reinterpret_cast<float2*>(cbuf + r * CP + c) = make_float2(d[4 * j], d[4 * j + 1]);
+    *reinterpret_cast<float2*>(cbuf + (r + 8) * CP + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+  }
+  __syncthreads();
+  if constexpr (PAIR) {
+    mm_gated_store<TN>(cbuf, CP, g, yp);
+  } else {
+    const long long MN = g.M * g.N;
+    for (long long o = threadIdx.x; o < MN; o += blockDim.x) {
+      const int m = (int)(o / g.N), n = (int)(o - (long long)m * g.N);
+      yp[m * g.yms + n * g.yns] = from_f32<TY>(cbuf[m * CP + n]);
+    }
+    __syncthreads();
+  }
+}
+
 template <int TM, int TN, int TK, class TY>
 __device__ __forceinline__ void mm_f32(const Ctx& ctx, const float* ap, const float* bp, bool tb,
                                        const MmArgs& g, TY* yp) {
@@ -492,6 +638,13 @@ __device__ void mm_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b
     using Geo = MmGeom<T, TM, TN, TK>;
     const MmArgs g = mm_args<TM, PAIR ? TN / 2 : TN>(a, b, transpose_b);
     const int nk = (int)((g.K + TK - 1) / TK);
+    if (mm_use_wgmma<T, TM, TN, TK>(a.ptr, b.ptr, bp2, transpose_b, g)) {
+      T* ring = mm_wg_ring<T>(ctx);
+#pragma unroll 1
+      for (int s = 0; s < MmWgGeom<T, TM, TN, TK>::STAGES - 1; ++s)
+        mm_issue_wg<T, TM, TN, TK, PAIR>(ring, s, nk, a.ptr, b.ptr, bp2, g, false, true);
+      return;
+    }
     T* ring = reinterpret_cast<T*>(ctx.smem);
 #pragma unroll 1
     for (int s = 0; s < Geo::STAGES - 1; ++s)
@@ -533,6 +686,11 @@ __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, boo
   if constexpr (same_v<T, float>) {
     detail::mm_f32<TM, TN, TK>(ctx, ap, bp, transpose_b, g, y.ptr);
   } else {
+    if constexpr (detail::MmWgGeom<T, TM, TN, TK>::OK && detail::kHaveWgmma && ETC_MM_WGMMA)
+      if (detail::mm_use_wgmma<T, TM, TN, TK>(ap, bp, nullptr, transpose_b, g)) {
+        detail::mm_wgmma<T, TM, TN, TK, TY, false>(ctx, ap, bp, nullptr, g, y.ptr, prefetched);
+        return;
+      }
     if constexpr (detail::mm_has_large_m_tiling(TM))
       if (g.M > 16 * ETC_MM_LARGE_M_FM) {
         detail::mm_tensor_core<T, TM, TN, TK, TY, ETC_MM_LARGE_M_FM>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr,
@@ -578,6 +736,11 @@ __device__ void matmul_silu_mul(const Ctx& ctx, const View<TA>& a, const View<TB
     detail::mm_f32<TM, TN / 2, TK>(ctx, a.ptr, b_up.ptr, transpose_b, h, c + TN / 2);
     detail::mm_gated_store<TN>(c, CP, g, y.ptr);
   } else {
+    if constexpr (detail::MmWgGeom<T, TM, TN, TK>::OK && detail::kHaveWgmma && ETC_MM_WGMMA)
+      if (detail::mm_use_wgmma<T, TM, TN, TK>(a.ptr, b.ptr, b_up.ptr, transpose_b, g)) {
+        detail::mm_wgmma<T, TM, TN, TK, TY, true>(ctx, a.ptr, b.ptr, b_up.ptr, g, y.ptr, prefetched);
+        return;
+      }
     if constexpr (detail::mm_has_large_m_tiling(TM))
       if (g.M > 16 * ETC_MM_LARGE_M_FM) {
         detail::mm_tensor_core<T, TM, TN, TK, TY, ETC_MM_LARGE_M_FM, true>(ctx, a.ptr, b.ptr, b_up.ptr, transpose_b, g,
