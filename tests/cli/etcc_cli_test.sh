@@ -140,6 +140,17 @@ run matmul-instantiations 0 --emit=cuda "$tmp/l2.etir" &&
           /^}/ { if (n > 1) bad = 1; n = 0 } END { exit bad ? 0 : 1 }' "$tmp/out"; then
     fail "matmul-instantiations: a function holds more than one matmul instantiation"
   else pass; fi
+# wgmma on sm_90a for the tiles of 64 and 128 rows (docs/backend.md); none for sm_80, nor with
+# the knob that turns it off.
+printf 'module @wg\nsym B in [1, 128]\ntensor x : bf16[B, 256] input\ntensor w : bf16[64, 256] param\ntensor y : bf16[B, 64] output\ngraph @main {\n  y = matmul(x, w) { transpose_b }\n}\n' >"$tmp/wg.etir"
+LIMIT=60 run wgmma-ptx 0 --emit=ptx -arch sm_90a "$tmp/wg.etir" &&
+  stdout_has wgmma-ptx "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16" &&
+  stdout_has wgmma-ptx "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"
+for args in "-arch sm_80" "-arch sm_90a --device-define ETC_MM_WGMMA=0"; do
+  # shellcheck disable=SC2086
+  LIMIT=60 run "no-wgmma ($args)" 0 --emit=ptx $args "$tmp/wg.etir" &&
+    if grep -q wgmma "$tmp/out"; then fail "no-wgmma ($args): the PTX has wgmma"; else pass; fi
+done
 # A hand-written matmul tile larger than the device kernel holds is refused, not clipped.
 printf 'module @tl\ntensor x : bf16[4, 64] input\ntensor wg : bf16[100, 64] param\ntensor wu : bf16[100, 64] param\ntensor y : bf16[4, 100] output\ntask @t grid [1] (i) {\n  matmul(x, wg, wu) { transpose_b, act = "silu_mul" } -> y\n}\ngraph @main {\n  run @t\n}\n' >"$tmp/gated_tile.etir"
 run gated-tile-too-large 1 "$tmp/gated_tile.etir" -o "$tmp/gated_tile.fatbin" &&
