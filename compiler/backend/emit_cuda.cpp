@@ -945,7 +945,9 @@ class Emitter {
 
   // A task whose first op is a matmul of a param (weights: never written during a launch) after
   // at least one wait: its weight tiles can be loaded before the waits. Data-dependent grids are
-  // left out (whether the op runs is known only after the waits).
+  // left out (whether the op runs is known only after the waits). The prefetch and the matmul get
+  // views of the same slices and the same instantiation, so they choose the same device form
+  // (mma.sync or wgmma, which lay out the ring differently): the matmul relies on it.
   const CallStmt* prefetchableMatmul(const Task& t) const {
     if (!weight_prefetch_ || dataDependent(t)) return nullptr;
     bool waited = false;

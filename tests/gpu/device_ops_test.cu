@@ -211,9 +211,11 @@ __global__ void k_rms(View<const TX> x, View<const TW> w, float eps, View<TY> y)
 // more registers than the block can have ("too many resources requested for launch").
 template <int TM, int TN, int TK, class T, class TY, int MAXT>
 __global__ void __launch_bounds__(MAXT, 1)
-    k_mm(View<const T> a, View<const T> b, bool tb, View<TY> y, View<TY> y2, bool pre) {
+    k_mm(View<const T> a, View<const T> b, bool tb, View<TY> y, View<TY> y2, bool pre, unsigned shift) {
   SMEM_DECL;
-  Ctx c{smem_, matmul_smem_bytes<T, TM, TN, TK>()};
+  // shift: ctx.smem that many bytes past the block's shared memory, as the megakernel's follows
+  // its static shared memory (the wgmma ring then starts after a pad to 1024 bytes).
+  Ctx c{smem_ + shift, matmul_smem_bytes<T, TM, TN, TK>()};
   // pre: b's first stages prefetched, as a task does before its waits.
   if (pre) matmul_prefetch<TM, TN, TK>(c, a, b, tb);
   matmul<TM, TN, TK>(c, a, b, tb, y, pre);
@@ -529,7 +531,7 @@ static void t_rms(const char* what, long long rows, long long H, long long row_p
 template <int TM, int TN, int TK, class T, class TY>
 static void t_mm(long long M, long long N, long long K, bool tb, long long lda, long long ldb,
                  long long ldy, long long aoff, long long boff, long long yoff, int threads,
-                 bool avec = false, bool twice = false, bool pre = false) {
+                 bool avec = false, bool twice = false, bool pre = false, unsigned shift = 0) {
   Buf<T> a(aoff + M * lda + 8);
   long long brows = tb ? N : K;
   Buf<T> b(boff + brows * ldb + 8);
@@ -545,7 +547,7 @@ static void t_mm(long long M, long long N, long long K, bool tb, long long lda, 
   HV av = avec ? hv(aoff, {K}, {1}) : hv(aoff, {M, K}, {lda, 1});
   HV bv = tb ? hv(boff, {N, K}, {ldb, 1}) : hv(boff, {K, N}, {ldb, 1});
   HV yv = avec ? hv(yoff, {N}, {1}) : hv(yoff, {M, N}, {ldy, 1});
-  unsigned smem = matmul_smem_bytes<T, TM, TN, TK>();
+  unsigned smem = matmul_smem_bytes<T, TM, TN, TK>() + shift;
   // 64 rows and more: etcc launches 256 threads, and at 512 (128 registers) the wgmma form's
   // accumulators beside mma.sync's would spill.
   constexpr int kMaxThreads = TM >= 64 ? 256 : 512;
@@ -557,7 +559,7 @@ static void t_mm(long long M, long long N, long long K, bool tb, long long lda, 
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   View<TY> y2v = dv<TY>(y2, yv);
   if (!twice) y2v.ptr = nullptr;
-  kern<<<1, threads, smem>>>(dv<const T>(a, av), dv<const T>(b, bv), tb, dv<TY>(y, yv), y2v, pre);
+  kern<<<1, threads, smem>>>(dv<const T>(a, av), dv<const T>(b, bv), tb, dv<TY>(y, yv), y2v, pre, shift);
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
   y.down();
@@ -585,6 +587,7 @@ static void t_mm(long long M, long long N, long long K, bool tb, long long lda, 
   std::snprintf(name, sizeof name, "matmul_%s_%s_T%dx%dx%d_M%lld_N%lld_K%lld_%s_lda%lld_ldb%lld_off%lld,%lld,%lld%s%s%s_t%d",
                 tname<T>(), tname<TY>(), TM, TN, TK, M, N, K, tb ? "tb" : "nn", lda, ldb, aoff,
                 boff, yoff, avec ? "_vec" : "", twice ? "_twice" : "", pre ? "_pre" : "", threads);
+  if (shift) std::snprintf(name + std::strlen(name), sizeof name - std::strlen(name), "_smem+%u", shift);
   report(ok, name, err);
 }
 
@@ -1162,6 +1165,8 @@ int main() {
   t_mm<128, 64, 128, bf16, bf16>(97, 64, 2048, true, 2048, 2048, 64, 0, 0, 0, 256, false, true, true);
   t_mm<128, 128, 64, bf16, float>(128, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 256, false, false, true);
   t_mm<128, 128, 64, f16, f16>(70, 100, 512, true, 520, 512, 100, 0, 0, 0, 256);
+  t_mm<128, 64, 128, bf16, bf16>(128, 64, 1024, true, 1024, 1024, 64, 0, 0, 0, 256, false, true, true, 112);
+  t_mm<64, 64, 128, bf16, bf16>(50, 64, 1024, true, 1024, 1024, 64, 0, 0, 0, 256, false, false, true, 16);
 
   // The gated matmul: Llama-3.2-1B's gate/up tiles (64 + 64 rows, 64 deep) at B = 1 and 128
   // (both warp tilings), Qwen3-0.6B's (32 + 32), a ragged tile (N < TN / 2, M past 64), [K, N]

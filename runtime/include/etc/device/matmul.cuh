@@ -63,9 +63,9 @@ __host__ __device__ constexpr int largest_divisor_le(int n, int cap) {
 template <class T, int TM, int TN, int TK>
 struct MmWgGeom {
   static constexpr int TMP = (TM + 15) / 16 * 16;
-  static constexpr bool OK = sizeof(T) == 2 && (TMP == 64 || TMP == 128) && TK % 64 == 0 && TN % 16 == 0 &&
-                             (TMP == 128 ? TN : TN / 2) <= 128 && (TMP == 128 ? TN : TN / 2) % 32 == 0;
   static constexpr int NW = TMP == 128 ? TN : TN / 2;
+  static constexpr bool OK = sizeof(T) == 2 && (TMP == 64 || TMP == 128) && TK % 64 == 0 && TN % 16 == 0 &&
+                             (NW == 32 || NW == 64 || NW == 128);  // wgmma_ss's products
   static constexpr int A_ELEMS = TMP * TK;
   static constexpr int B_ELEMS = TN * TK;
   static constexpr unsigned STAGE_BYTES = (unsigned)(A_ELEMS + B_ELEMS) * 2u;
@@ -465,6 +465,7 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
   float d[NW / 2];
 #pragma unroll
   for (int i = 0; i < NW / 2; ++i) d[i] = 0.0f;
+  wgmma_fence_operands(d);
 #pragma unroll 1
   for (int s = 0; s < S - 1; ++s) mm_issue_wg<T, TM, TN, TK, PAIR>(ring, s, nk, ap, bp, bp2, g, true, !prefetched);
 #pragma unroll 1
@@ -485,6 +486,7 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
                         wgmma_desc(Bs + ka * (TN * 64) + col0 * 64 + kk * 16));
     wgmma_commit();
     wgmma_wait_all();
+    wgmma_fence_operands(d);
   }
   cp_async_wait<0>();
   __syncthreads();  // the ring is free: the f32 tile takes its bytes

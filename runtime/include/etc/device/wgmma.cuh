@@ -48,10 +48,20 @@ __device__ __forceinline__ void fence_proxy_async_smem() {
 #endif
 }
 
-// D += A B for one k16 step (T: __half or __nv_bfloat16, N: 32, 64 or 128).
+// D += A B for one k16 step (T: __half or __nv_bfloat16, N: 32, 64 or 128: the specializations
+// below; MmWgGeom allows only those).
 template <class T, int N>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
-  __trap();  // only the specializations below exist on sm_90a
+  static_assert(N < 0, "wgmma_ss: no m64nNk16 product of this N and dtype");
+}
+
+// The accumulators are operands of the asynchronous products between wgmma_fence and
+// wgmma_wait_all, which the compiler does not see: an empty asm that reads and writes each
+// keeps its other accesses (the zeroing, the epilogue's reads) on their side of those.
+template <int R>
+__device__ __forceinline__ void wgmma_fence_operands(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
