@@ -2,7 +2,9 @@
 # Every GPU test and benchmark in one call, ending with a table. Runs from the repository root
 # on a machine with an NVIDIA GPU, using what tools/gpu_bundle.sh put in gpu-bundle/ (built on a
 # CPU machine: etc-run, the device-op test, the samples' fatbins). Without a GPU it says so and
-# exits 0 (skipped). Full logs go to $OUT (or gpu-out/) when set.
+# exits 0 (skipped). Full logs go to $OUT (or gpu-out/) when set: dozens of files, more than a
+# lent GPU machine sends back, so there point OUT at a scratch folder and LOGS_TGZ (below) into
+# the folder that comes back.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=gpu-bundle
