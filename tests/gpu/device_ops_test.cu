@@ -548,9 +548,9 @@ static void t_mm(long long M, long long N, long long K, bool tb, long long lda, 
   HV bv = tb ? hv(boff, {N, K}, {ldb, 1}) : hv(boff, {K, N}, {ldb, 1});
   HV yv = avec ? hv(yoff, {N}, {1}) : hv(yoff, {M, N}, {ldy, 1});
   unsigned smem = matmul_smem_bytes<T, TM, TN, TK>() + shift;
-  // 64 rows and more: etcc launches 256 threads, and at 512 (128 registers) the wgmma form's
-  // accumulators beside mma.sync's would spill.
-  constexpr int kMaxThreads = TM >= 64 ? 256 : 512;
+  // 32 rows and more: etcc launches 256 threads, and at 512 (128 registers) the wgmma form's
+  // accumulators beside mma.sync's would spill (32 rows: with ETC_MM_WGMMA_MIN_ROWS <= 32).
+  constexpr int kMaxThreads = TM >= 32 ? 256 : 512;
   if (threads > kMaxThreads) {
     report(false, "matmul test launches more threads than its kernel's bounds", threads);
     return;
@@ -1167,6 +1167,11 @@ int main() {
   t_mm<128, 128, 64, f16, f16>(70, 100, 512, true, 520, 512, 100, 0, 0, 0, 256);
   t_mm<128, 64, 128, bf16, bf16>(128, 64, 1024, true, 1024, 1024, 64, 0, 0, 0, 256, false, true, true, 112);
   t_mm<64, 64, 128, bf16, bf16>(50, 64, 1024, true, 1024, 1024, 64, 0, 0, 0, 256, false, false, true, 16);
+  // Tiles of 32 rows: mma.sync, or wgmma with half of each m64 product padding where the build
+  // sets ETC_MM_WGMMA_MIN_ROWS <= 32 (NVCC_FLAGS=-DETC_MM_WGMMA_MIN_ROWS=17 build_device_test.sh).
+  t_mm<32, 64, 128, bf16, bf16>(32, 64, 2048, true, 2048, 2048, 64, 0, 0, 0, 256, false, true, true);
+  t_mm<32, 64, 128, f16, float>(17, 50, 1024, true, 1024, 1032, 50, 8, 16, 0, 256, false, false, true, 16);
+  t_mm_gated<32, 128, 64, bf16, bf16>(32, 64, 2048, true, 256, true, true);
 
   // The gated matmul: Llama-3.2-1B's gate/up tiles (64 + 64 rows, 64 deep) at B = 1 and 128
   // (both warp tilings), Qwen3-0.6B's (32 + 32), a ragged tile (N < TN / 2, M past 64), [K, N]

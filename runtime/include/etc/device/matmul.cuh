@@ -41,6 +41,11 @@
 #ifndef ETC_MM_WGMMA
 #define ETC_MM_WGMMA 1
 #endif
+// The fewest rows of a (at run time) that take wgmma. From 17 on, tiles of 32 rows take it too,
+// as m64 products half of padding (not measured yet: B = 17 ... 32 of a decode step).
+#ifndef ETC_MM_WGMMA_MIN_ROWS
+#define ETC_MM_WGMMA_MIN_ROWS 33
+#endif
 #ifndef ETC_MM_LARGE_M_FM
 #define ETC_MM_LARGE_M_FM 4
 #endif
@@ -63,10 +68,12 @@ __host__ __device__ constexpr int largest_divisor_le(int n, int cap) {
 template <class T, int TM, int TN, int TK>
 struct MmWgGeom {
   static constexpr int TMP = (TM + 15) / 16 * 16;
+  static constexpr int WTMP = TMP < 64 ? 64 : TMP;  // a's rows in a stage: the m64 products' (past TMP unread)
   static constexpr int NW = TMP == 128 ? TN : TN / 2;
-  static constexpr bool OK = sizeof(T) == 2 && (TMP == 64 || TMP == 128) && TK % 64 == 0 && TN % 16 == 0 &&
-                             (NW == 32 || NW == 64 || NW == 128);  // wgmma_ss's products
-  static constexpr int A_ELEMS = TMP * TK;
+  static constexpr bool OK = sizeof(T) == 2 &&
+                             (TMP == 64 || TMP == 128 || (TMP == 32 && ETC_MM_WGMMA_MIN_ROWS <= 32)) &&
+                             TK % 64 == 0 && TN % 16 == 0 && (NW == 32 || NW == 64 || NW == 128);  // wgmma_ss's
+  static constexpr int A_ELEMS = WTMP * TK;
   static constexpr int B_ELEMS = TN * TK;
   static constexpr unsigned STAGE_BYTES = (unsigned)(A_ELEMS + B_ELEMS) * 2u;
   static constexpr unsigned RING_KIB = TMP >= 64 ? ETC_MM_LARGE_RING_KIB : ETC_MM_RING_KIB;
@@ -423,7 +430,7 @@ __device__ __forceinline__ bool mm_use_wgmma(const T* ap, const T* bp, const T* 
   if constexpr (!MmWgGeom<T, TM, TN, TK>::OK || !kHaveWgmma || !ETC_MM_WGMMA) {
     return false;
   } else {
-    return tb && g.M > 32 && blockDim.x == 256 && g.K % TK == 0 && g.aks == 1 && g.bks == 1 && g.ams > 0 &&
+    return tb && g.M >= ETC_MM_WGMMA_MIN_ROWS && blockDim.x == 256 && g.K % TK == 0 && g.aks == 1 && g.bks == 1 && g.ams > 0 &&
            g.bns > 0 && g.ams % 8 == 0 && g.bns % 8 == 0 && aligned_to(ap, 16) && aligned_to(bp, 16) &&
            (bp2 == nullptr || aligned_to(bp2, 16));
   }
@@ -438,7 +445,7 @@ __device__ __forceinline__ void mm_issue_wg(T* ring, int kt, int nk, const T* ap
     T* As = ring + (kt % W::STAGES) * (W::A_ELEMS + W::B_ELEMS);
     T* Bs = As + W::A_ELEMS;
     const long long k0 = (long long)kt * TK;
-    if (with_a) load_tile_sw<T, TK, false>(As, W::TMP, 0, W::TMP, g.M, ap + k0, g.ams);
+    if (with_a) load_tile_sw<T, TK, false>(As, W::WTMP, 0, W::TMP, g.M, ap + k0, g.ams);
     if (with_b) {
       constexpr int BN = PAIR ? TN / 2 : TN;
       load_tile_sw<T, TK, true>(Bs, TN, 0, BN, g.N, bp + k0, g.bns);
@@ -482,7 +489,7 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
     for (int ka = 0; ka < TK / 64; ++ka)
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk)
-        wgmma_ss<T, NW>(d, wgmma_desc(As + ka * (W::TMP * 64) + row0 * 64 + kk * 16),
+        wgmma_ss<T, NW>(d, wgmma_desc(As + ka * (W::WTMP * 64) + row0 * 64 + kk * 16),
                         wgmma_desc(Bs + ka * (TN * 64) + col0 * 64 + kk * 16));
     wgmma_commit();
     wgmma_wait_all();
@@ -492,12 +499,15 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
   __syncthreads();  // the ring is free: the f32 tile takes its bytes
   float* cbuf = reinterpret_cast<float*>(ctx.smem);
   const int r = row0 + 16 * (warp & 3) + (lane >> 2);
+  // Padded rows (a tile of 32 rows in m64 products: warps 2 and 3 of each warpgroup) have no
+  // place in the f32 tile, which has the tile's rows.
+  if (W::WTMP == W::TMP || (warp & 3) < W::TMP / 16)
 #pragma unroll
-  for (int j = 0; j < NW / 8; ++j) {
-    const int c = col0 + 8 * j + 2 * (lane & 3);
-    *reinterpret_cast<float2*>(cbuf + r * CP + c) = make_float2(d[4 * j], d[4 * j + 1]);
-    *reinterpret_cast<float2*>(cbuf + (r + 8) * CP + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
-  }
+    for (int j = 0; j < NW / 8; ++j) {
+      const int c = col0 + 8 * j + 2 * (lane & 3);
+      *reinterpret_cast<float2*>(cbuf + r * CP + c) = make_float2(d[4 * j], d[4 * j + 1]);
+      *reinterpret_cast<float2*>(cbuf + (r + 8) * CP + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+    }
   __syncthreads();
   if constexpr (PAIR) {
     mm_gated_store<TN>(cbuf, CP, g, yp);
