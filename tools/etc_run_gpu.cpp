@@ -117,10 +117,7 @@ int runFatbin(Module& m, const RunOptions& opt) {
       interp::HostTensor t = interp::zeros(s.dtype, s.shape);
       checkStatus(etc_module_memcpy_dtoh(h, t.bytes.data(), buffers[s.name]->get(), t.bytes.size()));
       if (opt.check) {
-        auto am = opt.inputs.argmax_of.find(s.name);
-        Comparison c = am == opt.inputs.argmax_of.end()
-                           ? compareOutput(s.name, t, reference.at(s.name))
-                           : compareOutput(s.name, t, reference.at(s.name), &reference.at(am->second), am->second);
+        Comparison c = compareWithReference(s.name, t, reference, opt.inputs);
         fmt::print("check {}: {}\n", modeName(mode), c.line);
         all_ok = all_ok && c.ok;
       }

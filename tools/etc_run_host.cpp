@@ -248,6 +248,13 @@ Comparison compareOutput(const std::string& name, const interp::HostTensor& got,
   return c;
 }
 
+Comparison compareWithReference(const std::string& name, const interp::HostTensor& got,
+                                const interp::TensorMap& reference, const RunInputs& ri) {
+  auto am = ri.argmax_of.find(name);
+  if (am == ri.argmax_of.end()) return compareOutput(name, got, reference.at(name));
+  return compareOutput(name, got, reference.at(name), &reference.at(am->second), am->second);
+}
+
 }  // namespace etc::tools
 
 namespace etc::tools {

@@ -60,6 +60,11 @@ struct Comparison {
 Comparison compareOutput(const std::string& name, const interp::HostTensor& got, const interp::HostTensor& ref,
                          const interp::HostTensor* ref_scores = nullptr, const std::string& scores_name = "");
 
+// compareOutput of output `name` with its entry in the reference run, and with its scores there
+// where ri.argmax_of names them.
+Comparison compareWithReference(const std::string& name, const interp::HostTensor& got,
+                                const interp::TensorMap& reference, const RunInputs& ri);
+
 std::string shapeText(const std::vector<int64_t>& shape);  // "[4, 32]"
 
 // What output `s` holds before a launch: its entry in `host` (random_outputs), else zeros.

@@ -130,10 +130,7 @@ int runStress(Module& m, const RunOptions& opt, const std::string& graph, std::m
       checkStatus(etc_module_memcpy_dtoh(h, t.bytes.data(), c.buffers[s.name]->get(), t.bytes.size()));
       auto first = c.first.find(s.name);
       if (first == c.first.end() || check_now) {
-        auto am = opt.inputs.argmax_of.find(s.name);
-        Comparison cmp = am == opt.inputs.argmax_of.end()
-                             ? compareOutput(s.name, t, c.reference->at(s.name))
-                             : compareOutput(s.name, t, c.reference->at(s.name), &c.reference->at(am->second), am->second);
+        Comparison cmp = compareWithReference(s.name, t, *c.reference, opt.inputs);
         if (first == c.first.end()) fmt::print("stress {}={} ({}): {}\n", opt.stress_sym, c.value, c.module == &m ? opt.file : "--stress-also", cmp.line);
         if (!cmp.ok && check_now) fmt::print("stress: launch {}: {}\n", i, cmp.line);
         ok = ok && cmp.ok;

@@ -60,6 +60,13 @@ __host__ __device__ constexpr int largest_divisor_le(int n, int cap) {
   return d;
 }
 
+// Stages of a ring of stage_bytes stages for tiles of tmp rows of a (ETC_MM_RING_KIB, or
+// ETC_MM_LARGE_RING_KIB from 64 rows), at least 2, at most ETC_MM_MAX_STAGES.
+__host__ __device__ constexpr int mm_ring_stages(int tmp, unsigned stage_bytes) {
+  return cmax(2, cmin(ETC_MM_MAX_STAGES,
+                      (int)((tmp >= 64 ? ETC_MM_LARGE_RING_KIB : ETC_MM_RING_KIB) * 1024u / stage_bytes)));
+}
+
 // The wgmma form (sm_90a, 16-bit, 64 or 128 rows of a): each stage holds a's TMP rows and b's
 // TN rows unpadded, in TK / 64 atoms of the 128-byte swizzle (wgmma.cuh), the ring starting at
 // the first 1024-byte boundary of ctx.smem. A warpgroup (4 warps) computes 64 rows of a by NW
@@ -76,9 +83,10 @@ struct MmWgGeom {
   static constexpr int A_ELEMS = WTMP * TK;
   static constexpr int B_ELEMS = TN * TK;
   static constexpr unsigned STAGE_BYTES = (unsigned)(A_ELEMS + B_ELEMS) * 2u;
-  static constexpr unsigned RING_KIB = TMP >= 64 ? ETC_MM_LARGE_RING_KIB : ETC_MM_RING_KIB;
-  static constexpr int STAGES = cmax(2, cmin(ETC_MM_MAX_STAGES, (int)(RING_KIB * 1024u / STAGE_BYTES)));
+  static constexpr int STAGES = mm_ring_stages(TMP, STAGE_BYTES);
   static constexpr unsigned SMEM = OK && ETC_MM_WGMMA ? STAGES * STAGE_BYTES + 1024u : 0u;
+  // Whether this compilation has the form (sm_90a, not turned off).
+  static constexpr bool ON = OK && ETC_MM_WGMMA && kHaveWgmma;
 };
 
 // Shared-memory geometry of one instantiation (T = the input dtype).
@@ -97,8 +105,7 @@ struct MmGeom {
   // About 96 KiB of ring, at most 4 stages: enough bytes in flight per SM to cover DRAM
   // latency. 192 KiB and 8 stages were slower on an LM-head-shaped product (H100: 346 -> 375 us).
   // Knobs for measuring (etcc --device-define): ETC_MM_RING_KIB, ETC_MM_MAX_STAGES.
-  static constexpr unsigned RING_KIB = TMP >= 64 ? ETC_MM_LARGE_RING_KIB : ETC_MM_RING_KIB;
-  static constexpr int STAGES = cmax(2, cmin(ETC_MM_MAX_STAGES, (int)(RING_KIB * 1024u / STAGE_BYTES)));
+  static constexpr int STAGES = mm_ring_stages(TMP, STAGE_BYTES);
   static constexpr int C_PITCH = TN + 8;  // f32 partial-sum tile (16-bit inputs only)
   static constexpr unsigned RED_BYTES = sizeof(T) == 2 ? (unsigned)TMP * C_PITCH * 4u : 0u;
   static constexpr unsigned RING_BYTES = STAGES * STAGE_BYTES;
@@ -427,7 +434,7 @@ __device__ __forceinline__ T* mm_wg_ring(const Ctx& ctx) {
 // m64 product would be mostly padding). Uniform across the CTA; matmul and its prefetch agree.
 template <class T, int TM, int TN, int TK>
 __device__ __forceinline__ bool mm_use_wgmma(const T* ap, const T* bp, const T* bp2, bool tb, const MmArgs& g) {
-  if constexpr (!MmWgGeom<T, TM, TN, TK>::OK || !kHaveWgmma || !ETC_MM_WGMMA) {
+  if constexpr (!MmWgGeom<T, TM, TN, TK>::ON) {
     return false;
   } else {
     return tb && g.M >= ETC_MM_WGMMA_MIN_ROWS && blockDim.x == 256 && g.K % TK == 0 && g.aks == 1 && g.bks == 1 && g.ams > 0 &&
@@ -698,7 +705,7 @@ __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, boo
   if constexpr (same_v<T, float>) {
     detail::mm_f32<TM, TN, TK>(ctx, ap, bp, transpose_b, g, y.ptr);
   } else {
-    if constexpr (detail::MmWgGeom<T, TM, TN, TK>::OK && detail::kHaveWgmma && ETC_MM_WGMMA)
+    if constexpr (detail::MmWgGeom<T, TM, TN, TK>::ON)
       if (detail::mm_use_wgmma<T, TM, TN, TK>(ap, bp, nullptr, transpose_b, g)) {
         detail::mm_wgmma<T, TM, TN, TK, TY, false>(ctx, ap, bp, nullptr, g, y.ptr, prefetched);
         return;
@@ -748,7 +755,7 @@ __device__ void matmul_silu_mul(const Ctx& ctx, const View<TA>& a, const View<TB
     detail::mm_f32<TM, TN / 2, TK>(ctx, a.ptr, b_up.ptr, transpose_b, h, c + TN / 2);
     detail::mm_gated_store<TN>(c, CP, g, y.ptr);
   } else {
-    if constexpr (detail::MmWgGeom<T, TM, TN, TK>::OK && detail::kHaveWgmma && ETC_MM_WGMMA)
+    if constexpr (detail::MmWgGeom<T, TM, TN, TK>::ON)
       if (detail::mm_use_wgmma<T, TM, TN, TK>(a.ptr, b.ptr, b_up.ptr, transpose_b, g)) {
         detail::mm_wgmma<T, TM, TN, TK, TY, true>(ctx, a.ptr, b.ptr, b_up.ptr, g, y.ptr, prefetched);
         return;
