@@ -9,7 +9,9 @@ on events and working (its time minus the wait), and the span from the previous 
 to this grid's last end: on a chain of dependent grids (a decode layer) these spans add up to
 the launch, so the largest ones are the critical path's cost. The work splits into three medians:
 before the ops (weight prefetch, the wait's first check, the start of the task), the ops, and
-after them (the notifies and the end of the task).
+after them (the notifies and the end of the task). `woke` and `woke max`: when a run's waits
+ended, the median and the last, from the previous grid's last end (how long a grid's start lags
+behind its producer's end; negative where it waited on an earlier grid only).
 """
 import argparse
 import json
@@ -42,6 +44,7 @@ def stages(events):
         s["first"] = min(s["first"], e["ts"])
         s["end"] = max(s["end"], e["ts"] + e["dur"])
         s["wait"].append(e["args"].get("wait_us", 0.0))
+        s.setdefault("woke", []).append(e["ts"] + e["args"].get("wait_us", 0.0))
         s["work"].append(work(e))
         for k, v in zip(("pre", "ops", "post"), phases(e)):
             s[k].append(v)
@@ -80,7 +83,7 @@ def main():
     t0 = rows[0][1]["first"]
     prev_end = t0
     print(f"{'task':28} {'op':18} {'runs':>5} {'first':>9} {'last end':>9} {'wait med':>9} {'work med':>9} "
-          f"{'pre':>6} {'ops':>6} {'post':>6} {'span':>8}")
+          f"{'pre':>6} {'ops':>6} {'post':>6} {'span':>8} {'woke':>6} {'woke max':>8}")
     spans = []
     for name, s in rows:
         span = max(0.0, s["end"] - prev_end)
@@ -88,7 +91,8 @@ def main():
         print(f"{name:28} {s['op'][:18]:18} {s['n']:5d} {s['first'] - t0:9.1f} {s['end'] - t0:9.1f} "
               f"{statistics.median(s['wait']):9.2f} {statistics.median(s['work']):9.2f} "
               f"{statistics.median(s['pre']):6.2f} {statistics.median(s['ops']):6.2f} {statistics.median(s['post']):6.2f} "
-              f"{span:8.1f}")
+              f"{span:8.1f} {statistics.median(w - prev_end for w in s['woke']):6.1f} "
+              f"{max(s['woke']) - prev_end:8.1f}")
         prev_end = max(prev_end, s["end"])
     print(f"launch: {prev_end - t0:.1f} us")
     if a.cold:

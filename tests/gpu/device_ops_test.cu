@@ -1167,8 +1167,9 @@ int main() {
   t_mm<128, 128, 64, f16, f16>(70, 100, 512, true, 520, 512, 100, 0, 0, 0, 256);
   t_mm<128, 64, 128, bf16, bf16>(128, 64, 1024, true, 1024, 1024, 64, 0, 0, 0, 256, false, true, true, 112);
   t_mm<64, 64, 128, bf16, bf16>(50, 64, 1024, true, 1024, 1024, 64, 0, 0, 0, 256, false, false, true, 16);
-  // Tiles of 32 rows: mma.sync, or wgmma with half of each m64 product padding where the build
-  // sets ETC_MM_WGMMA_MIN_ROWS <= 32 (NVCC_FLAGS=-DETC_MM_WGMMA_MIN_ROWS=17 build_device_test.sh).
+  // Tiles of 32 rows: wgmma with half of each m64 product padding (the default
+  // ETC_MM_WGMMA_MIN_ROWS, 17), or mma.sync where the build sets it above 32
+  // (NVCC_FLAGS=-DETC_MM_WGMMA_MIN_ROWS=33 build_device_test.sh) and on sm_80.
   t_mm<32, 64, 128, bf16, bf16>(32, 64, 2048, true, 2048, 2048, 64, 0, 0, 0, 256, false, true, true);
   t_mm<32, 64, 128, f16, float>(17, 50, 1024, true, 1024, 1032, 50, 8, 16, 0, 256, false, false, true, 16);
   t_mm_gated<32, 128, 64, bf16, bf16>(32, 64, 2048, true, 256, true, true);

@@ -135,7 +135,9 @@ PY
 for n in llama3_2_1b qwen3_0_6b; do
   want decodecheck && [ -f "$B/${n}_small.fatbin" ] || continue
   # The CPU reference of B = 128 at the longest positions takes ~45 s per run: one such run.
-  for bk in 1:short 1:long 7:mixed 33:short 128:mixed; do
+  # B = 7, 24, 33 and 128 run the matmul tiles of 16, 32, 64 and 128 rows (mma.sync, and wgmma
+  # from 32 rows on sm_90a).
+  for bk in 1:short 1:long 7:mixed 24:mixed 33:short 128:mixed; do
     decode_check "${n}_small" "$B/${n}_small.fatbin" "${bk%%:*}" "${bk##*:}"
   done
   [ -f "$B/${n}_small_dynamic.fatbin" ] && decode_check "${n}_small_dynamic" "$B/${n}_small_dynamic.fatbin" 7 mixed

@@ -55,10 +55,25 @@ class TraceStages(unittest.TestCase):
                 json.dump({"traceEvents": EVENTS}, f)
             out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "trace_stages.py"), path, "--top", "1"],
                                  capture_output=True, text=True, check=True).stdout
-        spans = [float(l.split()[-1]) for l in out.splitlines()[1:4]]
+        spans = [float(l.split()[-3]) for l in out.splitlines()[1:4]]
         self.assertEqual(spans, [10.0, 24.0, 6.0])
+        # When the waits ended, from the previous grid's last end: the matmul runs at 1 + 9 and
+        # 10 + 0 (rmsnorm ended at 10), the add at 30 + 4 (the matmuls' last end, 34).
+        woke = [l.split()[-2:] for l in out.splitlines()[1:4]]
+        self.assertEqual(woke, [["0.0", "0.0"], ["0.0", "0.0"], ["0.0", "0.0"]])
         self.assertIn("launch: 40.0 us", out)
         self.assertIn("24.0 us  matmul_y", out)
+
+    def test_cli_woke_is_the_lag_behind_the_producer(self):
+        late = [EVENTS[1], x(1, "matmul_y", "matmul", 1.0, 29.0, 12.0), x(0, "matmul_y", "matmul", 10.0, 24.0, 1.0)]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.json")
+            with open(path, "w") as f:
+                json.dump({"traceEvents": late}, f)
+            out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "trace_stages.py"), path],
+                                 capture_output=True, text=True, check=True).stdout
+        line = next(l for l in out.splitlines() if l.startswith("matmul_y"))
+        self.assertEqual(line.split()[-2:], ["2.0", "3.0"])  # woke at 13 and 11: median 2, last 3
 
 
 if __name__ == "__main__":
