@@ -59,6 +59,9 @@ struct Event {
   std::vector<Expr> shape;
   std::vector<std::string> init_coords;  // names of the coordinates `init (i, j) -> ...` binds
   Expr init;                             // may use Coord leaves with ids 0..init_coords.size()-1
+  // Made by infer-events in this compilation (not written in the source): eliminate-events
+  // may join such events (its rule 4). Not printed: a printed module's events are its own.
+  bool inferred = false;
   SourceRange range;
   // For diagnostics; may be invalid, and shape_ranges may be empty.
   SourceRange name_range, init_range;

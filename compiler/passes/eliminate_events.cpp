@@ -19,7 +19,13 @@
 //     of it). Along a path a wait must come before the notify that continues it, the first
 //     notify may not come before W's notifier's notify and the last wait not after W, so the
 //     writes W published and the statements W guarded stay ordered.
-//  4. Clean-up. An event that no task waits on any more (after rules 2 and 3 took its waits)
+//  4. Joining. Two events that infer-events made and one task grid alone waits on, each through one wait, with the
+//     same shape and the same subscript, the waits next to each other (no call between them),
+//     become one event whose initial counts are the sums: the notifies of the second count
+//     towards the first, and the second wait goes. Each wait is a round trip to L2 even when
+//     already satisfied, one after the other: a decode step's kv_append waited on its q, k and
+//     v matmuls in turn, three on every layer's critical path.
+//  5. Clean-up. An event that no task waits on any more (after rules 2 and 3 took its waits)
 //     loses its notifies and its declaration.
 //
 // Safety rests on what a wait means: with every element receiving exactly its initial count of
@@ -64,6 +70,7 @@ class Eliminator {
       if (eligible_[e]) coarsen(e);
     mergeDuplicates();
     for (uint32_t g = 0; g < m_.graphs.size(); ++g) reduce(g);
+    joinWaits();
     return cleanUp(std::move(self));
   }
 
@@ -393,6 +400,36 @@ class Eliminator {
     }
   }
 
+  // ---- rule 4: joining -------------------------------------------------------------------
+
+  void joinWaits() {
+    for (uint32_t b = 0; b < m_.events.size(); ++b) {
+      if (!eligible_[b] || !m_.events[b].inferred || merged_into_.count(b) || joined_.count(b)) continue;
+      const std::vector<Site> wb = sites(b, true);
+      if (wb.size() != 1) continue;
+      for (uint32_t a = 0; a < b; ++a) {
+        if (!eligible_[a] || !m_.events[a].inferred || merged_into_.count(a) || joined_.count(a) ||
+            event_graph_[a] != event_graph_[b])
+          continue;
+        const std::vector<Site> wa = sites(a, true);
+        if (wa.size() != 1 || wa[0].task != wb[0].task || segment<WaitStmt>(wa[0]) != segment<WaitStmt>(wb[0])) continue;
+        Event &ea = m_.events[a], &eb = m_.events[b];
+        if (ea.shape.size() != eb.shape.size()) continue;
+        bool same_shape = true;
+        for (size_t d = 0; d < ea.shape.size(); ++d) same_shape &= equal(ea.shape[d], eb.shape[d]);
+        if (!same_shape || !sameSlice(std::get<WaitStmt>(stmt(wa[0])).event, std::get<WaitStmt>(stmt(wb[0])).event))
+          continue;
+        // Coordinates are positional: both inits read the same element's coordinates.
+        if (ea.init_coords.size() < eb.init_coords.size()) ea.init_coords = eb.init_coords;
+        ea.init = add(ea.init, eb.init);
+        for (const Site& n : sites(b, false)) eventSlice(n).target = a;
+        deleted_.insert(wb[0]);
+        joined_.insert(b);
+        break;
+      }
+    }
+  }
+
   // ---- rule 3: transitive reduction ------------------------------------------------------
 
   // R: P -> X composed with S: X -> Y, as a relation P -> Y contained in the composition (every
@@ -521,6 +558,10 @@ class Eliminator {
       std::vector<Site> notifies = sites(e, false);
       // An event nobody waited on to begin with is left alone: verify-schedule still checks
       // its notify totals, which may be the point of a hand-written one.
+      if (joined_.count(e)) {  // its notifies count towards another event now
+        drop[e] = true;
+        continue;
+      }
       if (merged_into_.count(e) || (had_waits_[e] && sites(e, true).empty() && !notifies.empty())) {
         drop[e] = true;
         for (const Site& s : notifies) deleted_.insert(s);
@@ -544,6 +585,7 @@ class Eliminator {
   std::vector<bool> had_waits_;   // some task waited on the event before this pass
   std::set<Site> deleted_;        // statements to drop at the end (indices stay valid until then)
   std::map<uint32_t, uint32_t> merged_into_;
+  std::set<uint32_t> joined_;     // rule 4: events whose notifies and wait moved to another
   std::vector<size_t> run_position_;   // per task: its run statement's index in the graph being reduced
 };
 

@@ -171,6 +171,7 @@ class Inference {
     Task& p = m_.tasks[pi];
     Task& c = m_.tasks[ci];
     Event e;
+    e.inferred = true;
     e.name = tiling::freshValueName(m_, "ev_" + p.name + "_" + c.name);
     e.range = c.range;
     Expr count = intConst(0);
