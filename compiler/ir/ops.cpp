@@ -665,9 +665,13 @@ bool inferAttentionDecode(OpContext& ctx, std::vector<OperandType>& out) {
 }
 
 bool inferAttentionMerge(OpContext& ctx, std::vector<OperandType>& out) {
-  Rule r(ctx, {"o_parts", "lse_parts"});
+  Rule r(ctx, {"o_parts", "lse_parts", "arrivals"});
   r.isFloatOperand(0);
   r.dtypeIs(1, DType::F32);
+  if (ctx.inputs().size() == 3) {  // one counter: rank 0
+    r.dtypeIs(2, DType::I32);
+    r.rankIs(2, 0);
+  }
   bool o_rank = r.rankAtLeast(0, 2);
   int rank = r.rank(0);
   bool l_rank = o_rank && r.sameRank(1, 0);
@@ -926,10 +930,13 @@ std::vector<OpInfo> buildOps() {
                    "lse f32[..., Hq]): one query row per sequence against lens cached positions; "
                    "paged: caches [P, PAGE, Hk*D] and a 5th operand page_table i32[..., MAXP]",
                    inferAttentionDecode));
-  ops.push_back(op("attention_merge", 2, 2, 1, 2,
+  ops.push_back(op("attention_merge", 2, 3, 1, 2,
                    {required("head_dim", T::Int, "size of one head")},
                    "attention_merge(o_parts [P, ..., Hq*D], lse_parts f32[P, ..., Hq]) "
-                   "{head_dim} -> (o [..., Hq*D], lse f32[..., Hq]): merges split-KV partials",
+                   "{head_dim} -> (o [..., Hq*D], lse f32[..., Hq]): merges split-KV partials; "
+                   "with a 3rd operand arrivals i32[] (a counter, 0 before the first of P calls), "
+                   "each call adds 1 to it and only the one that brings it to P merges (and sets "
+                   "it back to 0): the P tasks that write the parts merge in the last of them",
                    inferAttentionMerge));
   ops.push_back(op("split_lens", 1, 1, 1, 1,
                    {required("chunk", T::Int, "cache positions per split"),
