@@ -821,9 +821,6 @@ class Emitter {
       for (const std::string& a : params) args += ", " + a;
       code = fmt::format("if (!{}) {}(ctx{});", fast, sharedFunction(signature, code), args);
     }
-    // attention_merge's arrivals form: only the last of the parts' tasks to arrive merges.
-    if (c.call.op == "attention_merge" && c.call.args.size() == 3)
-      code = fmt::format("if (etc::dev::arrive_last({}, {}.ext[0])) {{\n    {}\n  }}", params[2], params[0], code);
     std::string call = sharedFunction(signature, code) + "(ctx";
     for (const std::string& v : views) call += ", " + v;
     return call + ");";
@@ -931,9 +928,6 @@ class Emitter {
                          a[4], ropeParams(c));
     }
     if (op == "attention_merge") {
-      // The arrivals form's views: the parts, arrivals, then o (and lse); opFunction puts its
-      // arrive_last around the merge.
-      const size_t o = c.call.args.size();
       OperandType parts = type(c.call.args[0]), lse = type(c.call.args[1]);
       const int64_t d = tiling::attrInt(c.call, "head_dim");
       if (parts.shape.size() != 2 || lse.shape.size() != 2 || d <= 0) return "";
@@ -943,8 +937,8 @@ class Emitter {
       // at run time where their number follows the batch).
       if (np.hi < 1 || np.hi > 64 || nl.lo != np.lo || nl.hi != np.hi || w == 0 || w % d != 0 || width(lse) != w / d)
         return "";
-      return fmt::format("etc::dev::attention_merge_row<{}, {}, {}>(ctx, {}, {}, {}, {})", np.hi, w, d, a[0], a[1], a[o],
-                         a.size() > o + 1 ? a[o + 1] : "etc::dev::View<float>{}");
+      return fmt::format("etc::dev::attention_merge_row<{}, {}, {}>(ctx, {}, {}, {}, {})", np.hi, w, d, a[0], a[1], a[2],
+                         a.size() > 3 ? a[3] : "etc::dev::View<float>{}");
     }
     return "";
   }
@@ -1013,8 +1007,7 @@ class Emitter {
                               "row's [first, count]"
                             : "q must be one row [Hq * head_dim], the caches [positions, Hk * head_dim] and lens a scalar");
     if (op == "attention_merge")
-      return need(rank(a[0]) == 2 && rank(a[1]) == 2 && (a.size() < 3 || rank(a[2]) == 0),
-                  "the parts must be [P, Hq * head_dim] and [P, Hq] (one row), and arrivals one counter");
+      return need(rank(a[0]) == 2 && rank(a[1]) == 2, "the parts must be [P, Hq * head_dim] and [P, Hq] (one row)");
     if (op == "kv_append" && a.size() == 4)
       return need(rank(a[0]) == 1 && rank(a[2]) == 0 && rank(a[3]) == 1,
                   "k and v must be one row, pos a scalar and the page table one row [pages]");
@@ -1055,8 +1048,6 @@ class Emitter {
     std::string lse = c.dests.size() > 1 ? ", " + v.back() : "";
     if (op == "attention_merge") {
       smem.push_back("etc::dev::kAttnMergeSmem");
-      if (c.call.args.size() == 3)  // opFunction puts the arrive_last test around it
-        return fmt::format("etc::dev::attention_merge(ctx, {}, {}, {}{}, {});", v[0], v[1], v[3], lse, d);
       return fmt::format("etc::dev::attention_merge(ctx, {}, {}, {}{}, {});", v[0], v[1], v[2], lse, d);
     }
     // attention_decode: G = Hq / Hk query heads per cache head, from the tile's constant widths.

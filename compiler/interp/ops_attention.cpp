@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "compiler/interp/kernels.h"
 
@@ -174,16 +173,6 @@ std::string opAttentionMerge(OpArgs& a) {
   const int64_t d = a.attrInt("head_dim");
   if (d <= 0 || op.rank() < 2 || lp.rank() != op.rank()) return "head_dim must be positive and the parts of rank >= 2";
   const int64_t parts = op.shape[0];
-  if (a.in.size() == 3) {  // the merge in the tasks that write the parts: only the last merges
-    View& arrivals = a.in[2];
-    int32_t n = 0;
-    std::memcpy(&n, arrivals.base, sizeof(n));
-    if (n < 0 || n >= parts)
-      return fmt::format("arrivals is {} before a call, outside [0, {}) for {} parts", n, parts, parts);
-    n = n + 1 == parts ? 0 : n + 1;
-    std::memcpy(arrivals.base, &n, sizeof(n));
-    if (n != 0) return "";
-  }
   const int64_t heads = parts ? lp.numel() / parts : 0;  // rows * Hq over all rows
   if (op.numel() != parts * heads * d || a.out[0].numel() * parts != op.numel() ||
       (a.out.size() > 1 && a.out[1].numel() != heads))

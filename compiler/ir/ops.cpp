@@ -665,13 +665,9 @@ bool inferAttentionDecode(OpContext& ctx, std::vector<OperandType>& out) {
 }
 
 bool inferAttentionMerge(OpContext& ctx, std::vector<OperandType>& out) {
-  Rule r(ctx, {"o_parts", "lse_parts", "arrivals"});
+  Rule r(ctx, {"o_parts", "lse_parts"});
   r.isFloatOperand(0);
   r.dtypeIs(1, DType::F32);
-  if (ctx.inputs().size() == 3) {  // one counter: rank 0
-    r.dtypeIs(2, DType::I32);
-    r.rankIs(2, 0);
-  }
   bool o_rank = r.rankAtLeast(0, 2);
   int rank = r.rank(0);
   bool l_rank = o_rank && r.sameRank(1, 0);
@@ -930,13 +926,10 @@ std::vector<OpInfo> buildOps() {
                    "lse f32[..., Hq]): one query row per sequence against lens cached positions; "
                    "paged: caches [P, PAGE, Hk*D] and a 5th operand page_table i32[..., MAXP]",
                    inferAttentionDecode));
-  ops.push_back(op("attention_merge", 2, 3, 1, 2,
+  ops.push_back(op("attention_merge", 2, 2, 1, 2,
                    {required("head_dim", T::Int, "size of one head")},
                    "attention_merge(o_parts [P, ..., Hq*D], lse_parts f32[P, ..., Hq]) "
-                   "{head_dim} -> (o [..., Hq*D], lse f32[..., Hq]): merges split-KV partials; "
-                   "with a 3rd operand arrivals i32[] (a counter, 0 before the first of P calls), "
-                   "each call adds 1 to it and only the one that brings it to P merges (and sets "
-                   "it back to 0): the P tasks that write the parts merge in the last of them",
+                   "{head_dim} -> (o [..., Hq*D], lse f32[..., Hq]): merges split-KV partials",
                    inferAttentionMerge));
   ops.push_back(op("split_lens", 1, 1, 1, 1,
                    {required("chunk", T::Int, "cache positions per split"),

@@ -206,14 +206,6 @@ class Lowerer {
     return id;
   }
 
-  // A further call in task `task` (after its others), as addTask's first.
-  void appendCall(uint32_t task, OpCall call, std::vector<Slice> dests, SourceRange range) {
-    call.range = range;
-    for (Slice& s : call.args) s.range = range;
-    for (Slice& s : dests) s.range = range;
-    m_.tasks[task].body.push_back(CallStmt{std::move(call), std::move(dests), range});
-  }
-
   uint32_t addTemp(const std::string& base, DType dtype, std::vector<Expr> shape, SourceRange range) {
     Tensor t;
     t.name = tiling::freshValueName(m_, base);
@@ -673,7 +665,7 @@ class Lowerer {
       key += fmt::format(":{}{}{}", sd.is_range ? "r" : "p", toString(sd.lo), sd.is_range ? "," + toString(sd.hi) : "");
     uint32_t ranges = 0;
     if (auto it = kv_ranges_.find(key); it != kv_ranges_.end()) {
-      ranges = it->second.first;
+      ranges = it->second;
     } else {
       std::vector<Expr> shape = lm.extent;
       shape.push_back(intConst(splits));
@@ -687,28 +679,8 @@ class Lowerer {
       kr.results = {ranges};
       kr.range = a.range;
       if (!lowerWhole(kr, tasks)) return false;
-      kv_ranges_[key] = {ranges, tasks.back()};
+      kv_ranges_[key] = ranges;
       kv_ranges_readers_[lens_slice.target].push_back(key);
-    }
-    // The merge runs in the part tasks: the last of a (row, cache head)'s parts to finish merges
-    // them, which attention_merge's arrivals counter tells (one per (row, cache head), set to 0
-    // by the kv_ranges task that every part task waits on, and back to 0 by each merge, so
-    // that the layers after this one can count on the same counters). A merge grid of its own
-    // was one more link of a decode layer's chain (5 us of 94 at B = 1, H200), and the 4 o
-    // projection tasks that shared CTAs with its 8 tasks started late.
-    const std::string akey = fmt::format("{}:{}", key, hk);
-    uint32_t arrivals = 0;
-    if (auto it = arrivals_.find(akey); it != arrivals_.end()) {
-      arrivals = it->second;
-    } else {
-      arrivals = addTemp(m_.tensors[lens_slice.target].name + "_arrivals", DType::I32, {lm.extent[0], intConst(hk)},
-                         a.range);
-      OpCall fill;
-      fill.op = "fill";
-      fill.attrs = {tiling::intAttr("value", 0)};
-      const OperandMap am = wholeMap(arrivals);
-      appendCall(kv_ranges_.at(key).second, std::move(fill), {slice(am, {All{}, All{}})}, a.range);
-      arrivals_[akey] = arrivals;
     }
     const std::string oname = m_.tensors[results[0].tensor].name;  // a copy: addTemp grows the tensors
     uint32_t o_parts = addTemp(oname + "_parts", DType::F32, {intConst(splits), rows, intConst(hq * d)}, a.range);
@@ -720,19 +692,21 @@ class Lowerer {
     p.coords.push_back("p");
     call.attrs.push_back(tiling::boolAttr("ranged"));
     call.args[3] = slice(rm, {b, part, All{}});
-    const uint32_t split_task = addTask(
-        baseName(a), p, std::move(call), {slice(om, {part, b, heads(group * d)}), slice(lsm, {part, b, heads(group)})},
-        a.range);
-    tasks.push_back(split_task);
+    tasks.push_back(addTask(baseName(a), p,
+                            std::move(call), {slice(om, {part, b, heads(group * d)}), slice(lsm, {part, b, heads(group)})},
+                            a.range));
+
+    TilePlan mp;
+    mp.grid = {split_rows, intConst(hk)};
+    mp.coords = {"b", "g"};
     OpCall merge;
     merge.op = "attention_merge";
     std::pair<Expr, Expr> written{intConst(0), parts};  // the parts that the grid has at this B
-    merge.args = {slice(om, {written, b, heads(group * d)}), slice(lsm, {written, b, heads(group)}),
-                  slice(wholeMap(arrivals), {b, g})};
+    merge.args = {slice(om, {written, b, heads(group * d)}), slice(lsm, {written, b, heads(group)})};
     merge.attrs = {tiling::intAttr("head_dim", d)};
     std::vector<Slice> dests{slice(results[0], {b, heads(group * d)})};
     if (results.size() > 1) dests.push_back(slice(results[1], {b, heads(group)}));
-    appendCall(split_task, std::move(merge), std::move(dests), a.range);
+    tasks.push_back(addTask("attention_merge_" + oname, mp, std::move(merge), std::move(dests), a.range));
     // After the merge, so that the lens it reads come from the kv_ranges task that merge-tasks
     // joins with lens' producer, not from a grid of its own.
     if (parts_lo <= 1) add_whole(simplify(sub(rows, split_rows), m_.symRanges()), split_rows, baseName(a) + "_whole");
@@ -796,10 +770,7 @@ class Lowerer {
     for (uint32_t r : a.results) {
       auto it = kv_ranges_readers_.find(r);
       if (it == kv_ranges_readers_.end()) continue;
-      for (const std::string& key : it->second) {
-        kv_ranges_.erase(key);
-        arrivals_.erase(arrivals_.lower_bound(key + ":"), arrivals_.lower_bound(key + ";"));  // key:hk
-      }
+      for (const std::string& key : it->second) kv_ranges_.erase(key);
       kv_ranges_readers_.erase(it);
     }
   }
@@ -945,9 +916,7 @@ class Lowerer {
     int64_t tn, tk, sk;
   };
   std::map<const AssignStmt*, MmTiles> mm_tiles_;  // planMatmulGroups, per graph
-  // lens slice, splits, spread -> (part ranges, the task that writes them)
-  std::map<std::string, std::pair<uint32_t, uint32_t>> kv_ranges_;
-  std::map<std::string, uint32_t> arrivals_;  // kv_ranges_'s key and cache heads -> merge counters
+  std::map<std::string, uint32_t> kv_ranges_;                         // lens slice, splits, spread -> part ranges
   std::map<uint32_t, std::vector<std::string>> kv_ranges_readers_;  // lens tensor -> keys above
 };
 

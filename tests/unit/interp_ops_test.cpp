@@ -470,35 +470,6 @@ TEST(InterpOps, AttentionMerge) {
   EXPECT_EQ(k.f("l"), (Doubles{f32(std::log(4.0)), 7}));
 }
 
-TEST(InterpOps, AttentionMergeInTheLastOfThePartsTasks) {
-  // The arrivals form: each call counts one of P = 2 arrivals; the second merges, as the
-  // two-operand form does, and sets the counter back to 0; the first writes nothing.
-  TensorMap in;
-  in["op"] = makeTensor(F::F32, {2, 1, 4}, {1, 2, 5, 6, 3, 4, NAN, NAN});
-  in["lp"] = makeTensor(F::F32, {2, 1, 2}, {0, 7, std::log(3.0), -INFINITY});
-  const std::string decls =
-      "tensor op : f32[2, 1, 4] input\ntensor lp : f32[2, 1, 2] input\ntensor arr : i32[] output\n"
-      "tensor oa : f32[1, 4] output\ntensor ob : f32[1, 4] output\ntensor l : f32[1, 2] output";
-  OneTask both(decls,
-               "fill() { value = 0 } -> arr\n"
-               "attention_merge(op, lp, arr) { head_dim = 2 } -> oa\n"
-               "attention_merge(op, lp, arr) { head_dim = 2 } -> ob, l",
-               in);
-  EXPECT_RUNS(both);
-  const Doubles merged{f32(0.25 * 1 + 0.75 * 3), f32(0.25 * 2 + 0.75 * 4), 5, 6};
-  EXPECT_EQ(both.f("ob"), merged);
-  EXPECT_EQ(both.f("l"), (Doubles{f32(std::log(4.0)), 7}));
-  EXPECT_NE(both.f("oa"), merged);
-  EXPECT_EQ(both.i("arr"), (Ints{0}));
-  OneTask first(decls, "fill() { value = 0 } -> arr\nattention_merge(op, lp, arr) { head_dim = 2 } -> oa", in);
-  EXPECT_RUNS(first);
-  EXPECT_EQ(first.i("arr"), (Ints{1}));
-  EXPECT_NE(first.f("oa"), merged);
-  // A counter that is not 0 .. P - 1 before a call: counted wrong somewhere, an error.
-  OneTask bad(decls, "fill() { value = 2 } -> arr\nattention_merge(op, lp, arr) { head_dim = 2 } -> oa", in);
-  EXPECT_EQ(bad.result.error, "task @k (0): attention_merge: arrivals is 2 before a call, outside [0, 2) for 2 parts");
-}
-
 // ---- mixture of experts ----------------------------------------------------------------------
 
 const char* kMoeDecls =

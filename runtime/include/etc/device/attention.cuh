@@ -828,35 +828,6 @@ __device__ __forceinline__ float merge_total(long long parts, PartLse part_lse, 
 
 }  // namespace detail
 
-// attention_merge's arrivals form: one of `parts` tasks, each of which wrote one split-KV part
-// of the same heads, arrives; true (in every thread) in the one whose arrival is the last,
-// which then reads every part. Called by every thread after the part's writes. The counter is
-// 0 before the first arrival (etcc's lowering fills it in the kv_ranges task that the part
-// tasks wait on) and the last arrival sets it back to 0 for the next use of the same counters
-// (the next layer's attention). The release and acquire halves are those of the event notifies
-// and waits (events.cuh): a barrier, a gpu-scope fence, then the atomic; after the atomic a
-// fence, a barrier, and loads through L2 (ld).
-template <class TA>
-__device__ __forceinline__ bool arrive_last(const View<TA>& arrivals, long long parts) {
-  static_assert(sizeof(bare_t<TA>) == 4, "arrive_last: an i32 counter");
-  __shared__ int last;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    // The counter is an operand of the op (read-only to etcc's dependence analysis, which
-    // orders its fill before every arrival): the op itself updates it, atomically.
-    int* counter = reinterpret_cast<int*>(const_cast<bare_t<TA>*>(arrivals.ptr));
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    const int before = atomicAdd(counter, 1);
-    last = before + 1 >= parts;
-    if (last) {
-      atomicExch(counter, 0);
-      asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    }
-  }
-  __syncthreads();
-  return last != 0;
-}
-
 // Shared memory attention_merge asks for: the weights of up to 2048 (part, head) pairs.
 constexpr unsigned kAttnMergeSmem = 2048u * sizeof(float);
 
