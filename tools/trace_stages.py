@@ -9,9 +9,11 @@ on events and working (its time minus the wait), and the span from the previous 
 to this grid's last end: on a chain of dependent grids (a decode layer) these spans add up to
 the launch, so the largest ones are the critical path's cost. The work splits into three medians:
 before the ops (weight prefetch, the wait's first check, the start of the task), the ops, and
-after them (the notifies and the end of the task). `woke` and `woke max`: when a run's waits
-ended, the median and the last, from the previous grid's last end (how long a grid's start lags
-behind its producer's end; negative where it waited on an earlier grid only).
+after them (the notifies and the end of the task). `woke` and `woke max`: a run's start plus
+its time waiting, the median and the last, from the previous grid's last end: how long a grid
+lags behind its producer (negative where it waited on an earlier grid only). For a run that
+spins right after it starts, that is when its waits ended; one that first issues its weight
+prefetch woke later by the prefetch's time, which the trace does not record.
 """
 import argparse
 import json
@@ -38,13 +40,13 @@ def stages(events):
     for e in events:
         if e.get("ph") != "X":
             continue
-        s = by.setdefault(e["name"], {"n": 0, "first": float("inf"), "end": 0.0, "wait": [], "work": [], "pre": [], "ops": [], "post": [],
-                                        "op": e["args"]["op"]})
+        s = by.setdefault(e["name"], {"n": 0, "first": float("inf"), "end": 0.0, "wait": [], "woke": [], "work": [], "pre": [],
+                                        "ops": [], "post": [], "op": e["args"]["op"]})
         s["n"] += 1
         s["first"] = min(s["first"], e["ts"])
         s["end"] = max(s["end"], e["ts"] + e["dur"])
         s["wait"].append(e["args"].get("wait_us", 0.0))
-        s.setdefault("woke", []).append(e["ts"] + e["args"].get("wait_us", 0.0))
+        s["woke"].append(e["ts"] + e["args"].get("wait_us", 0.0))
         s["work"].append(work(e))
         for k, v in zip(("pre", "ops", "post"), phases(e)):
             s[k].append(v)

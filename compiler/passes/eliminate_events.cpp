@@ -19,10 +19,10 @@
 //     of it). Along a path a wait must come before the notify that continues it, the first
 //     notify may not come before W's notifier's notify and the last wait not after W, so the
 //     writes W published and the statements W guarded stay ordered.
-//  4. Joining. Two events that infer-events made and one task grid alone waits on, each through one wait, with the
-//     same shape and the same subscript, the waits next to each other (no call between them),
-//     become one event whose initial counts are the sums: the notifies of the second count
-//     towards the first, and the second wait goes. Each wait is a round trip to L2 even when
+//  4. Joining. Two events that infer-events made and that one task grid alone waits on, each
+//     through one wait, with the same shape and the same subscript, the waits next to each
+//     other (no call between them), become one event whose initial counts are the sums: the
+//     notifies of the second count towards the first, and the second wait goes. Each wait is a round trip to L2 even when
 //     already satisfied, one after the other: a decode step's kv_append waited on its q, k and
 //     v matmuls in turn, three on every layer's critical path.
 //  5. Clean-up. An event that no task waits on any more (after rules 2 and 3 took its waits)
@@ -355,6 +355,13 @@ class Eliminator {
 
   // ---- rule 2: duplicates ----------------------------------------------------------------
 
+  static bool sameShape(const Event& a, const Event& b) {
+    if (a.shape.size() != b.shape.size()) return false;
+    for (size_t d = 0; d < a.shape.size(); ++d)
+      if (!equal(a.shape[d], b.shape[d])) return false;
+    return true;
+  }
+
   static bool sameSlice(const Slice& a, const Slice& b) {
     if (a.has_subscript != b.has_subscript || a.dims.size() != b.dims.size()) return false;
     for (size_t d = 0; d < a.dims.size(); ++d) {
@@ -388,10 +395,7 @@ class Eliminator {
       for (uint32_t a = 0; a < b; ++a) {
         if (!eligible_[a] || merged_into_.count(a) || event_graph_[a] != event_graph_[b]) continue;
         const Event &ea = m_.events[a], &eb = m_.events[b];
-        if (ea.shape.size() != eb.shape.size() || !equal(ea.init, eb.init)) continue;
-        bool same_shape = true;
-        for (size_t d = 0; d < ea.shape.size(); ++d) same_shape &= equal(ea.shape[d], eb.shape[d]);
-        if (!same_shape || !sameNotifies(a, b)) continue;
+        if (!sameShape(ea, eb) || !equal(ea.init, eb.init) || !sameNotifies(a, b)) continue;
         for (const Site& s : sites(b, true)) eventSlice(s).target = a;
         for (const Site& s : sites(b, false)) deleted_.insert(s);
         merged_into_[b] = a;
@@ -414,10 +418,8 @@ class Eliminator {
         const std::vector<Site> wa = sites(a, true);
         if (wa.size() != 1 || wa[0].task != wb[0].task || segment<WaitStmt>(wa[0]) != segment<WaitStmt>(wb[0])) continue;
         Event &ea = m_.events[a], &eb = m_.events[b];
-        if (ea.shape.size() != eb.shape.size()) continue;
-        bool same_shape = true;
-        for (size_t d = 0; d < ea.shape.size(); ++d) same_shape &= equal(ea.shape[d], eb.shape[d]);
-        if (!same_shape || !sameSlice(std::get<WaitStmt>(stmt(wa[0])).event, std::get<WaitStmt>(stmt(wb[0])).event))
+        if (!sameShape(ea, eb) ||
+            !sameSlice(std::get<WaitStmt>(stmt(wa[0])).event, std::get<WaitStmt>(stmt(wb[0])).event))
           continue;
         // Coordinates are positional: both inits read the same element's coordinates.
         if (ea.init_coords.size() < eb.init_coords.size()) ea.init_coords = eb.init_coords;
@@ -555,13 +557,13 @@ class Eliminator {
     std::vector<bool> drop(m_.events.size(), false);
     for (uint32_t e = 0; e < m_.events.size(); ++e) {
       if (!eligible_[e]) continue;
-      std::vector<Site> notifies = sites(e, false);
-      // An event nobody waited on to begin with is left alone: verify-schedule still checks
-      // its notify totals, which may be the point of a hand-written one.
       if (joined_.count(e)) {  // its notifies count towards another event now
         drop[e] = true;
         continue;
       }
+      std::vector<Site> notifies = sites(e, false);
+      // An event nobody waited on to begin with is left alone: verify-schedule still checks
+      // its notify totals, which may be the point of a hand-written one.
       if (merged_into_.count(e) || (had_waits_[e] && sites(e, true).empty() && !notifies.empty())) {
         drop[e] = true;
         for (const Site& s : notifies) deleted_.insert(s);

@@ -8,7 +8,7 @@
 // whose contiguous dimension has a stride other than 1) is loaded element by element.
 //
 // bf16/f16: tensor cores through mma.sync m16n8k16 (sm_80 and sm_90a alike), fragments from
-// ldmatrix (.trans for a [K, N] b); on sm_90a, tiles of 64 or more rows of a with b as [N, K]
+// ldmatrix (.trans for a [K, N] b); on sm_90a, tiles of 32 or more rows of a with b as [N, K]
 // use wgmma instead (mm_wgmma, below: H200, Llama-3.2-1B decode at B = 64 3530 -> 2831 us, at
 // B = 128 5519 -> 4513 us). The output tile is cut into per-warp groups of fragments;
 // warps left over after one warp per group split K, and their partial sums are added in a
@@ -37,7 +37,7 @@
 // small M no warp is left without rows. H100, Llama-3.2-1B decode at B = 128: 7623 / 7603 us
 // with one tiling (8 fragments of rows and 2 of columns a warp), 7498 / 7519 with 4 (4 x 4),
 // 7749 with 2; B = 64 (not affected) 4922 / 4877.
-// 0: no wgmma (sm_90a) for tiles of 64 or more rows of a; they take mma.sync as on sm_80.
+// 0: no wgmma (sm_90a) for tiles of 32 or more rows of a; they take mma.sync as on sm_80.
 #ifndef ETC_MM_WGMMA
 #define ETC_MM_WGMMA 1
 #endif
@@ -68,7 +68,7 @@ __host__ __device__ constexpr int mm_ring_stages(int tmp, unsigned stage_bytes) 
                       (int)((tmp >= 64 ? ETC_MM_LARGE_RING_KIB : ETC_MM_RING_KIB) * 1024u / stage_bytes)));
 }
 
-// The wgmma form (sm_90a, 16-bit, 64 or 128 rows of a): each stage holds a's TMP rows and b's
+// The wgmma form (sm_90a, 16-bit, 32, 64 or 128 rows of a): each stage holds a's TMP rows and b's
 // TN rows unpadded, in TK / 64 atoms of the 128-byte swizzle (wgmma.cuh), the ring starting at
 // the first 1024-byte boundary of ctx.smem. A warpgroup (4 warps) computes 64 rows of a by NW
 // columns: the two warpgroups of a CTA take a's two halves of 64 rows (TMP 128), or b's two
@@ -431,8 +431,9 @@ __device__ __forceinline__ T* mm_wg_ring(const Ctx& ctx) {
 }
 
 // Whether this product takes the wgmma form: its geometry allows it, b is [N, K], K is whole
-// tiles, rows are contiguous and 16-byte aligned, and a has more than 32 rows (below that the
-// m64 product would be mostly padding). Uniform across the CTA; matmul and its prefetch agree.
+// tiles, rows are contiguous and 16-byte aligned, and a has at least ETC_MM_WGMMA_MIN_ROWS rows
+// (below that the m64 product would be mostly padding). Uniform across the CTA; matmul and its
+// prefetch agree.
 template <class T, int TM, int TN, int TK>
 __device__ __forceinline__ bool mm_use_wgmma(const T* ap, const T* bp, const T* bp2, bool tb, const MmArgs& g) {
   if constexpr (!MmWgGeom<T, TM, TN, TK>::ON) {
