@@ -1074,7 +1074,7 @@ class Emitter {
     std::string need = "etc::dev::kSmallOpSmem";
     for (uint32_t t : k.tasks) need = fmt::format("etc_umax({}, kSmem_{})", need, m_.tasks[t].name);
     out_ += fmt::format("extern \"C\" __device__ const unsigned int {}_smem = {};\n", k.name, need);
-    out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const __grid_constant__ EtcParams p) {{\n",
+    out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, ETC_MIN_CTAS_PER_SM) {}(const __grid_constant__ EtcParams p) {{\n",
                         kThreadsPerCta, k.name);
     out_ += "  extern __shared__ __align__(128) unsigned char etc_smem[];\n";
     out_ += fmt::format("  const etc::dev::Ctx ctx{{etc_smem, {}_smem}};\n", k.name);

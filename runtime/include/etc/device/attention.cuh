@@ -433,12 +433,32 @@ __device__ void attn_head_mma(const Ctx& ctx, TQ* qp, long long qs, const Rows& 
       const long long b0 = blk * SR;
       const int nb = ring.rows_in(blk), nz = (nb + 15) / 16 * 16;
       const unsigned long long policy = attn_row_policy();
-      for (int idx = tid; idx < 2 * nz * CPR; idx += nt) {
-        const bool v = idx >= nz * CPR;
-        const int i = v ? idx - nz * CPR : idx, r = i / CPR, cc = i - r * CPR;
-        const void* src = r >= nb ? nullptr : v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
-        attn_stage_chunk((v ? dv : dk) + at(r, cc), src, cc, rows.kp, policy);
+      bool done = false;
+      if constexpr (!Rows::kMayMiss) {
+        // Contiguous rows: a thread's chunks are one column, a multiple of 8 rows apart (its
+        // swizzled offset the same for all), so its pointers step instead of each chunk's row,
+        // source and slot being worked out from its index.
+        const int step = nt / CPR;
+        if (nt % CPR == 0 && step % 8 == 0) {
+          const int r0 = tid / CPR, cc = tid - r0 * CPR;
+          K* d = dk + at(r0, cc);
+          K* e = dv + at(r0, cc);
+          const K* sk = rows.k(b0 + r0);
+          const K* sv = rows.v(b0 + r0);
+          for (int r = r0; r < nz; r += step, d += step * D, e += step * D, sk += step * rows.krs, sv += step * rows.vrs) {
+            attn_stage_chunk(d, r < nb ? (const void*)sk : nullptr, cc, rows.kp, policy);
+            attn_stage_chunk(e, r < nb ? (const void*)sv : nullptr, cc, rows.kp, policy);
+          }
+          done = true;
+        }
       }
+      if (!done)
+        for (int idx = tid; idx < 2 * nz * CPR; idx += nt) {
+          const bool v = idx >= nz * CPR;
+          const int i = v ? idx - nz * CPR : idx, r = i / CPR, cc = i - r * CPR;
+          const void* src = r >= nb ? nullptr : v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
+          attn_stage_chunk((v ? dv : dk) + at(r, cc), src, cc, rows.kp, policy);
+        }
     }
     cp_async_commit();
   };

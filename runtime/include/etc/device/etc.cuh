@@ -29,6 +29,13 @@
 //   floordiv, floormod, cdiv, imin, imax (long long)
 #pragma once
 
+// The fewest CTAs of a generated kernel that must fit on one SM (its __launch_bounds__' second
+// argument): 2 caps registers at 128 a thread so that two CTAs share an SM, when their shared
+// memory fits too (the runtime launches as many CTAs as the occupancy API fits).
+#ifndef ETC_MIN_CTAS_PER_SM
+#define ETC_MIN_CTAS_PER_SM 1
+#endif
+
 #include "etc/device/common.cuh"
 #include "etc/device/elementwise.cuh"
 #include "etc/device/reduce.cuh"
