@@ -39,7 +39,7 @@ row() {
   [ "$2" = FAIL ] && fails=$((fails + 1))
   pack_logs
 }
-# SECTIONS=ops,check,moe,decodecheck,debug,watchdog,stress,nocode,python,trace,decode,san,warmup,bench (default: all) picks what
+# SECTIONS=ops,check,moe,decodecheck,debug,watchdog,stress,nocode,python,trace,ncu,decode,san,warmup,bench (default: all) picks what
 # runs, so one call fits a device time limit. LOGS_TGZ=FILE packs every log into one archive, renewed
 # after every row (a lent GPU machine returns only a few files, and nothing of a killed command's pipe).
 # The decode section takes DECODE_MODELS, DECODE_BATCHES and DECODE_KV (default: both models, every B,
@@ -273,6 +273,23 @@ if want trace && [ -f "$f" ]; then
     row "trace llama3_2_1b B=16 (--profile)" PASS "$(grep -m1 -o '[0-9]* task runs on [0-9]* SMs' "$log"), $(grep -m1 -o 'SM busy: [0-9.]*%' "$log"), $(grep -m1 -o 'waiting on events: [0-9.]* us' "$log"), trace_llama3_2_1b.png"
   else
     row "trace llama3_2_1b B=16 (--profile)" FAIL "$(tail -2 "$log" | tr '\n' ' ' | cut -c1-200)"
+  fi
+fi
+# Where a B = 1 Llama step's warps stall, function by function (ncu's warp stall sampling, summed
+# by tools/ncu_functions.py; ncu runs the SMs at its own clocks, so its duration is no timing).
+f="$B/llama3_2_1b.fatbin" ncu="${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}"
+if want ncu && [ -f "$f" ] && [ -x "$ncu" ]; then
+  log="$out/ncu_llama3_2_1b.log"
+  python3 -c "import numpy as np, sys; np.save(sys.argv[1], np.full(1, 511, np.int32))" "$out/ncu_pos.npy"
+  if "$ncu" --section WarpStateStats --section SourceCounters -c 1 -f -o "$out/ncu_llama3_2_1b" \
+       "$B/etc-run" "$f" --sym B=1 --in pos="$out/ncu_pos.npy" --seed 5 >"$log" 2>&1 &&
+     "$ncu" --import "$out/ncu_llama3_2_1b.ncu-rep" --page source --csv --print-source sass \
+       >"$out/ncu_llama3_2_1b_sass.csv" 2>>"$log" &&
+     python3 tools/ncu_functions.py "$out/ncu_llama3_2_1b_sass.csv" --top 8 >"$out/ncu_functions.txt" 2>>"$log"; then
+    row "ncu llama3_2_1b B=1 (stalls by function)" PASS "$(sed -n 3p "$out/ncu_functions.txt" | cut -c1-150)"
+    cat "$out/ncu_functions.txt"
+  else
+    row "ncu llama3_2_1b B=1 (stalls by function)" FAIL "$(tail -2 "$log" | tr '\n' ' ' | cut -c1-200)"
   fi
 fi
 # The cost of profiling: the same module with and without --profile.
