@@ -5,10 +5,14 @@
 // one contiguous run. This times that stream alone (no products) for several shapes, every CTA
 // owning the same number of rows of one [N, K] bf16 matrix, and prints each shape's bandwidth
 // as a ratio of a plain device-to-device copy timed in the same process; also the same stream
-// through TMA bulk copies (one per row and stage) and through 16-byte loads into registers.
+// through TMA bulk copies (one per row and stage), through TMA tensor copies (a tensor map of
+// the matrix, one copy of a 2-D box per stage, or two where a row's bytes pass the box's 256
+// elements) and through 16-byte loads into registers.
 //
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a tools/bench_stream.cu -o bench_stream
 //   ./bench_stream [K] [N]      (default K = 2048, N = 16384: Llama-3.2-1B's gate and up)
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -122,6 +126,50 @@ __global__ void __launch_bounds__(256) stream_bulk(const unsigned short* w, long
   if (acc == 0x12345678u) sink[blockIdx.x] = acc;
 }
 
+// The same stream with TMA tensor copies: thread 0 copies each stage as SC / BOX boxes of BOX
+// columns by SR rows of the tensor map `map` (the whole [N, K] matrix), completing on the
+// stage's mbarrier.
+constexpr int kBox = 256;  // the most elements of a box's dimension
+__device__ __forceinline__ void tma2d(void* s, const CUtensorMap* map, int x, int y, unsigned long long* b) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          smem_addr(s)),
+      "l"(map), "r"(x), "r"(y), "r"(smem_addr(b))
+      : "memory");
+}
+
+template <int S>
+__global__ void __launch_bounds__(256) stream_tma(const __grid_constant__ CUtensorMap map, long long K, int R, int SR,
+                                                  int SC, unsigned* sink) {
+  extern __shared__ __align__(16) unsigned char ring_raw[];
+  __shared__ __align__(8) unsigned long long bar[S];
+  // A box's destination must be 128-byte aligned: the launch gives 128 bytes of slack.
+  unsigned char* ring = ring_raw + ((128u - (smem_addr(ring_raw) & 127u)) & 127u);
+  const int r0 = blockIdx.x * R;
+  const int stage_elems = SR * SC, bw = SC < kBox ? SC : kBox;
+  const int kb = (int)(K / SC), steps = (R / SR) * kb;
+  if (threadIdx.x < S) mbar_init(&bar[threadIdx.x], 1);
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  __syncthreads();
+  auto issue = [&](int st) {
+    if (st >= steps || threadIdx.x != 0) return;
+    const int rb = st / kb, k0 = (st % kb) * SC;
+    unsigned short* dst = reinterpret_cast<unsigned short*>(ring) + (st % S) * stage_elems;
+    mbar_expect(&bar[st % S], stage_elems * 2);
+    for (int x = 0; x < SC; x += bw) tma2d(dst + x * SR, &map, k0 + x, r0 + rb * SR, &bar[st % S]);
+  };
+  for (int s = 0; s < S; ++s) issue(s);
+  unsigned acc = 0;
+  for (int st = 0; st < steps; ++st) {
+    mbar_wait(&bar[st % S], (st / S) & 1);
+    const unsigned* src = reinterpret_cast<const unsigned*>(ring + (st % S) * stage_elems * 2);
+    for (int i = threadIdx.x; i < stage_elems / 2; i += blockDim.x * 8) acc ^= src[i];
+    __syncthreads();  // the slot is free
+    issue(st + S);
+  }
+  if (acc == 0x12345678u) sink[blockIdx.x] = acc;
+}
+
 // The stream into registers: 16-byte loads, U of them in flight per thread, the CTA's rows
 // read row after row (each row's bytes by consecutive threads).
 template <int U>
@@ -184,6 +232,29 @@ int main(int argc, char** argv) {
   }
   unsigned* sink;
   CK(cudaMalloc(&sink, 4096 * sizeof(unsigned)));
+  // The driver's tensor-map encoder, without linking libcuda.
+  PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+  cudaDriverEntryPointQueryResult found;
+  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&encode), 12000,
+                                      cudaEnableDefault, &found));
+  if (found != cudaDriverEntryPointSuccess || !encode) {
+    std::fprintf(stderr, "cuTensorMapEncodeTiled: not found\n");
+    return 1;
+  }
+  // A map of copy i with boxes of bw columns by rows rows.
+  auto tensor_map = [&](int i, int bw, int rows) {
+    CUtensorMap m;
+    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)N}, strides[1] = {(cuuint64_t)K * 2};
+    const cuuint32_t box[2] = {(cuuint32_t)bw, (cuuint32_t)rows}, estr[2] = {1, 1};
+    const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, w[i], dims, strides, box, estr,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+      std::fprintf(stderr, "cuTensorMapEncodeTiled (box %d x %d): error %d\n", bw, rows, (int)r);
+      std::exit(1);
+    }
+    return m;
+  };
   int4 *ca, *cb;
   const long long cbytes = 1LL << 30;
   CK(cudaMalloc(&ca, cbytes));
@@ -194,7 +265,8 @@ int main(int argc, char** argv) {
   std::printf("%s, %d SMs, L2 %d MiB; copy of 1 GiB: %.3f ms, %.2f TB/s (read + write)\n", p.name,
               p.multiProcessorCount, p.l2CacheSize >> 20, copy_ms, copy_bw);
   std::printf("matrix [%lld, %lld] bf16, %.1f MiB. how: ring = cp.async ring of `stages` stages of KiB, each\n"
-              "`rows` rows of B/row bytes; bulk = the same through cp.async.bulk (TMA) and mbarriers; ldg = 16-byte\n"
+              "`rows` rows of B/row bytes; bulk = the same through cp.async.bulk (TMA), one copy a row, and mbarriers;\n"
+              "tma = the same through TMA tensor copies of 2-D boxes; ldg = 16-byte\n"
               "loads into registers, `stages` of them in flight per thread\n",
               N, K, bytes / 1048576.0);
   auto report = [&](const char* how, int ctas, int R, int rows, int bpr, int S, int stage_kib, float ms) {
@@ -211,6 +283,9 @@ int main(int argc, char** argv) {
   set_smem(stream_bulk<4>);
   set_smem(stream_bulk<6>);
   set_smem(stream_bulk<8>);
+  set_smem(stream_tma<4>);
+  set_smem(stream_tma<6>);
+  set_smem(stream_tma<8>);
   for (int ctas : {128, p.multiProcessorCount}) {
     const int R = (int)(N / ctas) / 16 * 16;  // every CTA the same rows (a few left over)
     int it = 0;
@@ -230,6 +305,18 @@ int main(int argc, char** argv) {
           };
           run("ring", stream<4>, stream<6>, stream<8>);
           run("bulk", stream_bulk<4>, stream_bulk<6>, stream_bulk<8>);
+          if (SR <= kBox) {
+            const int bw = SC < kBox ? SC : kBox;
+            std::vector<CUtensorMap> maps;
+            for (int i = 0; i < copies; ++i) maps.push_back(tensor_map(i, bw, SR));
+            const float ms = time_ms([&] {
+              const CUtensorMap& m = maps[it++ % copies];
+              if (S == 4) stream_tma<4><<<ctas, 256, smem + 128>>>(m, K, R, SR, SC, sink);
+              else if (S == 6) stream_tma<6><<<ctas, 256, smem + 128>>>(m, K, R, SR, SC, sink);
+              else stream_tma<8><<<ctas, 256, smem + 128>>>(m, K, R, SR, SC, sink);
+            }, 30);
+            report("tma", ctas, R, SR, bpr, S, stage / 1024, ms);
+          }
         }
       }
     }
