@@ -94,26 +94,15 @@ __device__ __forceinline__ void bulk(void* s, const void* g, unsigned bytes, uns
                : "memory");
 }
 
-template <int S>
-__global__ void __launch_bounds__(256) stream_bulk(const unsigned short* w, long long K, int R, int SR, int SC,
-                                                   unsigned* sink) {
-  extern __shared__ __align__(16) unsigned char ring[];
-  __shared__ __align__(8) unsigned long long bar[S];
-  const int r0 = blockIdx.x * R;
-  const int stage_elems = SR * SC;
-  const int kb = (int)(K / SC), steps = (R / SR) * kb;
+// The consumer side of the bulk and tma forms: the stages' mbarriers set up, the first S stages
+// requested (issue(st) requests stage st, or nothing past the last), then each stage waited for,
+// read and its slot requested again. Returns the xor of what it read.
+template <int S, class Issue>
+__device__ unsigned mbar_stream(unsigned long long* bar, const unsigned char* ring, int steps, int stage_elems,
+                                Issue issue) {
   if (threadIdx.x < S) mbar_init(&bar[threadIdx.x], 1);
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   __syncthreads();
-  auto issue = [&](int st) {
-    if (st >= steps || threadIdx.x >= 32) return;
-    const int rb = st / kb, k0 = (st % kb) * SC;
-    unsigned short* dst = reinterpret_cast<unsigned short*>(ring) + (st % S) * stage_elems;
-    if (threadIdx.x == 0) mbar_expect(&bar[st % S], stage_elems * 2);
-    __syncwarp();
-    for (int r = threadIdx.x; r < SR; r += 32)
-      bulk(dst + r * SC, w + (long long)(r0 + rb * SR + r) * K + k0, SC * 2, &bar[st % S]);
-  };
   for (int s = 0; s < S; ++s) issue(s);
   unsigned acc = 0;
   for (int st = 0; st < steps; ++st) {
@@ -123,6 +112,26 @@ __global__ void __launch_bounds__(256) stream_bulk(const unsigned short* w, long
     __syncthreads();  // the slot is free
     issue(st + S);
   }
+  return acc;
+}
+
+template <int S>
+__global__ void __launch_bounds__(256) stream_bulk(const unsigned short* w, long long K, int R, int SR, int SC,
+                                                   unsigned* sink) {
+  extern __shared__ __align__(16) unsigned char ring[];
+  __shared__ __align__(8) unsigned long long bar[S];
+  const int r0 = blockIdx.x * R;
+  const int stage_elems = SR * SC;
+  const int kb = (int)(K / SC), steps = (R / SR) * kb;
+  const unsigned acc = mbar_stream<S>(bar, ring, steps, stage_elems, [&](int st) {
+    if (st >= steps || threadIdx.x >= 32) return;
+    const int rb = st / kb, k0 = (st % kb) * SC;
+    unsigned short* dst = reinterpret_cast<unsigned short*>(ring) + (st % S) * stage_elems;
+    if (threadIdx.x == 0) mbar_expect(&bar[st % S], stage_elems * 2);
+    __syncwarp();
+    for (int r = threadIdx.x; r < SR; r += 32)
+      bulk(dst + r * SC, w + (long long)(r0 + rb * SR + r) * K + k0, SC * 2, &bar[st % S]);
+  });
   if (acc == 0x12345678u) sink[blockIdx.x] = acc;
 }
 
@@ -148,25 +157,13 @@ __global__ void __launch_bounds__(256) stream_tma(const __grid_constant__ CUtens
   const int r0 = blockIdx.x * R;
   const int stage_elems = SR * SC, bw = SC < kBox ? SC : kBox;
   const int kb = (int)(K / SC), steps = (R / SR) * kb;
-  if (threadIdx.x < S) mbar_init(&bar[threadIdx.x], 1);
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  __syncthreads();
-  auto issue = [&](int st) {
+  const unsigned acc = mbar_stream<S>(bar, ring, steps, stage_elems, [&](int st) {
     if (st >= steps || threadIdx.x != 0) return;
     const int rb = st / kb, k0 = (st % kb) * SC;
     unsigned short* dst = reinterpret_cast<unsigned short*>(ring) + (st % S) * stage_elems;
     mbar_expect(&bar[st % S], stage_elems * 2);
     for (int x = 0; x < SC; x += bw) tma2d(dst + x * SR, &map, k0 + x, r0 + rb * SR, &bar[st % S]);
-  };
-  for (int s = 0; s < S; ++s) issue(s);
-  unsigned acc = 0;
-  for (int st = 0; st < steps; ++st) {
-    mbar_wait(&bar[st % S], (st / S) & 1);
-    const unsigned* src = reinterpret_cast<const unsigned*>(ring + (st % S) * stage_elems * 2);
-    for (int i = threadIdx.x; i < stage_elems / 2; i += blockDim.x * 8) acc ^= src[i];
-    __syncthreads();  // the slot is free
-    issue(st + S);
-  }
+  });
   if (acc == 0x12345678u) sink[blockIdx.x] = acc;
 }
 
