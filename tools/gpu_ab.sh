@@ -22,6 +22,9 @@
 #   -a ARCH     etcc -arch (default sm_90a: the lent GPUs are Hopper)
 #   -c ARGS     also check each variant against the CPU interpreter once, at the first batch
 #               size, with these extra etc-run arguments (for example '--random-outputs')
+#   -t SECONDS  the timings' budget (default 540): once it is spent the script starts no more
+#               timings (a lent GPU machine's command limit is 600 s), then prints the table
+#               (tools/ab_summary.py) of what it timed
 #   -w MODEL    time with weights that tools/gen_decode_weights.py MODEL writes (once, on the
 #               GPU machine, to /tmp/ab_weights_MODEL.safetensors) instead of --seed's random
 #               params: for a decode model, about 15 s a timing instead of 25 (the host then
@@ -33,13 +36,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
-build=build batches=1,16,128 sym=B pos="" runs=20 rounds=2 arch=sm_90a weights=""
+build=build batches=1,16,128 sym=B pos="" runs=20 rounds=2 arch=sm_90a weights="" budget=540
 unset check  # -c '' is a check without extra arguments
-while getopts "b:B:s:p:n:r:a:c:w:h" o; do
+while getopts "b:B:s:p:n:r:a:c:t:w:h" o; do
   case $o in
     b) build=$OPTARG ;; B) batches=$OPTARG ;; s) sym=$OPTARG ;; p) pos=$OPTARG ;;
     n) runs=$OPTARG ;; r) rounds=$OPTARG ;; a) arch=$OPTARG ;; c) check=$OPTARG ;;
-    w) weights=$OPTARG ;;
+    t) budget=$OPTARG ;; w) weights=$OPTARG ;;
     *) usage ;;
   esac
 done
@@ -52,6 +55,7 @@ die() { echo "gpu_ab.sh: $*" >&2; exit 1; }
 [ -f "$model" ] || die "cannot read '$model'"
 [[ $batches =~ ^[0-9]+(,[0-9]+)*$ ]] || die "-B takes batch sizes like 1,16,128: '$batches'"
 for n in "$runs" "$rounds"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "-n and -r take positive integers: '$n'"; done
+[[ $budget =~ ^[0-9]+$ ]] || die "-t takes whole seconds: '$budget'"
 [ -z "$pos" ] || [[ $pos =~ ^[0-9]+$ ]] || die "-p takes a position: '$pos'"
 if [ -n "$weights" ]; then
   known=$(python3 -c 'import sys; sys.path.insert(0, "tools"); from gen_decode_sample import MODELS; print(*sorted(MODELS))') ||
@@ -120,15 +124,18 @@ tar -C gpu-out -cJf "gpu-out/$name.tar.xz" "$name"
         "else echo \"check $l $sym=\$b FAILED (exit \$rc): \$(why /tmp/ab_check.log)\"; fi"
     done
   fi
+  echo "start=\$SECONDS; : >/tmp/ab_$name.log"
   echo "for round in \$(seq $rounds); do"
   echo "  for b in ${batches//,/ }; do"
   echo "    for v in ${labels[*]}; do"
+  echo "      if [ \$((SECONDS - start)) -ge $budget ]; then echo \"the timings' budget ($budget s) is spent: the rest not timed\"; break 3; fi"
   echo "      timeout 120 \$R \$D/\$v.fatbin --sym $sym=\$b $in --bench $runs --mode mega $timing_inputs >/tmp/ab_bench.log 2>&1"
   echo "      rc=\$?; line=\$(grep -m1 'median' /tmp/ab_bench.log) || line=\"FAILED (exit \$rc): \$(why /tmp/ab_bench.log)\""
-  echo "      echo \"\$v $sym=\$b \$line\""
+  echo "      echo \"\$v $sym=\$b \$line\" | tee -a /tmp/ab_$name.log"
   echo "    done"
   echo "  done"
   echo "done"
+  echo "python3 tools/ab_summary.py /tmp/ab_$name.log"
 } >"gpu-out/$name.sh"
 done_ok=1
 echo "gpu-out/$name.tar.xz ($(du -h "gpu-out/$name.tar.xz" | cut -f1)) and gpu-out/$name.sh: carry both, run bash gpu-out/$name.sh"

@@ -33,6 +33,20 @@ timeout 600 bash "gpu-out/$name.sh" >"$tmp/run" 2>&1
   { fail "check lines"; cat "$tmp/run"; }
 [ "$(grep -cE '^(base|ring) N=(1|8) (bench mega: median|FAILED \(exit [0-9]+\): .+)' "$tmp/run")" = 8 ] ||
   { fail "bench lines"; cat "$tmp/run"; }
+# Then the table of what it timed (tools/ab_summary.py): a row per batch size, a column per variant.
+grep -qxF "median us per round; (change of the mean against base)" "$tmp/run" || { fail "no summary"; cat "$tmp/run"; }
+[ "$(grep -cE '^N=(1|8) +[^ ]' "$tmp/run")" = 2 ] || { fail "summary rows"; cat "$tmp/run"; }
+
+# -t: a spent budget starts no timing, says so, and still prints what there is (nothing).
+rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
+tools/gpu_ab.sh -b "$build" -s N -B 1 -r 1 -t 0 "$name" samples/two_stage_sum.etir base >"$tmp/out" 2>&1 ||
+  { fail "gpu_ab.sh -t 0"; cat "$tmp/out"; }
+timeout 120 bash "gpu-out/$name.sh" >"$tmp/run" 2>&1
+grep -qxF "the timings' budget (0 s) is spent: the rest not timed" "$tmp/run" || { fail "-t 0: no word of the budget"; cat "$tmp/run"; }
+grep -qE '^base N=1 ' "$tmp/run" && fail "-t 0: a timing ran"
+grep -qF ": no timings" "$tmp/run" || { fail "-t 0: the summary did not say there was nothing"; cat "$tmp/run"; }
+tools/gpu_ab.sh -b "$build" -s N -t 1s "$name" samples/two_stage_sum.etir base >"$tmp/err" 2>&1 && fail "-t 1s was accepted"
+grep -qF "gpu_ab.sh: -t takes whole seconds: '1s'" "$tmp/err" || fail "no word of the bad budget: $(cat "$tmp/err")"
 
 # LABEL=FATBIN: a fatbin compiled before travels as that variant, beside the compiled ones.
 rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
