@@ -45,7 +45,8 @@ class Emitter {
  public:
   Emitter(const Module& m, DiagnosticEngine& diags, const ProfileLayout* profile, const EmitOptions& options)
       : m_(m), diags_(diags), profile_(profile), weight_prefetch_(options.weight_prefetch),
-        share_task_code_(options.share_task_code), defines_(options.defines) {
+        parallel_waits_(options.parallel_waits), share_task_code_(options.share_task_code),
+        defines_(options.defines) {
     layout_ = eventLayout(m, nullptr);
     sched_ = schedLayout(m, nullptr);
   }
@@ -277,15 +278,35 @@ class Emitter {
     for (size_t si = 0; si < t.body.size(); ++si) {
       const TaskStmt& st = t.body[si];
       const bool follows_call = std::exchange(after_call, std::holds_alternative<CallStmt>(st));
-      if (const auto* w = std::get_if<WaitStmt>(&st)) {
+      if (std::holds_alternative<WaitStmt>(st)) {
         closeOps();
-        const Event& e = m_.events[w->event.target];
-        std::string b = fmt::format("if (!etc::dev::wait(p, p.events + lin, (unsigned)({}), {})) return false;",
-                                    initAt(e), site(ti, w->event.target, t));
-        body += "  if constexpr (kMode == kStatic) {\n" + eventLoops(w->event, names, false, b) + "  }\n";
-        // A dynamic task is ready before it runs; debug runs check that it really is.
-        body += "  if constexpr (kMode == kDynamic) {\n    if (p.flags & ETC_FLAG_DEBUG) {\n" +
-                eventLoops(w->event, names, false, b) + "    }\n  }\n";
+        // The run of waits that starts here: with --parallel-waits the static schedule checks
+        // them as one group (etc::dev::WaitGroup), one thread an event element, one barrier.
+        size_t end = si + 1;
+        while (end < t.body.size() && std::holds_alternative<WaitStmt>(t.body[end])) ++end;
+        if (!parallel_waits_) end = si + 1;
+        auto waitCall = [&](const WaitStmt& w, const char* form) {
+          const Event& e = m_.events[w.event.target];
+          return fmt::format(fmt::runtime(form), initAt(e), site(ti, w.event.target, t));
+        };
+        const char* one = "if (!etc::dev::wait(p, p.events + lin, (unsigned)({}), {})) return false;";
+        if (parallel_waits_) {
+          body += "  if constexpr (kMode == kStatic) {\n    etc::dev::WaitGroup etc_wg;\n";
+          for (size_t k = si; k < end; ++k) {
+            const auto& w = std::get<WaitStmt>(t.body[k]);
+            body += eventLoops(w.event, names, false, waitCall(w, "etc_wg.check(p, p.events + lin, (unsigned)({}), {});"));
+          }
+          body += "    if (!etc_wg.join()) return false;\n  }\n";
+        }
+        for (size_t k = si; k < end; ++k) {
+          const auto& w = std::get<WaitStmt>(t.body[k]);
+          const std::string b = waitCall(w, one);
+          if (!parallel_waits_) body += "  if constexpr (kMode == kStatic) {\n" + eventLoops(w.event, names, false, b) + "  }\n";
+          // A dynamic task is ready before it runs; debug runs check that it really is.
+          body += "  if constexpr (kMode == kDynamic) {\n    if (p.flags & ETC_FLAG_DEBUG) {\n" +
+                  eventLoops(w.event, names, false, b) + "    }\n  }\n";
+        }
+        si = end - 1;
       } else if (const auto* n = std::get_if<NotifyStmt>(&st)) {
         closeOps();
         // --profile: the ops end where the first notify after them begins (once every thread is there).
@@ -1188,6 +1209,7 @@ class Emitter {
   DiagnosticEngine& diags_;
   const ProfileLayout* profile_;  // null: no profiling code at all
   bool weight_prefetch_;          // etcc --no-weight-prefetch turns it off
+  bool parallel_waits_;           // etcc --parallel-waits
   bool share_task_code_;          // etcc --share-task-code
   const std::vector<std::string>& defines_;  // etcc --device-define NAME=VALUE
   std::vector<EventLayout> layout_;

@@ -48,6 +48,7 @@ struct Options {
   bool dep_phony = false;                // -MP
   bool profile = false;                  // --profile
   bool no_weight_prefetch = false;       // --no-weight-prefetch
+  bool parallel_waits = false;           // --parallel-waits
   std::vector<std::string> device_defines;  // --device-define NAME=VALUE
   bool share_task_code = true;           // --share-task-code (default) / --no-share-task-code
   bool no_merge_tasks = false;           // --no-merge-tasks
@@ -157,6 +158,7 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   auto emit_start = std::chrono::steady_clock::now();
   etc::backend::EmitOptions eo;
   eo.weight_prefetch = !opt.no_weight_prefetch;
+  eo.parallel_waits = opt.parallel_waits;
   eo.share_task_code = opt.share_task_code;
   eo.defines = opt.device_defines;
   if (!etc::backend::generateCuda(m, targets, cuda, diags, opt.profile, eo)) return false;
@@ -348,6 +350,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-weight-prefetch", opt.no_weight_prefetch,
                "do not load a matmul's weights before its task's event waits (static schedule): for measuring what "
                "the prefetch gains");
+  app.add_flag("--parallel-waits", opt.parallel_waits,
+               "check a task's consecutive event waits in parallel, one thread an event element and one barrier "
+               "(static schedule), instead of one after another: for measuring (not yet timed on a GPU)");
   app.add_option("--device-define", opt.device_defines,
                  "NAME=VALUE: define a tuning knob of the device headers (ETC_ and capitals, digits, '_'; VALUE "
                  "an integer), before they are included (repeatable; docs/backend.md lists the knobs)")

@@ -936,6 +936,52 @@ __global__ void k_timeout(TParams p, int* result, unsigned long long* elapsed) {
   }
 }
 
+// WaitGroup (etcc --parallel-waits): CTA 0 writes 300 chunks of data, notifying chunk j's counter
+// once (twice where j % 3 == 1: target 2; where j % 7 == 0 the target is 0 and nothing is
+// waited); CTA 1, of 128 threads (each element's spin on thread j % 128), checks all 300 as one
+// group and then reads every chunk.
+__global__ void k_wait_group(TParams p, int* data, int per, int* result) {
+  const int chunks = 300;
+  if (blockIdx.x == 0) {
+    unsigned long long t0 = gtimer();
+    while (gtimer() - t0 < 200000ull) __nanosleep(1000);
+    for (int j = chunks - 1; j >= 0; --j) {  // the last chunk first: the group's later threads wait first
+      for (int i = threadIdx.x; i < per; i += blockDim.x) data[j * per + i] = 7 * j + i;
+      notify(p, p.events + j);
+      if (j % 3 == 1) notify(p, p.events + j);
+    }
+  } else {
+    WaitGroup g;
+    for (int j = 0; j < chunks; ++j) {
+      WaitSite s{3, 0, 1, {j, 0, 0, 0}, j};
+      g.check(p, p.events + j, j % 7 == 0 ? 0u : (j % 3 == 1 ? 2u : 1u), s);
+    }
+    const bool ok = g.join();
+    int bad = 0;
+    for (int j = 0; j < chunks; ++j)
+      if (j % 7 != 0)
+        for (int i = threadIdx.x; i < per; i += blockDim.x)
+          if (data[j * per + i] != 7 * j + i) ++bad;
+    atomicAdd(&result[0], bad);
+    if (threadIdx.x == 0) result[1] = ok ? 1 : 0;
+  }
+}
+
+// A group whose third element never comes: the spinning thread records the timeout with that
+// element's site, and join() is false in every thread.
+__global__ void k_wait_group_timeout(TParams p, int* result) {
+  notify(p, p.events + 0);
+  notify(p, p.events + 1);
+  WaitGroup g;
+  for (int j = 0; j < 3; ++j) {
+    WaitSite s{9, 2, 1, {j, 0, 0, 0}, 100 + j};
+    g.check(p, p.events + j, j == 2 ? 4u : 1u, s);
+  }
+  const bool ok = g.join();
+  if (!ok) atomicAdd(&result[1], 1);
+  if (threadIdx.x == 0) result[0] = ok ? 1 : 0;
+}
+
 // notify_checked: counter 5 already got its one notify; a range notify over [4, 7) with
 // initial count 1 must report element site.element + 1.
 __global__ void k_over_notify(TParams p, int* result) {
@@ -997,6 +1043,44 @@ static void t_events() {
               he.coords[2] == 0 && he.element == 42 && he.count == 0 && he.target == 5 &&
               he.done == 1 && hel < 1000000000ull;
     report(ok, "events_wait_timeout_record_and_abort", (double)hel * 1e-9);
+  }
+
+  {
+    unsigned* gev;
+    const int per = 1000;
+    CK(cudaMalloc(&gev, 512 * sizeof(unsigned)));
+    int* gdata;
+    CK(cudaMalloc(&gdata, 300 * per * sizeof(int)));
+    for (int rep = 0; rep < 10; ++rep) {
+      CK(cudaMemset(gev, 0, 512 * sizeof(unsigned)));
+      CK(cudaMemset(err, 0, sizeof(EtcError)));
+      CK(cudaMemset(gdata, 0, 300 * per * sizeof(int)));
+      CK(cudaMemset(res, 0, 4 * sizeof(int)));
+      TParams pg{gev, err, 2000000000ll, 0};
+      k_wait_group<<<2, 128>>>(pg, gdata, per, res);
+      CK(cudaDeviceSynchronize());
+      CK(cudaMemcpy(hr, res, sizeof hr, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(&he, err, sizeof he, cudaMemcpyDeviceToHost));
+      bool ok = hr[0] == 0 && hr[1] == 1 && he.code == 0;
+      if (!ok || rep == 9) {
+        report(ok, "events_wait_group_rep" + std::to_string(rep), (double)hr[0]);
+        if (!ok) break;
+      }
+    }
+    CK(cudaMemset(gev, 0, 512 * sizeof(unsigned)));
+    CK(cudaMemset(err, 0, sizeof(EtcError)));
+    CK(cudaMemset(res, 0, 4 * sizeof(int)));
+    TParams pt{gev, err, 2000000ll, 0};  // 2 ms
+    k_wait_group_timeout<<<1, 256>>>(pt, res);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(hr, res, sizeof hr, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&he, err, sizeof he, cudaMemcpyDeviceToHost));
+    bool ok = hr[0] == 0 && hr[1] == 256 && he.code == ETC_ERR_WAIT_TIMEOUT && he.task == 9 && he.event == 2 &&
+              he.ncoords == 1 && he.coords[0] == 2 && he.element == 102 && he.count == 0 && he.target == 4 &&
+              he.done == 1;
+    report(ok, "events_wait_group_timeout", (double)he.element);
+    CK(cudaFree(gev));
+    CK(cudaFree(gdata));
   }
 
   {

@@ -118,6 +118,41 @@ __device__ __forceinline__ bool notify_checked(const P& p, unsigned int* counter
   return __syncthreads_or(bad) == 0;
 }
 
+// Spins (the calling thread alone) until *counter >= target: wait()'s loop, below. Returns false
+// if another CTA recorded an error or the watchdog ran out (recorded here). `record`: the spin's
+// time goes to the profile's wait time (--profile; a group of parallel waits records its own).
+template <class P>
+__device__ __forceinline__ bool wait_spin(const P& p, const unsigned int* counter, unsigned int target,
+                                          const WaitSite& site, bool record = true) {
+  if (target == 0u) return true;
+  unsigned v = detail::ld_acquire_gpu(counter);
+  if (v >= target) return true;
+  bool ok = true;
+  const long long budget = p.watchdog_ns;
+  const unsigned long long start = detail::globaltimer_ns();
+  for (unsigned spins = 1;; ++spins) {
+    v = detail::ld_acquire_gpu(counter);
+    if (v >= target) break;
+    if (spins % 32u == 0u) {
+      if (detail::error_code(p.error) != 0u) {
+        ok = false;
+        break;
+      }
+      if (budget > 0 && detail::globaltimer_ns() - start > (unsigned long long)budget) {
+        detail::record_error(p.error, ETC_ERR_WAIT_TIMEOUT, site, site.element, v, target);
+        ok = false;
+        break;
+      }
+    }
+  }
+#ifdef ETC_PROFILE
+  if (record) profile::waited(detail::globaltimer_ns() - start);
+#else
+  (void)record;
+#endif
+  return ok;
+}
+
 // Blocks the CTA until *counter >= target. Thread 0 spins with acquire loads, without back-off:
 // each load is a round trip to L2, and a satisfied wait is seen within one, which a chain of
 // dependent tasks pays once per link. Every 32 loads it checks whether another CTA recorded an
@@ -133,33 +168,42 @@ template <class P>
 __device__ __forceinline__ bool wait(const P& p, const unsigned int* counter, unsigned int target,
                                      const WaitSite& site) {
   int ok = 1;
-  if (threadIdx.x == 0 && target != 0u) {
-    unsigned v = detail::ld_acquire_gpu(counter);
-    if (v < target) {
-      const long long budget = p.watchdog_ns;
-      const unsigned long long start = detail::globaltimer_ns();
-      for (unsigned spins = 1;; ++spins) {
-        v = detail::ld_acquire_gpu(counter);
-        if (v >= target) break;
-        if (spins % 32u == 0u) {
-          if (detail::error_code(p.error) != 0u) {
-            ok = 0;
-            break;
-          }
-          if (budget > 0 && detail::globaltimer_ns() - start > (unsigned long long)budget) {
-            detail::record_error(p.error, ETC_ERR_WAIT_TIMEOUT, site, site.element, v, target);
-            ok = 0;
-            break;
-          }
-        }
-      }
-#ifdef ETC_PROFILE
-      profile::waited(detail::globaltimer_ns() - start);
-#endif
-    }
-  }
+  if (threadIdx.x == 0) ok = wait_spin(p, counter, target, site);
   return __syncthreads_and(ok) != 0;
 }
+
+// A task's consecutive waits checked in parallel (etcc --parallel-waits): the n-th event element
+// waited on goes to thread n % blockDim.x, which spins on it (wait_spin), and one barrier ends
+// the group, where wait() is a round trip to L2 and a barrier per element, one after another.
+// Every thread calls check() for every element, in the same order, then join(); join() returns
+// the same value to every thread, false if a spin gave up. --profile: the group's wait time is
+// thread 0's clock from the group's start to the barrier's end, where any thread spun.
+struct WaitGroup {
+  unsigned n = 0;
+  int ok = 1;
+#ifdef ETC_PROFILE
+  int spun = 0;
+  unsigned long long start;
+  __device__ WaitGroup() : start(detail::globaltimer_ns()) {}
+#else
+  __device__ WaitGroup() {}
+#endif
+  template <class P>
+  __device__ __forceinline__ void check(const P& p, const unsigned int* counter, unsigned int target,
+                                        const WaitSite& site) {
+    if (n++ % blockDim.x != threadIdx.x || target == 0u) return;
+#ifdef ETC_PROFILE
+    if (detail::ld_acquire_gpu(counter) < target) spun = 1;
+#endif
+    if (ok && !wait_spin(p, counter, target, site, false)) ok = 0;
+  }
+  __device__ __forceinline__ bool join() {
+#ifdef ETC_PROFILE
+    if (__syncthreads_or(spun) && threadIdx.x == 0) profile::waited(detail::globaltimer_ns() - start);
+#endif
+    return __syncthreads_and(ok) != 0;
+  }
+};
 
 // True once any CTA has recorded an error. Called by all threads; uniform across the CTA.
 template <class P>
