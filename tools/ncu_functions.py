@@ -31,6 +31,16 @@ def short_name(name):
     return next(g for g in m.groups() if g)
 
 
+def count(text):
+    """A sample count as ncu prints it: '' or '-' for none, thousands separated by ','."""
+    text = text.strip().replace(",", "")
+    if text in ("", "-"):
+        return 0
+    if not text.isdigit():
+        raise ValueError(f"not a count: {text!r}")
+    return int(text)
+
+
 def read(path):
     """{function: [(address, sass, samples, {reason: samples})]} in the file's order."""
     funcs = collections.OrderedDict()
@@ -50,11 +60,9 @@ def read(path):
                 continue
             reasons = {}
             for h, i in col.items():
-                if h.startswith("stall_") and "(Not Issued)" not in h and i < len(row) and row[i].isdigit():
-                    if int(row[i]):
-                        reasons[h[len("stall_"):]] = int(row[i])
-            samples = int(row[col[ALL]]) if row[col[ALL]].isdigit() else 0
-            funcs[fn].append((row[0], row[col["Source"]].strip(), samples, reasons))
+                if h.startswith("stall_") and "(Not Issued)" not in h and i < len(row) and count(row[i]):
+                    reasons[h[len("stall_"):]] = count(row[i])
+            funcs[fn].append((row[0], row[col["Source"]].strip(), count(row[col[ALL]]), reasons))
     return funcs
 
 
@@ -96,6 +104,8 @@ def main():
         funcs = read(a.csv)
     except OSError as e:
         sys.exit(f"{a.csv}: {e.strerror}")
+    except ValueError as e:
+        sys.exit(f"{a.csv}: {e}")
     if not funcs:
         sys.exit(f"{a.csv}: no functions (expected ncu --page source --csv --print-source sass output)")
     print(summary(funcs, a.top))

@@ -282,8 +282,17 @@ class Emitter {
         closeOps();
         // The run of waits that starts here: with --parallel-waits the static schedule checks
         // them as one group (etc::dev::WaitGroup), one thread an event element, one barrier.
+        // A wait whose slice loads a tensor is a group of its own, checked after the group
+        // before it: its bounds may read what an earlier wait guards, which every thread reads
+        // only once the earlier waits have ended (and reads alike).
+        auto loads = [](const TaskStmt& s) {
+          for (const SliceDim& d : std::get<WaitStmt>(s).event.dims)
+            if (hasLoad(d.lo) || (d.is_range && hasLoad(d.hi))) return true;
+          return false;
+        };
         size_t end = si + 1;
-        while (end < t.body.size() && std::holds_alternative<WaitStmt>(t.body[end])) ++end;
+        if (!loads(st))
+          while (end < t.body.size() && std::holds_alternative<WaitStmt>(t.body[end]) && !loads(t.body[end])) ++end;
         if (!parallel_waits_) end = si + 1;
         auto waitCall = [&](const WaitStmt& w, const char* form) {
           const Event& e = m_.events[w.event.target];

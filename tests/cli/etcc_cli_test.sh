@@ -93,6 +93,38 @@ run parallel-waits 0 --emit=cuda --parallel-waits samples/llama_layer.etir &&
   if awk '/etc::dev::WaitGroup etc_wg;/ {g = 1; c = 0} g && /etc_wg.check\(/ {c++} g && /etc_wg.join\(\)/ {if (c >= 2) two = 1; g = 0}
          END {exit !two}' "$tmp/out"; then pass; else fail "parallel-waits: no group of two or more checks"; fi &&
   stdout_has parallel-waits "if (!etc_wg.join()) return false;" && stdout_has parallel-waits "if (!etc::dev::wait(p, p.events + lin,"
+# A wait whose slice loads data is checked in a group of its own, after the group before it
+# (its bounds may read what that group guards): here a[0], then b[0 : load(idx[0])], then b[7].
+cat >"$tmp/wait_load.etir" <<'ETIR'
+module @wait_load
+sym N in [1, 64]
+tensor x : f32[N] input
+tensor idx : i32[1] input
+tensor y : f32[N] output
+event a : [1] init 1
+event b : [8] init 1
+task @first grid [1] (i) {
+  copy(x) -> y
+  notify a[0]
+}
+task @others grid [8] (j) {
+  notify b[j]
+}
+task @reader grid [1] (i) {
+  wait a[0]
+  wait b[0 : load(idx[0])]
+  wait b[7]
+  copy(x) -> y
+}
+graph @main {
+  run @first
+  run @others
+  run @reader
+}
+ETIR
+run parallel-waits-load 0 --emit=cuda --parallel-waits "$tmp/wait_load.etir" &&
+  if [ "$(grep -c 'etc::dev::WaitGroup etc_wg;' "$tmp/out")" = 3 ]; then pass; else
+    fail "parallel-waits-load: $(grep -c 'etc::dev::WaitGroup etc_wg;' "$tmp/out") groups, expected 3"; fi
 run no-parallel-waits 0 --emit=cuda samples/llama_layer.etir &&
   if grep -q WaitGroup "$tmp/out"; then fail "no-parallel-waits: a WaitGroup without the flag"; else pass; fi
 LIMIT=300 run parallel-waits-nvrtc 0 samples/llama_layer.etir -arch sm_90a --parallel-waits --profile -o "$tmp/pw.fatbin"

@@ -936,19 +936,28 @@ __global__ void k_timeout(TParams p, int* result, unsigned long long* elapsed) {
   }
 }
 
-// WaitGroup (etcc --parallel-waits): CTA 0 writes 300 chunks of data, notifying chunk j's counter
-// once (twice where j % 3 == 1: target 2; where j % 7 == 0 the target is 0 and nothing is
-// waited); CTA 1, of 128 threads (each element's spin on thread j % 128), checks all 300 as one
-// group and then reads every chunk.
-__global__ void k_wait_group(TParams p, int* data, int per, int* result) {
+// WaitGroup (etcc --parallel-waits): CTA 0 writes 300 chunks of data and notifies chunk j's
+// counter when it is written; a chunk with j % 3 == 1 (target 2) gets its first half, a notify, a
+// pause and its second half, then its second notify; where j % 7 == 0 the target is 0 and nothing
+// is waited. CTA 1, of 128 threads (element j's spin on thread j % 128, so each thread has two or
+// three), checks all 300 as one group, then reads every chunk. `order` permutes the chunks
+// (ascending, descending, or by a stride) so that a thread's later elements come last too.
+__global__ void k_wait_group(TParams p, int* data, int per, int order, int* result) {
   const int chunks = 300;
   if (blockIdx.x == 0) {
     unsigned long long t0 = gtimer();
     while (gtimer() - t0 < 200000ull) __nanosleep(1000);
-    for (int j = chunks - 1; j >= 0; --j) {  // the last chunk first: the group's later threads wait first
-      for (int i = threadIdx.x; i < per; i += blockDim.x) data[j * per + i] = 7 * j + i;
+    for (int q = 0; q < chunks; ++q) {
+      const int j = order == 0 ? q : order == 1 ? chunks - 1 - q : (q * 131) % chunks;  // 131 is prime to 300
+      const int half = j % 3 == 1 ? per / 2 : per;
+      for (int i = threadIdx.x; i < half; i += blockDim.x) data[j * per + i] = 7 * j + i;
       notify(p, p.events + j);
-      if (j % 3 == 1) notify(p, p.events + j);
+      if (j % 3 == 1) {
+        t0 = gtimer();
+        while (gtimer() - t0 < 2000ull) __nanosleep(100);
+        for (int i = half + threadIdx.x; i < per; i += blockDim.x) data[j * per + i] = 7 * j + i;
+        notify(p, p.events + j);
+      }
     }
   } else {
     WaitGroup g;
@@ -1057,7 +1066,7 @@ static void t_events() {
       CK(cudaMemset(gdata, 0, 300 * per * sizeof(int)));
       CK(cudaMemset(res, 0, 4 * sizeof(int)));
       TParams pg{gev, err, 2000000000ll, 0};
-      k_wait_group<<<2, 128>>>(pg, gdata, per, res);
+      k_wait_group<<<2, 128>>>(pg, gdata, per, rep % 3, res);
       CK(cudaDeviceSynchronize());
       CK(cudaMemcpy(hr, res, sizeof hr, cudaMemcpyDeviceToHost));
       CK(cudaMemcpy(&he, err, sizeof he, cudaMemcpyDeviceToHost));

@@ -24,7 +24,7 @@ CSV = "\n".join([
     '"0x20","      BAR.SYNC.DEFER_BLOCKING 0x0","10","10","10","0","0","10"',
     '"Kernel Name","bool <unnamed>::task_matmul_q_0<(int)1, (int)0>(const EtcParams &)",',
     HEADER,
-    '"0x30","      LDG.E R2, [R4.64]","50","50","0","40","10","0"',
+    '"0x30","      LDG.E R2, [R4.64]","1,050","50","0","1,040","10","0"',
     '"0x40","      NOP","-","-","-","-","-","-"',
     '"Kernel Name","etc_main_mega",',
     HEADER,
@@ -50,14 +50,15 @@ class NcuFunctions(unittest.TestCase):
         funcs = nf.read(self.path)
         self.assertEqual([s for _, _, s, _ in funcs["etc_op12"]], [30, 10])
         self.assertEqual(funcs["etc_op12"][1][3], {"barrier": 10})  # not-issued columns are not reasons
+        self.assertEqual(funcs["task_matmul_q_0"][0][2], 1050)  # thousands separated by ','
         self.assertEqual(funcs["task_matmul_q_0"][1][2], 0)  # "-" counts as no samples
 
     def test_summary_orders_functions_by_share(self):
         out = nf.summary(nf.read(self.path), 10).splitlines()
-        self.assertEqual(out[0], "100 samples in 3 functions")
-        self.assertEqual(out[2], "      50  50.0%  task_matmul_q_0: long_sb 80%, wait 20%")
-        self.assertEqual(out[3], "      40  40.0%  etc_op12: wait 75%, barrier 25%")
-        self.assertEqual(out[4], "      10  10.0%  etc_main_mega: wait 100%")
+        self.assertEqual(out[0], "1100 samples in 3 functions")
+        self.assertEqual(out[2], "    1050  95.5%  task_matmul_q_0: long_sb 99%, wait 1%")
+        self.assertEqual(out[3], "      40   3.6%  etc_op12: wait 75%, barrier 25%")
+        self.assertEqual(out[4], "      10   0.9%  etc_main_mega: wait 100%")
         self.assertEqual(len(nf.summary(nf.read(self.path), 1).splitlines()), 3)
 
     def test_instructions_of_the_named_functions(self):
@@ -80,6 +81,15 @@ class NcuFunctions(unittest.TestCase):
         finally:
             os.unlink(empty)
         self.assertIn("no function's name", nf.instructions(nf.read(self.path), "absent", 3))
+        fd, bad = tempfile.mkstemp(suffix=".csv")
+        with os.fdopen(fd, "w") as f:
+            f.write(CSV.replace('"30","30"', '"3.5","30"', 1))
+        try:
+            r = subprocess.run([sys.executable, TOOL, bad], capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("not a count: '3.5'", r.stderr)
+        finally:
+            os.unlink(bad)
 
 
 if __name__ == "__main__":
