@@ -8,13 +8,14 @@ the errors.
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 TOOL = os.path.join(ROOT, "tools", "ab_summary.py")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 import ab_summary as ab  # noqa: E402
+from tool_run import run_on_text  # noqa: E402
 
 LOG = """NVIDIA H200, 580.159.04
 base: /tmp/fb/base.fatbin (compiled before)
@@ -42,20 +43,13 @@ class AbSummary(unittest.TestCase):
         self.assertEqual(out[3], "B=1    1650.0           failed")
 
     def test_errors(self):
-        fd, path = tempfile.mkstemp()
-        with os.fdopen(fd, "w") as f:
-            f.write("nothing timed here\n")
-        try:
-            r = subprocess.run([sys.executable, TOOL, path], capture_output=True, text=True)
-            self.assertNotEqual(r.returncode, 0)
-            self.assertIn("no timings", r.stderr)
-        finally:
-            os.unlink(path)
-        r = subprocess.run([sys.executable, TOOL, path], capture_output=True, text=True)
+        r = run_on_text(TOOL, "nothing timed here\n")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("no timings", r.stderr)
+        r = subprocess.run([sys.executable, TOOL, os.path.join(ROOT, "no_such_log")], capture_output=True, text=True)
         self.assertIn("No such file", r.stderr)
         r = subprocess.run([sys.executable, TOOL], capture_output=True, text=True)
         self.assertIn("usage", r.stderr)
-
 
 if __name__ == "__main__":
     unittest.main()

@@ -13,7 +13,9 @@ import unittest
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 TOOL = os.path.join(ROOT, "tools", "ncu_functions.py")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 import ncu_functions as nf  # noqa: E402
+from tool_run import run_on_text  # noqa: E402
 
 HEADER = ('"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)",'
           '"stall_barrier","stall_long_sb","stall_wait","stall_barrier (Not Issued)"')
@@ -72,25 +74,13 @@ class NcuFunctions(unittest.TestCase):
         r = subprocess.run([sys.executable, TOOL, self.path + ".missing"], capture_output=True, text=True)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("No such file", r.stderr)
-        fd, empty = tempfile.mkstemp(suffix=".csv")
-        os.close(fd)
-        try:
-            r = subprocess.run([sys.executable, TOOL, empty], capture_output=True, text=True)
-            self.assertNotEqual(r.returncode, 0)
-            self.assertIn("no functions", r.stderr)
-        finally:
-            os.unlink(empty)
+        r = run_on_text(TOOL, "")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("no functions", r.stderr)
         self.assertIn("no function's name", nf.instructions(nf.read(self.path), "absent", 3))
-        fd, bad = tempfile.mkstemp(suffix=".csv")
-        with os.fdopen(fd, "w") as f:
-            f.write(CSV.replace('"30","30"', '"3.5","30"', 1))
-        try:
-            r = subprocess.run([sys.executable, TOOL, bad], capture_output=True, text=True)
-            self.assertNotEqual(r.returncode, 0)
-            self.assertIn("not a count: '3.5'", r.stderr)
-        finally:
-            os.unlink(bad)
-
+        r = run_on_text(TOOL, CSV.replace('"30","30"', '"3.5","30"', 1))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not a count: '3.5'", r.stderr)
 
 if __name__ == "__main__":
     unittest.main()
