@@ -291,9 +291,8 @@ class Emitter {
           return false;
         };
         size_t end = si + 1;
-        if (!loads(st))
+        if (parallel_waits_ && !loads(st))
           while (end < t.body.size() && std::holds_alternative<WaitStmt>(t.body[end]) && !loads(t.body[end])) ++end;
-        if (!parallel_waits_) end = si + 1;
         auto waitCall = [&](const WaitStmt& w, const char* form) {
           const Event& e = m_.events[w.event.target];
           return fmt::format(fmt::runtime(form), initAt(e), site(ti, w.event.target, t));

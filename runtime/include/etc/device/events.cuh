@@ -119,11 +119,12 @@ __device__ __forceinline__ bool notify_checked(const P& p, unsigned int* counter
 }
 
 // Spins (the calling thread alone) until *counter >= target: wait()'s loop, below. Returns false
-// if another CTA recorded an error or the watchdog ran out (recorded here). `record`: the spin's
-// time goes to the profile's wait time (--profile; a group of parallel waits records its own).
+// if another CTA recorded an error or the watchdog ran out (recorded here). Where it has to spin,
+// --profile adds the spin's time to the task's wait time, unless `spun` is given: it is then set
+// to 1 (a group of parallel waits records its own time).
 template <class P>
 __device__ __forceinline__ bool wait_spin(const P& p, const unsigned int* counter, unsigned int target,
-                                          const WaitSite& site, bool record = true) {
+                                          const WaitSite& site, int* spun = nullptr) {
   if (target == 0u) return true;
   unsigned v = detail::ld_acquire_gpu(counter);
   if (v >= target) return true;
@@ -145,11 +146,13 @@ __device__ __forceinline__ bool wait_spin(const P& p, const unsigned int* counte
       }
     }
   }
+  if (spun) {
+    *spun = 1;
+  } else {
 #ifdef ETC_PROFILE
-  if (record) profile::waited(detail::globaltimer_ns() - start);
-#else
-  (void)record;
+    profile::waited(detail::globaltimer_ns() - start);
 #endif
+  }
   return ok;
 }
 
@@ -181,8 +184,8 @@ __device__ __forceinline__ bool wait(const P& p, const unsigned int* counter, un
 struct WaitGroup {
   unsigned n = 0;
   int ok = 1;
+  int spun = 0;  // this thread spun (wait_spin set it)
 #ifdef ETC_PROFILE
-  int spun = 0;
   unsigned long long start;
   __device__ WaitGroup() : start(detail::globaltimer_ns()) {}
 #else
@@ -191,11 +194,8 @@ struct WaitGroup {
   template <class P>
   __device__ __forceinline__ void check(const P& p, const unsigned int* counter, unsigned int target,
                                         const WaitSite& site) {
-    if (n++ % blockDim.x != threadIdx.x || target == 0u) return;
-#ifdef ETC_PROFILE
-    if (detail::ld_acquire_gpu(counter) < target) spun = 1;
-#endif
-    if (ok && !wait_spin(p, counter, target, site, false)) ok = 0;
+    if (n++ % blockDim.x != threadIdx.x || !ok) return;
+    if (!wait_spin(p, counter, target, site, &spun)) ok = 0;
   }
   __device__ __forceinline__ bool join() {
 #ifdef ETC_PROFILE
