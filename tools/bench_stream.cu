@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
     for (int stage : {16384, 32768}) {
       for (int S : {4, 6, 8}) {
         if ((size_t)S * stage > 200 * 1024) continue;
-        for (int bpr : {128, 256, 1024}) {
+        for (int bpr : {128, 256, 1024, 4096}) {  // 4096: whole rows of K = 2048, a contiguous stage
           const int SC = bpr / 2, SR = stage / bpr;
           if (SC > K || SR > R || R % SR) continue;
           const size_t smem = (size_t)S * stage;

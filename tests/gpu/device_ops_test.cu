@@ -1266,6 +1266,17 @@ int main() {
   t_mm<32, 64, 128, bf16, bf16>(32, 64, 2048, true, 2048, 2048, 64, 0, 0, 0, 256, false, true, true);
   t_mm<32, 64, 128, f16, float>(17, 50, 1024, true, 1024, 1032, 50, 8, 16, 0, 256, false, false, true, 16);
   t_mm_gated<32, 128, 64, bf16, bf16>(32, 64, 2048, true, 256, true, true);
+  // The LM head's 128 x 128 tiles, 128 deep (lower-ops, many waves): 3 stages of the wide ring
+  // below 32 rows (mma.sync: 16 rows of a and 128 of b, 136 elements a row), 2 of the large or
+  // wide ring from 32 rows (wgmma: 64 or 128 rows of a). Prefetched, at B = 1, 32 and 128.
+  static_assert(detail::MmGeom<bf16, 16, 128, 128>::STAGES == 3, "the wide ring holds 3 LM-head stages");
+  static_assert(detail::MmGeom<bf16, 16, 64, 128>::STAGES == 4, "a 64-column tile keeps the 96 KiB ring");
+  static_assert(detail::MmGeom<float, 16, 64, 128>::STAGES == 2, "f32 tiles keep the 96 KiB ring");
+  static_assert(detail::MmWgGeom<bf16, 32, 128, 128>::STAGES == 2 && detail::MmWgGeom<bf16, 128, 128, 128>::STAGES == 2,
+                "wgmma LM-head tiles: 2 stages");
+  t_mm<16, 128, 128, bf16, bf16>(1, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 256, true, true, true);
+  t_mm<32, 128, 128, bf16, bf16>(32, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 256, false, true, true);
+  t_mm<128, 128, 128, bf16, bf16>(128, 120, 2048, true, 2048, 2048, 120, 0, 0, 0, 256, false, true, true);
 
   // The gated matmul: Llama-3.2-1B's gate/up tiles (64 + 64 rows, 64 deep) at B = 1 and 128
   // (both warp tilings), Qwen3-0.6B's (32 + 32), a ragged tile (N < TN / 2, M past 64), [K, N]

@@ -31,6 +31,14 @@
 #ifndef ETC_MM_LARGE_RING_KIB
 #define ETC_MM_LARGE_RING_KIB ETC_MM_RING_KIB
 #endif
+// The ring of a tile with fewer than 64 rows of a whose stage holds 32 KiB or more of b (an LM
+// head's 128 x 128 tiles, which lower-ops gives grids of many waves): 3 stages of such a tile
+// instead of 2. H200, Llama-3.2-1B decode, etc-run --bench, one call: the LM head in 128 x 128
+// tiles with a 128 KiB ring was 20.5 / 21.9 us faster at B = 1 than in 128 x 64 tiles
+// (docs/benchmarks.md, session 31).
+#ifndef ETC_MM_WIDE_RING_KIB
+#define ETC_MM_WIDE_RING_KIB 128
+#endif
 // Where a tile's rows (M) outnumber 16 * ETC_MM_LARGE_M_FM at run time, a warp owns at most
 // that many m16 fragments of rows, and more columns instead (fewer ldmatrix of a per mma); 0:
 // one tiling for every M. Below that M the warps keep whole columns of the tile, so that at
@@ -61,11 +69,14 @@ __host__ __device__ constexpr int largest_divisor_le(int n, int cap) {
   return d;
 }
 
-// Stages of a ring of stage_bytes stages for tiles of tmp rows of a (ETC_MM_RING_KIB, or
-// ETC_MM_LARGE_RING_KIB from 64 rows), at least 2, at most ETC_MM_MAX_STAGES.
-__host__ __device__ constexpr int mm_ring_stages(int tmp, unsigned stage_bytes) {
-  return cmax(2, cmin(ETC_MM_MAX_STAGES,
-                      (int)((tmp >= 64 ? ETC_MM_LARGE_RING_KIB : ETC_MM_RING_KIB) * 1024u / stage_bytes)));
+// Stages of a ring of stage_bytes stages, b_bytes of them b's, for tiles of tmp rows of a
+// (ETC_MM_LARGE_RING_KIB from 64 rows, else ETC_MM_WIDE_RING_KIB where b_bytes is 32 KiB or
+// more, else ETC_MM_RING_KIB), at least 2, at most ETC_MM_MAX_STAGES.
+__host__ __device__ constexpr unsigned mm_ring_kib(int tmp, unsigned b_bytes) {
+  return tmp >= 64 ? ETC_MM_LARGE_RING_KIB : b_bytes >= 32768u ? ETC_MM_WIDE_RING_KIB : ETC_MM_RING_KIB;
+}
+__host__ __device__ constexpr int mm_ring_stages(int tmp, unsigned stage_bytes, unsigned b_bytes) {
+  return cmax(2, cmin(ETC_MM_MAX_STAGES, (int)(mm_ring_kib(tmp, b_bytes) * 1024u / stage_bytes)));
 }
 
 // The wgmma form (sm_90a, 16-bit, 32, 64 or 128 rows of a): each stage holds a's TMP rows and b's
@@ -84,7 +95,7 @@ struct MmWgGeom {
   static constexpr int A_ELEMS = WTMP * TK;
   static constexpr int B_ELEMS = TN * TK;
   static constexpr unsigned STAGE_BYTES = (unsigned)(A_ELEMS + B_ELEMS) * 2u;
-  static constexpr int STAGES = mm_ring_stages(TMP, STAGE_BYTES);
+  static constexpr int STAGES = mm_ring_stages(TMP, STAGE_BYTES, (unsigned)B_ELEMS * 2u);
   static constexpr unsigned SMEM = OK && ETC_MM_WGMMA ? STAGES * STAGE_BYTES + 1024u : 0u;
   // Whether this compilation has the form (sm_90a, not turned off).
   static constexpr bool ON = OK && ETC_MM_WGMMA && kHaveWgmma;
@@ -105,8 +116,10 @@ struct MmGeom {
   static constexpr unsigned STAGE_BYTES = (unsigned)(A_ELEMS + B_ELEMS) * sizeof(T);
   // About 96 KiB of ring, at most 4 stages: enough bytes in flight per SM to cover DRAM
   // latency. 192 KiB and 8 stages were slower on an LM-head-shaped product (H100: 346 -> 375 us).
-  // Knobs for measuring (etcc --device-define): ETC_MM_RING_KIB, ETC_MM_MAX_STAGES.
-  static constexpr int STAGES = mm_ring_stages(TMP, STAGE_BYTES);
+  // Knobs for measuring (etcc --device-define): ETC_MM_RING_KIB, ETC_MM_WIDE_RING_KIB,
+  // ETC_MM_MAX_STAGES.
+  // (The wide ring is for 16-bit weights: it was measured on those only.)
+  static constexpr int STAGES = mm_ring_stages(TMP, STAGE_BYTES, sizeof(T) == 2 ? (unsigned)B_ELEMS * 2u : 0u);
   static constexpr int C_PITCH = TN + 8;  // f32 partial-sum tile (16-bit inputs only)
   static constexpr unsigned RED_BYTES = sizeof(T) == 2 ? (unsigned)TMP * C_PITCH * 4u : 0u;
   static constexpr unsigned RING_BYTES = STAGES * STAGE_BYTES;
