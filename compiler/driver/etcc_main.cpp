@@ -352,7 +352,8 @@ int main(int argc, char** argv) {
                "the prefetch gains");
   app.add_flag("--parallel-waits", opt.parallel_waits,
                "check a task's consecutive event waits in parallel, one thread an event element and one barrier "
-               "(static schedule), instead of one after another: for measuring (not yet timed on a GPU)");
+               "(static schedule), instead of one after another: for measuring (Llama-3.2-1B decode on an H200: level "
+               "with the default at B = 1, 16 and 128)");
   app.add_option("--device-define", opt.device_defines,
                  "NAME=VALUE: define a tuning knob of the device headers (ETC_ and capitals, digits, '_'; VALUE "
                  "an integer), before they are included (repeatable; docs/backend.md lists the knobs)")

@@ -490,12 +490,11 @@ class Lowerer {
     for (size_t i = 0; i < group.size(); ++i) {
       // Four waves or more of 128-column tiles (an LM head): the tasks stream back to back, most
       // of them after no wait, so they take stages of 32 KiB of weights, 128 deep, which stream
-      // faster (matmul.cuh's wide ring). H200, Llama-3.2-1B decode, etc-run --bench, one call:
-      // two fatbins that differ only in the LM head's tiles (128 x 128 against 128 x 64; both
-      // with the gated and down tiles 128 and 256 deep): B = 1 -20.5 / -21.9 us, B = 16 -11.1,
-      // B = 128 -15.9 (docs/benchmarks.md, session 31). Tiles that wait on their input keep
-      // 16 KiB stages: those deeper gated and down tiles made B = 1 3.7% slower (the weight
-      // prefetch they issue before their waits is twice as large).
+      // faster (matmul.cuh's wide ring). H200, Llama-3.2-1B decode, etc-run --bench 20, against
+      // 128 x 64 tiles: B = 1 1656.1 -> 1646.0 us, B = 16 1775.8 -> 1766.7 (docs/benchmarks.md,
+      // session 31). Tiles that wait on their input keep 16 KiB stages: the gated tiles 128 deep
+      // and the down projection's 256 deep made B = 1 3.7% slower (likely their weight prefetch
+      // before the waits, twice as large; not measured apart).
       if (tiles64 >= 8 * kMatmulTaskTarget) {
         mm_tiles_[group[i]] = {128, 128, 1};
         continue;

@@ -33,9 +33,8 @@
 #endif
 // The ring of a tile with fewer than 64 rows of a whose stage holds 32 KiB or more of b (an LM
 // head's 128 x 128 tiles, which lower-ops gives grids of many waves): 3 stages of such a tile
-// instead of 2. H200, Llama-3.2-1B decode, etc-run --bench, one call: the LM head in 128 x 128
-// tiles with a 128 KiB ring was 20.5 / 21.9 us faster at B = 1 than in 128 x 64 tiles
-// (docs/benchmarks.md, session 31).
+// instead of 2. H200, Llama-3.2-1B decode, etc-run --bench 20: the LM head in these tiles
+// against 128 x 64 ones, B = 1 1656.1 -> 1646.0 us (docs/benchmarks.md, session 31).
 #ifndef ETC_MM_WIDE_RING_KIB
 #define ETC_MM_WIDE_RING_KIB 128
 #endif
