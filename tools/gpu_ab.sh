@@ -7,7 +7,7 @@
 #
 #   tools/gpu_ab.sh [options] NAME MODEL.etir LABEL[:ETCC OPTIONS]... [LABEL=FATBIN]...
 #   then on the GPU machine (device tool): carry gpu-out/NAME.tar.xz and gpu-out/NAME.sh, run
-#   bash gpu-out/NAME.sh
+#   bash gpu-out/NAME.sh   (where $OUT names a folder, its output also goes to $OUT/ab_NAME.log)
 #
 # LABEL=FATBIN takes a fatbin compiled before (say by an older etcc, to time HEAD's code against
 # a previous commit's) instead of compiling MODEL: it must be MODEL's.
@@ -99,6 +99,9 @@ tar -C gpu-out -cJf "gpu-out/$name.tar.xz" "$name"
 {
   echo "# A/B '$name' (tools/gpu_ab.sh): $model; variants in gpu-out/$name/variants.txt."
   echo "set -u"
+  # Under a lent GPU machine's \$OUT the output also goes to a file there, which comes back
+  # even when the call's time limit stops the script (a pipe's output would not).
+  echo "[ -n \"\${OUT:-}\" ] && [ -d \"\$OUT\" ] && exec > >(tee -a \"\$OUT/ab_$name.log\") 2>&1"
   echo "rm -rf gpu-out/$name && mkdir -p gpu-out && tar -C gpu-out -xJf gpu-out/$name.tar.xz"
   echo "D=gpu-out/$name; R=\$D/etc-run"
   echo "nvidia-smi --query-gpu=name,driver_version --format=csv,noheader"

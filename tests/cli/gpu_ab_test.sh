@@ -28,7 +28,11 @@ grep -qF -- "--sym N=\$b  --bench 3 --mode mega" "gpu-out/$name.sh" || fail "the
 
 # Run it: without a GPU every line says why etc-run failed; with one, a median. Either way one
 # check line per variant and one line per variant, batch size and round.
-timeout 600 bash "gpu-out/$name.sh" >"$tmp/run" 2>&1
+mkdir -p "$tmp/outdir"
+OUT="$tmp/outdir" timeout 600 bash "gpu-out/$name.sh" >"$tmp/run" 2>&1
+# Under $OUT (a lent GPU machine's folder that comes back) the same output goes to a file there.
+sleep 1  # the tee of the script's output may still be writing
+cmp -s "$tmp/run" "$tmp/outdir/ab_$name.log" || fail "\$OUT/ab_$name.log is not the script's output"
 [ "$(grep -cE '^check (base|ring) N=1 (passed|FAILED \(exit [0-9]+\): .+)' "$tmp/run")" = 2 ] ||
   { fail "check lines"; cat "$tmp/run"; }
 [ "$(grep -cE '^(base|ring) N=(1|8) (bench mega: median|FAILED \(exit [0-9]+\): .+)' "$tmp/run")" = 8 ] ||
