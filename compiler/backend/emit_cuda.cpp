@@ -1086,12 +1086,16 @@ class Emitter {
     int64_t g = cw > 0 && d > 0 ? (qw / d) / (cw / d) : 1;
     double scale = tiling::attrFloat(c.call, "scale");
     if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(d));
-    smem.push_back(fmt::format("etc::dev::attention_decode_smem_bytes<{}, {}>()", d, g));
+    // The task's cache heads (heads_per_task): with more than one, the device code and shared
+    // memory of their pipeline (attention_decode's HK).
+    const int64_t heads = cw > 0 && d > 0 ? cw / d : 1;
+    const std::string tmpl = heads > 1 ? fmt::format("{}, {}, {}", d, g, heads) : fmt::format("{}, {}", d, g);
+    smem.push_back(fmt::format("etc::dev::attention_decode_smem_bytes<{}>()", tmpl));
     if (c.call.args.size() == 5)
-      return fmt::format("etc::dev::attention_decode_paged<{}, {}>(ctx, {}, {}, {}, {}, {}, {}{}, {}f);", d, g, v[0], v[1],
-                         v[2], v[3], v[4], v[5], lse, floatLiteral(scale));
-    return fmt::format("etc::dev::attention_decode<{}, {}>(ctx, {}, {}, {}, {}, {}{}, {}f);", d, g, v[0], v[1], v[2], v[3],
-                       v[4], lse, floatLiteral(scale));
+      return fmt::format("etc::dev::attention_decode_paged<{}>(ctx, {}, {}, {}, {}, {}, {}{}, {}f);", tmpl, v[0], v[1], v[2],
+                         v[3], v[4], v[5], lse, floatLiteral(scale));
+    return fmt::format("etc::dev::attention_decode<{}>(ctx, {}, {}, {}, {}, {}{}, {}f);", tmpl, v[0], v[1], v[2], v[3], v[4],
+                       lse, floatLiteral(scale));
   }
 
   // ---- kernels ------------------------------------------------------------------------------

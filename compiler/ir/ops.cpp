@@ -653,10 +653,14 @@ bool inferAttentionDecode(OpContext& ctx, std::vector<OperandType>& out) {
         r.fail(1, fmt::format("{} has {} heads of head_dim {} (extent {} in dimension {}), which "
                               "does not divide the {} heads of operand 0 (q)",
                               r.name(1), hk, *hd, *ce, c_last, hq));
+      const int64_t hpt = ctx.attrInt("heads_per_task");
+      if (hpt > 0 && hk % hpt != 0)
+        r.attrFail("heads_per_task", fmt::format("must divide the {} cache heads; got {}", hk, hpt));
     }
   }
   r.nonNegativeFloat("scale");
   r.nonNegativeInt("kv_splits");
+  r.positiveInt("heads_per_task");
   if (!r.ok) return false;
   Shape lse = leading(r.in(0).shape, rank - 1);
   lse.push_back(floorDiv(r.last(0), intConst(*hd)));
@@ -920,9 +924,12 @@ std::vector<OpInfo> buildOps() {
                              "number of parts each row's positions are split into; 0: the "
                              "compiler chooses, by the batch and the cache length"),
                     optional("ranged", boolV(false),
-                             "lens is i32[..., 2]: each row's first position and count")},
+                             "lens is i32[..., 2]: each row's first position and count"),
+                    optional("heads_per_task", intV(1),
+                             "cache heads a task of the one-part grid takes (a divisor of Hk), "
+                             "their rows through one ring")},
                    "attention_decode(q [..., Hq*D], k_cache [..., S, Hk*D], v_cache [..., S, "
-                   "Hk*D], lens i32[...]) {head_dim, scale, kv_splits, ranged} -> (o [..., Hq*D], "
+                   "Hk*D], lens i32[...]) {head_dim, scale, kv_splits, ranged, heads_per_task} -> (o [..., Hq*D], "
                    "lse f32[..., Hq]): one query row per sequence against lens cached positions; "
                    "paged: caches [P, PAGE, Hk*D] and a 5th operand page_table i32[..., MAXP]",
                    inferAttentionDecode));

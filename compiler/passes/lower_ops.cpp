@@ -614,8 +614,13 @@ class Lowerer {
     if (ranged) splits = 1;
 
     Expr b = coordRef(0, "b"), g = coordRef(1, "g"), part = coordRef(2, "p");
-    auto heads = [&](int64_t width) {  // cache head g's columns of a row of heads of `width`
-      return std::make_pair(mul(g, intConst(width)), add(mul(g, intConst(width)), intConst(width)));
+    // Cache heads a task of the one-part grid takes: heads_per_task where written, else 1 (the
+    // split grid's tasks take one). The verifier checked that it divides hk (constant here).
+    const int64_t hpt = std::max<int64_t>(1, tiling::attrInt(c, "heads_per_task"));
+    int64_t task_heads = 1;  // cache heads of a task of the grid being built
+    auto heads = [&](int64_t width) {  // task g's columns of a row of heads of `width` a cache head
+      const int64_t w = width * task_heads;
+      return std::make_pair(mul(g, intConst(w)), add(mul(g, intConst(w)), intConst(w)));
     };
     TilePlan p;
     p.grid = {rows, intConst(hk)};
@@ -637,6 +642,8 @@ class Lowerer {
                                                          const std::string& name) {
       TilePlan wp = base_plan;
       wp.grid[0] = grid_rows;
+      wp.grid[1] = intConst(hk / hpt);
+      task_heads = hpt;
       const Expr r = simplify(add(b, first_row), m_.symRanges());
       OpCall whole = base_call;
       row_args(whole, r);
@@ -644,6 +651,7 @@ class Lowerer {
       whole.args[3] = ranged ? slice(lm, {r, All{}}) : pointSlice(lm, {r});
       std::vector<Slice> dests{slice(results[0], {r, heads(group * d)})};
       if (results.size() > 1) dests.push_back(slice(results[1], {r, heads(group)}));
+      task_heads = 1;
       tasks.push_back(addTask(name, wp, std::move(whole), std::move(dests), a.range));
     };
     if (splits == 1) {

@@ -137,6 +137,13 @@ run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-def
 LIMIT=300 run attention-knobs 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_ATTN_MMA=0 --device-define ETC_ATTN_EVICT_FIRST=0 \
   --device-define ETC_ATTN_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=32 -o "$tmp/attn_knobs.fatbin" &&
   if [ -s "$tmp/attn_knobs.fatbin" ]; then pass; else fail "attention-knobs: no fatbin"; fi
+# heads_per_task = 2: the one-part grid's tasks each take two cache heads (attention_decode over
+# several heads through one ring on the device) and compile.
+sed 's/{ head_dim = HEAD }/{ head_dim = HEAD, heads_per_task = 2 }/' samples/llama_layer.etir >"$tmp/heads2.etir"
+LIMIT=300 run heads-per-task 0 "$tmp/heads2.etir" -arch sm_90a -o "$tmp/heads2.fatbin" &&
+  if [ -s "$tmp/heads2.fatbin" ]; then pass; else fail "heads-per-task: no fatbin"; fi
+run heads-per-task-tasks 0 --emit=tasks "$tmp/heads2.etir" &&
+  stdout_has heads-per-task-tasks "task @attention_decode_attn_whole grid [B - B * min(cdiv(S, 64) - 1, cdiv(16, B) - 1, 1), 4] (b, g) {"
 run device-define-bad 1 --emit=cuda --device-define 'ETC_X=1;int y' samples/mlp.etir &&
   stderr_has device-define-bad "expects ETC_NAME=INTEGER, got 'ETC_X=1;int y'"
 run device-define-name 1 --device-define CUDA_ARCH=1 samples/mlp.etir -o "$tmp/dd.fatbin"

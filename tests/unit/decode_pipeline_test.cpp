@@ -465,6 +465,46 @@ graph @main {
   checkAgainstOpLevel(text, {{"B", 20}, {"S", 300}}, {{"lens", lens}}, 4e-3);
 }
 
+// heads_per_task = 2: the one-part grid's tasks take two cache heads each (grid [rows, 4] for 8
+// cache heads, slices of 2 heads), the split grid keeps one; the results are the op's at both.
+TEST(DecodePipeline, AttentionHeadsPerTaskGroupsTheOnePartGrid) {
+  const char* text = R"(
+module @heads_per_task
+sym B in [1, 32]
+tensor q : bf16[B, 2048] input
+tensor kc : bf16[B, 300, 512] input
+tensor vc : bf16[B, 300, 512] input
+tensor lens : i32[B] input
+tensor o : bf16[B, 2048] output
+tensor lse : f32[B, 32] output
+graph @main {
+  o, lse = attention_decode(q, kc, vc, lens) { head_dim = 64, heads_per_task = 2 }
+}
+)";
+  auto p = parse(text);
+  ASSERT_TRUE(p->module);
+  p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
+  ASSERT_TRUE(p->module) << p->errors();
+  int wholes = 0, parts = 0;
+  for (const ir::Task& t : p->module->tasks)
+    for (const ir::TaskStmt& st : t.body)
+      if (const auto* c = std::get_if<ir::CallStmt>(&st); c && c->call.op == "attention_decode") {
+        const bool whole = t.name == "attention_decode_o_whole";
+        (whole ? wholes : parts) += 1;
+        EXPECT_EQ(ir::asInt(ir::inlineConsts(t.grid[1])), whole ? 4 : 8) << t.name;
+        EXPECT_EQ(ir::printSlice(*p->module, c->call.args[1], false),
+                  whole ? "kc[B * min(cdiv(16, B) - 1, 1) + b, :, g * 128 : g * 128 + 128]"
+                        : "kc[b, :, g * 64 : g * 64 + 64]")
+            << t.name;
+      }
+  EXPECT_EQ(wholes, 1);
+  EXPECT_EQ(parts, 1);
+  std::vector<int64_t> lens(20);
+  for (size_t i = 0; i < lens.size(); ++i) lens[i] = static_cast<int64_t>(i * 47 % 301);
+  checkAgainstOpLevel(text, {{"B", 20}}, {{"lens", lens}}, 4e-3);
+  checkAgainstOpLevel(text, {{"B", 2}}, {{"lens", {1, 300}}}, 4e-3);
+}
+
 std::string generated(const std::string& model, int layers, int vocab, const std::string& extra = "") {
   // One file per test: ctest runs the tests of this binary in parallel processes, and two of
   // them generating the same model into one path read each other's half-written or removed file.

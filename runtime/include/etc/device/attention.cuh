@@ -56,12 +56,29 @@ __host__ __device__ constexpr unsigned attention_scratch_bytes() {
   return ((unsigned)sizeof(float) * (G * D + G * kAttnBlock + 4 * G) + 15u) / 16u * 16u;
 }
 
+// The ring's bytes (where the 16-byte path stages rows: ETC_ATTN_STAGE), and the per-warp
+// partial o of the final reduction, which shares them except in the tensor-core form over
+// several cache heads (attn_heads_mma), whose next head's rows are in flight while a head's
+// reduction runs: that one follows the ring.
+__host__ __device__ constexpr unsigned attention_ring_bytes() {
+  return ETC_ATTN_STAGE != 0 ? 2u * kAttnSlots * kAttnStageBytes : 0u;
+}
 template <int D, int G>
+__host__ __device__ constexpr unsigned attention_red_bytes() {
+  return (unsigned)sizeof(float) * kAttnMaxWarps * G * D;
+}
+// Whether D and G admit the tensor-core form (attn_mma's shape conditions; the dtypes decide
+// the rest at the call).
+template <int D, int G>
+__host__ __device__ constexpr bool attn_mma_shape() {
+  return ETC_ATTN_STAGE != 0 && ETC_ATTN_MMA != 0 && D % 16 == 0 && D >= 64 && G >= 4 && G <= 8;
+}
+// The shared memory of a call over HK cache heads (HK > 1: room for attn_heads_mma's reduction
+// after the ring; a call given less takes the heads one after another).
+template <int D, int G, int HK = 1>
 __host__ __device__ constexpr unsigned attention_decode_smem_bytes() {
-  // The ring only where the 16-byte path stages rows (ETC_ATTN_STAGE).
-  constexpr unsigned red = (unsigned)sizeof(float) * kAttnMaxWarps * G * D,
-                     ring = ETC_ATTN_STAGE != 0 ? 2u * kAttnSlots * kAttnStageBytes : 0u;
-  return attention_scratch_bytes<D, G>() + (red > ring ? red : ring);
+  constexpr unsigned red = attention_red_bytes<D, G>(), ring = attention_ring_bytes();
+  return attention_scratch_bytes<D, G>() + (HK > 1 && attn_mma_shape<D, G>() ? ring + red : red > ring ? red : ring);
 }
 
 namespace detail {
@@ -354,7 +371,7 @@ __host__ __device__ constexpr int attn_stage_rows() {
 // 2321.8, 2929.4 / 2930.9 on tensor cores.
 template <int D, int G, class TQ, class K>
 __host__ __device__ constexpr bool attn_mma() {
-  return ETC_ATTN_MMA != 0 && sizeof(K) == 2 && same_v<bare_t<TQ>, K> && D % 16 == 0 && D >= 64 && G >= 4 && G <= 8;
+  return attn_mma_shape<D, G>() && sizeof(K) == 2 && same_v<bare_t<TQ>, K>;
 }
 
 // The bits of a 16-bit value, and two of them as the lower and upper halves of a register (an
@@ -411,9 +428,24 @@ __device__ __forceinline__ void attn_stage_chunk(K* dst, const void* row, int cc
 // times p^T. A block's K and V are one cp.async group; per block, one barrier after its wait
 // and one before its slot is requested again. The warps' (max, sum, o) are combined once, at
 // the end. Rows past the block's end are zero-filled to the tile and masked to -inf.
-template <int D, int G, class TQ, class Rows, class TO>
-__device__ void attn_head_mma(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long n, float scale,
-                              TO* op, long long os, float* lsep, long long ls) {
+//
+// Over hk cache heads of one request (attn_heads_mma): the heads' blocks go through the one
+// ring in turn, so the first blocks of head g + 1 are in flight while head g's last block and
+// its reduction run (the reduction then has bytes of its own, after the ring). Each head's
+// products and sums are those of a call for it alone: the same bits. head(g) gives head g's
+// query pointer, rows, output pointer and lse pointer (AttnHeadMma).
+template <class TQ, class Rows, class TO>
+struct AttnHeadMma {
+  TQ* qp;
+  Rows rows;
+  TO* op;
+  float* lsep;
+};
+template <int D, int G, bool kMulti, class TQ, class TO, class Head>
+__device__ void attn_heads_mma(const Ctx& ctx, long long heads, long long qs, long long n, float scale, long long os,
+                               long long ls, Head head) {
+  const long long hk = kMulti ? heads : 1;  // one head: the loops below fold away
+  using Rows = decltype(head(0LL).rows);
   using K = bare_t<typename Rows::KT>;
   static_assert(same_v<bare_t<typename Rows::VT>, K>, "attention_decode: k and v of one dtype (V is read as K)");
   constexpr int PE = 16 / (int)sizeof(K), CPR = D / PE;  // 16-byte chunks per row
@@ -422,14 +454,17 @@ __device__ void attn_head_mma(const Ctx& ctx, TQ* qp, long long qs, const Rows& 
   static_assert(G >= 1 && G <= 8, "attention_decode: the tensor-core form has 8 head columns");
   const AttnRing<K, SR> ring{ctx.smem + attention_scratch_bytes<D, G>(), n};
   const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
-  const long long nblk = ring.blocks();
+  const long long nblk = ring.blocks(), total = hk * nblk;  // blocks a head, and of all heads
   auto at = [](int r, int cc) { return r * D + (cc ^ (r & 7)) * PE; };
-  // Block blk's K and V rows into its slot as one group, zeros up to the next 16 rows (and for
-  // a missing paged row); an empty group past the last block keeps the wait arithmetic uniform.
-  auto request = [&](long long blk) {
-    if (blk < nblk) {
-      K* dk = ring.slot(blk, false);
-      K* dv = ring.slot(blk, true);
+  // Block gb of the heads' sequence (head gb / nblk's block gb % nblk): its K and V rows into
+  // its slot as one group, zeros up to the next 16 rows (and for a missing paged row); an empty
+  // group past the last block keeps the wait arithmetic uniform.
+  auto request = [&](long long gb) {
+    if (gb < total) {
+      const long long hd = kMulti ? gb / nblk : 0, blk = gb - hd * nblk;
+      const Rows rows = head(hd).rows;
+      K* dk = ring.slot(gb, false);
+      K* dv = ring.slot(gb, true);
       const long long b0 = blk * SR;
       const int nb = ring.rows_in(blk), nz = (nb + 15) / 16 * 16;
       const unsigned long long policy = attn_row_policy();
@@ -464,125 +499,141 @@ __device__ void attn_head_mma(const Ctx& ctx, TQ* qp, long long qs, const Rows& 
   };
 #pragma unroll 1
   for (int b = 0; b < NS; ++b) request(b);
-  // q^T's fragments for each 16-deep k step (head lane / 4, d 2 * (lane % 4) (+1) (+8)), and this
-  // lane's two heads (2 * (lane % 4) and the next): their running maximum m, this lane's share
-  // of the running sum l, and o^T's fragments (d tile, then the m16n8 accumulator: d = lane / 4
-  // (+8), heads 2 * (lane % 4) (+1)).
-  unsigned qf[DT][2];
-  {
-    const int h = lane >> 2;
+  // [warps][G][D]: over the ring for one head (only empty groups are pending past its last
+  // block), after it for several.
+  float* const red = reinterpret_cast<float*>(kMulti ? ring.base + attention_ring_bytes() : ring.base);
+#pragma unroll 1
+  for (long long hd = 0; hd < hk; ++hd) {
+    const AttnHeadMma<TQ, Rows, TO> cur = head(hd);
+    TQ* const qp = cur.qp;
+    TO* const op = cur.op;
+    float* const lsep = cur.lsep;
+    // q^T's fragments for each 16-deep k step (head lane / 4, d 2 * (lane % 4) (+1) (+8)), and this
+    // lane's two heads (2 * (lane % 4) and the next): their running maximum m, this lane's share
+    // of the running sum l, and o^T's fragments (d tile, then the m16n8 accumulator: d = lane / 4
+    // (+8), heads 2 * (lane % 4) (+1)).
+    unsigned qf[DT][2];
+    {
+      const int h = lane >> 2;
+#pragma unroll
+      for (int t = 0; t < DT; ++t)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int d = t * 16 + half * 8 + (lane & 3) * 2;
+          qf[t][half] = h < G ? attn_bits(ld(qp + (h * D + d) * qs)) | attn_bits(ld(qp + (h * D + d + 1) * qs)) << 16 : 0u;
+        }
+    }
+    const float ninf = __int_as_float(0xff800000);
+    float m[2] = {ninf, ninf}, l[2] = {0.0f, 0.0f}, ot[DT][4];
 #pragma unroll
     for (int t = 0; t < DT; ++t)
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int d = t * 16 + half * 8 + (lane & 3) * 2;
-        qf[t][half] = h < G ? attn_bits(ld(qp + (h * D + d) * qs)) | attn_bits(ld(qp + (h * D + d + 1) * qs)) << 16 : 0u;
-      }
-  }
-  const float ninf = __int_as_float(0xff800000);
-  float m[2] = {ninf, ninf}, l[2] = {0.0f, 0.0f}, ot[DT][4];
-#pragma unroll
-  for (int t = 0; t < DT; ++t)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) ot[t][e] = 0.0f;
+      for (int e = 0; e < 4; ++e) ot[t][e] = 0.0f;
 
-  for (long long blk = 0; blk < nblk; ++blk) {
-    const int nb = ring.rows_in(blk);
-    const K* k_s = ring.slot(blk, false);
-    const K* v_s = ring.slot(blk, true);
-    cp_async_wait<NS - 1>();  // this block's rows
-    __syncthreads();          // every thread's
-    for (int t = warp; t * 16 < nb; t += nw) {
-      float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      {
-        const int r = t * 16 + (lane & 15);
+    for (long long blk = 0; blk < nblk; ++blk) {
+      const long long gb = hd * nblk + blk;
+      const int nb = ring.rows_in(blk);
+      const K* k_s = ring.slot(gb, false);
+      const K* v_s = ring.slot(gb, true);
+      cp_async_wait<NS - 1>();  // this block's rows
+      __syncthreads();          // every thread's
+      for (int t = warp; t * 16 < nb; t += nw) {
+        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        {
+          const int r = t * 16 + (lane & 15);
 #pragma unroll
-        for (int k = 0; k < DT; ++k) {
+          for (int k = 0; k < DT; ++k) {
+            unsigned af[4];
+            ldsm_x4(af, k_s + at(r, 2 * k + (lane >> 4)));
+            mma16816<K>(s, af, qf[k][0], qf[k][1]);
+          }
+        }
+        // s[e]: position t * 16 + lane / 4 (+8 for e >= 2), head 2 * (lane % 4) + e % 2.
+        const int j = t * 16 + (lane >> 2);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[e] = j + (e >> 1) * 8 < nb ? s[e] * scale : ninf;
+        float p[4];
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          float mx = fmaxf(s[hh], s[hh + 2]);
+#pragma unroll
+          for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+          const float m_new = fmaxf(m[hh], mx);  // not -inf (finite scores): a tile has a position
+          const float alpha = __expf(m[hh] - m_new);
+          p[hh] = __expf(s[hh] - m_new);
+          p[hh + 2] = __expf(s[hh + 2] - m_new);
+          l[hh] = l[hh] * alpha + p[hh] + p[hh + 2];
+          m[hh] = m_new;
+#pragma unroll
+          for (int t2 = 0; t2 < DT; ++t2) {
+            ot[t2][hh] *= alpha;
+            ot[t2][hh + 2] *= alpha;
+          }
+        }
+        float rest[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) rest[e] = p[e] - to_f32(from_f32<K>(p[e]));
+        // p^T as the B operand (position 2 * (lane % 4) (+1) (+8), head lane / 4).
+        const unsigned hi0 = movmatrix_t(attn_pack<K>(p[0], p[1])), hi1 = movmatrix_t(attn_pack<K>(p[2], p[3]));
+        const unsigned lo0 = movmatrix_t(attn_pack<K>(rest[0], rest[1])),
+                       lo1 = movmatrix_t(attn_pack<K>(rest[2], rest[3]));
+        const int mi = lane >> 3, r = t * 16 + (lane & 7) + (mi >> 1) * 8;
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt) {
           unsigned af[4];
-          ldsm_x4(af, k_s + at(r, 2 * k + (lane >> 4)));
-          mma16816<K>(s, af, qf[k][0], qf[k][1]);
+          ldsm_x4_t(af, v_s + at(r, 2 * dt + (mi & 1)));
+          mma16816<K>(ot[dt], af, hi0, hi1);
+          mma16816<K>(ot[dt], af, lo0, lo1);
         }
       }
-      // s[e]: position t * 16 + lane / 4 (+8 for e >= 2), head 2 * (lane % 4) + e % 2.
-      const int j = t * 16 + (lane >> 2);
+      __syncthreads();  // the slot is rewritten next
+      request(gb + NS);
+    }
+    // The warps' shares: l over the lanes of a head, then (max, sum) per warp and head beside the
+    // o^T fragments (red).
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[e] = j + (e >> 1) * 8 < nb ? s[e] * scale : ninf;
-      float p[4];
+    for (int hh = 0; hh < 2; ++hh)
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        float mx = fmaxf(s[hh], s[hh + 2]);
+      for (int o = 4; o < 32; o <<= 1) l[hh] += __shfl_xor_sync(0xffffffffu, l[hh], o);
+    float* wm = reinterpret_cast<float*>(ctx.smem);       // [warps][G]: the scratch before the ring
+    float* wl = wm + kAttnMaxWarps * G;                   // [warps][G]
+    const int h0 = (lane & 3) * 2;
 #pragma unroll
-        for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        const float m_new = fmaxf(m[hh], mx);  // not -inf (finite scores): a tile has a position
-        const float alpha = __expf(m[hh] - m_new);
-        p[hh] = __expf(s[hh] - m_new);
-        p[hh + 2] = __expf(s[hh + 2] - m_new);
-        l[hh] = l[hh] * alpha + p[hh] + p[hh + 2];
-        m[hh] = m_new;
+    for (int hh = 0; hh < 2; ++hh) {
+      const int h = h0 + hh;
+      if (h >= G) continue;
+      if (lane < 4) {
+        wm[warp * G + h] = m[hh];
+        wl[warp * G + h] = l[hh];
+      }
 #pragma unroll
-        for (int t2 = 0; t2 < DT; ++t2) {
-          ot[t2][hh] *= alpha;
-          ot[t2][hh + 2] *= alpha;
+      for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+        for (int e2 = 0; e2 < 2; ++e2) red[(warp * G + h) * D + dt * 16 + (lane >> 2) + e2 * 8] = ot[dt][hh + 2 * e2];
+    }
+    __syncthreads();
+    for (int i = tid; i < G * D; i += nt) {
+      const int h = i / D, d = i - h * D;
+      float mx = ninf;
+      for (int w = 0; w < nw; ++w) mx = fmaxf(mx, wm[w * G + h]);
+      float sum = 0.0f, o = 0.0f;
+      if (mx != ninf)
+        for (int w = 0; w < nw; ++w) {
+          const float f = __expf(wm[w * G + h] - mx);  // 0 for a warp without positions
+          sum += f * wl[w * G + h];
+          o += f * red[(w * G + h) * D + d];
         }
-      }
-      float rest[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) rest[e] = p[e] - to_f32(from_f32<K>(p[e]));
-      // p^T as the B operand (position 2 * (lane % 4) (+1) (+8), head lane / 4).
-      const unsigned hi0 = movmatrix_t(attn_pack<K>(p[0], p[1])), hi1 = movmatrix_t(attn_pack<K>(p[2], p[3]));
-      const unsigned lo0 = movmatrix_t(attn_pack<K>(rest[0], rest[1])),
-                     lo1 = movmatrix_t(attn_pack<K>(rest[2], rest[3]));
-      const int mi = lane >> 3, r = t * 16 + (lane & 7) + (mi >> 1) * 8;
-#pragma unroll
-      for (int dt = 0; dt < DT; ++dt) {
-        unsigned af[4];
-        ldsm_x4_t(af, v_s + at(r, 2 * dt + (mi & 1)));
-        mma16816<K>(ot[dt], af, hi0, hi1);
-        mma16816<K>(ot[dt], af, lo0, lo1);
-      }
+      op[i * os] = from_f32<TO>(sum > 0.0f ? o / sum : 0.0f);
+      if (lsep && d == 0) lsep[h * ls] = sum > 0.0f ? mx + logf(sum) : ninf;
     }
-    __syncthreads();  // the slot is rewritten next
-    request(blk + NS);
+    __syncthreads();
   }
-  // The warps' shares: l over the lanes of a head, then (max, sum) per warp and head beside the
-  // o^T fragments, over the ring (only empty groups are pending past the last block).
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh)
-#pragma unroll
-    for (int o = 4; o < 32; o <<= 1) l[hh] += __shfl_xor_sync(0xffffffffu, l[hh], o);
-  float* red = reinterpret_cast<float*>(ring.base);     // [warps][G][D]
-  float* wm = reinterpret_cast<float*>(ctx.smem);       // [warps][G]: the scratch before the ring
-  float* wl = wm + kAttnMaxWarps * G;                   // [warps][G]
-  const int h0 = (lane & 3) * 2;
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const int h = h0 + hh;
-    if (h >= G) continue;
-    if (lane < 4) {
-      wm[warp * G + h] = m[hh];
-      wl[warp * G + h] = l[hh];
-    }
-#pragma unroll
-    for (int dt = 0; dt < DT; ++dt)
-#pragma unroll
-      for (int e2 = 0; e2 < 2; ++e2) red[(warp * G + h) * D + dt * 16 + (lane >> 2) + e2 * 8] = ot[dt][hh + 2 * e2];
-  }
-  __syncthreads();
-  for (int i = tid; i < G * D; i += nt) {
-    const int h = i / D, d = i - h * D;
-    float mx = ninf;
-    for (int w = 0; w < nw; ++w) mx = fmaxf(mx, wm[w * G + h]);
-    float sum = 0.0f, o = 0.0f;
-    if (mx != ninf)
-      for (int w = 0; w < nw; ++w) {
-        const float f = __expf(wm[w * G + h] - mx);  // 0 for a warp without positions
-        sum += f * wl[w * G + h];
-        o += f * red[(w * G + h) * D + d];
-      }
-    op[i * os] = from_f32<TO>(sum > 0.0f ? o / sum : 0.0f);
-    if (lsep && d == 0) lsep[h * ls] = sum > 0.0f ? mx + logf(sum) : ninf;
-  }
-  __syncthreads();
+}
+template <int D, int G, class TQ, class Rows, class TO>
+__device__ void attn_head_mma(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long n, float scale,
+                              TO* op, long long os, float* lsep, long long ls) {
+  attn_heads_mma<D, G, false, TQ, TO>(ctx, 1, qs, n, scale, os, ls,
+                               [&](long long) { return AttnHeadMma<TQ, Rows, TO>{qp, rows, op, lsep}; });
 }
 
 // attn_head's 16-byte path with the rows staged in a ring of kAttnSlots shared-memory slots,
@@ -710,10 +761,25 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
 }
 
 // Every cache head g of a request (hk of them), each with its G query heads; rows(g) gives
-// the head's AttnDenseRows or AttnPagedRows, kcs and vcs the caches' column strides.
-template <int D, int G, bool kCanVec, class TQ, class TO, class MakeRows>
+// the head's AttnDenseRows or AttnPagedRows, kcs and vcs the caches' column strides. HK > 1: a
+// call compiled for several heads, which on tensor cores go through one ring.
+template <int D, int G, int HK, bool kCanVec, class TQ, class TO, class MakeRows>
 __device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool vec, long long kcs, long long vcs,
                            long long n, float scale, const View<TO>& o, const View<float>& lse, MakeRows rows) {
+  if constexpr (HK > 1 && kCanVec && ETC_ATTN_STAGE != 0) {
+    using Rows = decltype(rows(0LL));
+    using K = bare_t<typename Rows::KT>;
+    // Several cache heads on tensor cores: through one ring (attn_heads_mma), where the call
+    // has the shared memory for it.
+    if constexpr (attn_mma<D, G, TQ, K>() && attn_stage_rows<D, K>() % 16 == 0)
+      if (vec && hk > 1 && ctx.smem_bytes >= attention_decode_smem_bytes<D, G, HK>()) {
+        attn_heads_mma<D, G, true, TQ, TO>(ctx, hk, q.stride[0], n, scale, o.stride[0], lse.stride[0], [&](long long g) {
+          return AttnHeadMma<TQ, Rows, TO>{q.ptr + g * G * D * q.stride[0], rows(g), o.ptr + g * G * D * o.stride[0],
+                                           lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr};
+        });
+        return;
+      }
+  }
   for (long long g = 0; g < hk; ++g) {
     TQ* qp = q.ptr + g * G * D * q.stride[0];
     TO* op = o.ptr + g * G * D * o.stride[0];
@@ -760,8 +826,10 @@ __device__ __forceinline__ long long attn_range(const View<TL>& lens, long long 
 // o[h] = softmax(scale * q[h] . k[j]) v[j] over the first lens positions of the caches (or the
 // [first, count] that a rank-1 lens gives), for
 // q [Hq*D] (one request), caches [n, Hk*D], lens a scalar, o [Hq*D], lse [Hq] (lse.ptr may be
-// null: not written). Query head h uses cache head h / (Hq / Hk), G = Hq / Hk.
-template <int D, int G, class TQ, class TK, class TV, class TL, class TO>
+// null: not written). Query head h uses cache head h / (Hq / Hk), G = Hq / Hk. HK: the cache
+// heads the call is compiled for (a task of heads_per_task > 1; its shared memory is
+// attention_decode_smem_bytes<D, G, HK>()).
+template <int D, int G, int HK = 1, class TQ, class TK, class TV, class TL, class TO>
 __device__ void attention_decode(const Ctx& ctx, const View<TQ>& q, const View<TK>& kc, const View<TV>& vc,
                                  const View<TL>& lens, const View<TO>& o, const View<float>& lse, float scale) {
   using K = bare_t<TK>;
@@ -773,7 +841,7 @@ __device__ void attention_decode(const Ctx& ctx, const View<TQ>& q, const View<T
   constexpr bool kCanVec = detail::attn_can_vec<D, K>();
   bool vec = kCanVec && kc.stride[1] == 1 && vc.stride[1] == 1 && kc.stride[0] % PE == 0 && vc.stride[0] % PE == 0 &&
              aligned_to(kc.ptr, 16) && aligned_to(vc.ptr, 16);
-  detail::attn_heads<D, G, kCanVec>(ctx, q, kc.ext[1] / D, vec, kc.stride[1], vc.stride[1], n, scale, o, lse,
+  detail::attn_heads<D, G, HK, kCanVec>(ctx, q, kc.ext[1] / D, vec, kc.stride[1], vc.stride[1], n, scale, o, lse,
                                                 [&](long long g) {
                                                   return detail::AttnDenseRows<TK, TV>{
                                                       kc.ptr + g * D * kc.stride[1] + first * kc.stride[0], kc.stride[0],
@@ -785,7 +853,7 @@ __device__ void attention_decode(const Ctx& ctx, const View<TQ>& q, const View<T
 // request's page table [MAXP] (or the part of it a split-KV task covers): position i is row
 // i % PAGE of page table[i / PAGE]. lens is clamped to MAXP * PAGE; a page id outside [0, P)
 // reads as zeros (the reference interpreter reports it).
-template <int D, int G, class TQ, class TK, class TV, class TL, class TT, class TO>
+template <int D, int G, int HK = 1, class TQ, class TK, class TV, class TL, class TT, class TO>
 __device__ void attention_decode_paged(const Ctx& ctx, const View<TQ>& q, const View<TK>& kp, const View<TV>& vp,
                                        const View<TL>& lens, const View<TT>& table, const View<TO>& o,
                                        const View<float>& lse, float scale) {
@@ -799,7 +867,7 @@ __device__ void attention_decode_paged(const Ctx& ctx, const View<TQ>& q, const 
   constexpr bool kCanVec = detail::attn_can_vec<D, K>();
   bool vec = kCanVec && kp.stride[2] == 1 && vp.stride[2] == 1 && kp.stride[0] % PE == 0 && vp.stride[0] % PE == 0 &&
              kp.stride[1] % PE == 0 && vp.stride[1] % PE == 0 && aligned_to(kp.ptr, 16) && aligned_to(vp.ptr, 16);
-  detail::attn_heads<D, G, kCanVec>(
+  detail::attn_heads<D, G, HK, kCanVec>(
       ctx, q, kp.ext[2] / D, vec, kp.stride[2], vp.stride[2], n, scale, o, lse, [&](long long g) {
         return detail::AttnPagedRows<TK, TV, TT>{kp.ptr + g * D * kp.stride[2], kp.stride[0], kp.stride[1],
                                                  vp.ptr + g * D * vp.stride[2], vp.stride[0], vp.stride[1],
@@ -807,24 +875,24 @@ __device__ void attention_decode_paged(const Ctx& ctx, const View<TQ>& q, const 
       });
 }
 
-template <int D, int G, class TQ, class TK, class TV, class TL, class TT, class TO>
+template <int D, int G, int HK = 1, class TQ, class TK, class TV, class TL, class TT, class TO>
 __device__ void attention_decode_paged(const Ctx& ctx, const View<TQ>& q, const View<TK>& kp, const View<TV>& vp,
                                        const View<TL>& lens, const View<TT>& table, const View<TO>& o, float scale) {
   View<float> none{};
   none.ptr = nullptr;
   none.rank = 1;
   none.stride[0] = 0;
-  attention_decode_paged<D, G>(ctx, q, kp, vp, lens, table, o, none, scale);
+  attention_decode_paged<D, G, HK>(ctx, q, kp, vp, lens, table, o, none, scale);
 }
 
-template <int D, int G, class TQ, class TK, class TV, class TL, class TO>
+template <int D, int G, int HK = 1, class TQ, class TK, class TV, class TL, class TO>
 __device__ void attention_decode(const Ctx& ctx, const View<TQ>& q, const View<TK>& kc, const View<TV>& vc,
                                  const View<TL>& lens, const View<TO>& o, float scale) {
   View<float> none{};
   none.ptr = nullptr;
   none.rank = 1;
   none.stride[0] = 0;
-  attention_decode<D, G>(ctx, q, kc, vc, lens, o, none, scale);
+  attention_decode<D, G, HK>(ctx, q, kc, vc, lens, o, none, scale);
 }
 
 namespace detail {

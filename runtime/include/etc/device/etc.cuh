@@ -19,8 +19,8 @@
 //   embedding(ctx, ids, table, y)      argmax(ctx, x, y)      split_lens(ctx, lens, y, chunk)
 //   rope(ctx, q, k, pos, q_out, k_out, RopeParams)    kv_append(ctx, k, v, pos, k_cache, v_cache)
 //   kv_append_paged(ctx, k, v, pos, page_table, k_pages, v_pages)
-//   attention_decode<D, G>(ctx, q, k_cache, v_cache, lens, o, [lse,] scale)
-//   attention_decode_paged<D, G>(ctx, q, k_pages, v_pages, lens, page_table, o, [lse,] scale)
+//   attention_decode<D, G[, HK]>(ctx, q, k_cache, v_cache, lens, o, [lse,] scale)
+//   attention_decode_paged<D, G[, HK]>(ctx, q, k_pages, v_pages, lens, page_table, o, [lse,] scale)
 //                            smem: attention_decode_smem_bytes<D, G>()
 //   attention_merge(ctx, o_parts, lse_parts, o, [lse,] head_dim)
 //   other ops need at most kSmallOpSmem bytes of ctx.smem
