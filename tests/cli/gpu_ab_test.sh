@@ -31,7 +31,8 @@ grep -qF -- "--sym N=\$b  --bench 3 --mode mega" "gpu-out/$name.sh" || fail "the
 mkdir -p "$tmp/outdir"
 OUT="$tmp/outdir" timeout 600 bash "gpu-out/$name.sh" >"$tmp/run" 2>&1
 # Under $OUT (a lent GPU machine's folder that comes back) the same output goes to a file there.
-sleep 1  # the tee of the script's output may still be writing
+# (The tee of the script's output may still be writing after the script ends: up to 20 s.)
+for _ in $(seq 40); do cmp -s "$tmp/run" "$tmp/outdir/ab_$name.log" && break; sleep 0.5; done
 cmp -s "$tmp/run" "$tmp/outdir/ab_$name.log" || fail "\$OUT/ab_$name.log is not the script's output"
 [ "$(grep -cE '^check (base|ring) N=1 (passed|FAILED \(exit [0-9]+\): .+)' "$tmp/run")" = 2 ] ||
   { fail "check lines"; cat "$tmp/run"; }

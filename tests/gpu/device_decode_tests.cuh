@@ -63,6 +63,22 @@ struct PartViews {
     lse.stride[0] = 1;
   }
 };
+// Cache head g's views: its G query heads of q and its D columns (dimension dim: 1 of caches
+// [len, Hk*D], 2 of page pools [P, PAGE, Hk*D]) of the caches.
+template <int D, int G, class T>
+struct HeadViews {
+  View<const T> q, k, v;
+  __device__ HeadViews(const View<const T>& q0, const View<const T>& kc, const View<const T>& vc, long long g,
+                       int dim = 1)
+      : q(q0), k(kc), v(vc) {
+    q.ptr += g * G * D * q0.stride[0];
+    q.ext[0] = G * D;
+    k.ptr += g * D * kc.stride[dim];
+    k.ext[dim] = D;
+    v.ptr += g * D * vc.stride[dim];
+    v.ext[dim] = D;
+  }
+};
 // The lowered form of split-KV attention: CTA (g, p) runs cache head g on part p's positions
 // (its [first, count] from kv_ranges, over the whole cache) into f32 partials, then a second
 // launch merges per cache head.
@@ -73,15 +89,9 @@ __global__ void __launch_bounds__(256, 1) k_attn_parts(View<const T> q, View<con
   SMEM_DECL;
   Ctx c{smem_, attention_decode_smem_bytes<D, G>()};
   const long long g = blockIdx.x, p = blockIdx.y;
-  View<const T> qt = q, kt = kc, vt = vc;
-  qt.ptr += g * G * D * q.stride[0];
-  qt.ext[0] = G * D;
-  kt.ptr += g * D * kc.stride[1];
-  kt.ext[1] = D;
-  vt.ptr += g * D * vc.stride[1];
-  vt.ext[1] = D;
+  const HeadViews<D, G, T> head(q, kc, vc, g);
   const PartViews pv(ranges, o_parts, lse_parts, p, g, G * D, G);
-  attention_decode<D, G>(c, qt, kt, vt, pv.lens, pv.o, pv.lse, scale);
+  attention_decode<D, G>(c, head.q, head.k, head.v, pv.lens, pv.o, pv.lse, scale);
 }
 template <int D, class TO>
 __global__ void k_attn_merge(View<const float> o_parts, View<const float> lse_parts, View<TO> o, View<float> lse, int g_heads,
@@ -119,17 +129,11 @@ __global__ void __launch_bounds__(256, 1) k_attn_each_head(View<const T> q, View
   SMEM_DECL;
   Ctx c{smem_, attention_decode_smem_bytes<D, G>()};
   const long long g = blockIdx.x;
-  View<const T> qt = q, kt = kc, vt = vc;
+  const HeadViews<D, G, T> head(q, kc, vc, g);
   View<TO> ot = o;
-  qt.ptr += g * G * D * q.stride[0];
-  qt.ext[0] = G * D;
   ot.ptr += g * G * D * o.stride[0];
   ot.ext[0] = G * D;
-  kt.ptr += g * D * kc.stride[1];
-  kt.ext[1] = D;
-  vt.ptr += g * D * vc.stride[1];
-  vt.ext[1] = D;
-  attention_decode<D, G>(c, qt, kt, vt, lens, ot, scale);
+  attention_decode<D, G>(c, head.q, head.k, head.v, lens, ot, scale);
 }
 
 // The lowered form over page pools [P, PAGE, Hk*D]: CTA (g, p) reads cache head g's columns of
@@ -141,15 +145,9 @@ __global__ void __launch_bounds__(256, 1) k_attn_parts_paged(View<const T> q, Vi
   SMEM_DECL;
   Ctx c{smem_, attention_decode_smem_bytes<D, G>()};
   const long long g = blockIdx.x, p = blockIdx.y;
-  View<const T> qt = q, kt = kp, vt = vp;
-  qt.ptr += g * G * D * q.stride[0];
-  qt.ext[0] = G * D;
-  kt.ptr += g * D * kp.stride[2];
-  kt.ext[2] = D;
-  vt.ptr += g * D * vp.stride[2];
-  vt.ext[2] = D;
+  const HeadViews<D, G, T> head(q, kp, vp, g, 2);
   const PartViews pv(ranges, o_parts, lse_parts, p, g, G * D, G);
-  attention_decode_paged<D, G>(c, qt, kt, vt, pv.lens, table, pv.o, pv.lse, scale);
+  attention_decode_paged<D, G>(c, head.q, head.k, head.v, pv.lens, table, pv.o, pv.lse, scale);
 }
 template <int D, int G, class T, class TO>
 __global__ void __launch_bounds__(256, 1) k_attn_whole_paged(View<const T> q, View<const T> kp, View<const T> vp,
