@@ -115,10 +115,10 @@ __global__ void k_attn_merge(View<const float> o_parts, View<const float> lse_pa
 // cores one ring through the heads; one head takes the single-head code).
 template <int D, int G, class T, class TO>
 __global__ void __launch_bounds__(256, 1) k_attn_whole(View<const T> q, View<const T> kc, View<const T> vc,
-                                                        View<const int> lens, View<TO> o, float scale) {
+                                                        View<const int> lens, View<TO> o, View<float> lse, float scale) {
   SMEM_DECL;
   Ctx c{smem_, attention_decode_smem_bytes<D, G, 2>()};
-  attention_decode<D, G, 2>(c, q, kc, vc, lens, o, scale);
+  attention_decode<D, G, 2>(c, q, kc, vc, lens, o, lse, scale);
 }
 
 // The unsplit form one cache head a CTA (CTA g: head g alone), for comparing with the call over
@@ -525,7 +525,7 @@ static void t_attention(const char* what, long long hk, long long len, long long
   const long long hq = hk * G;
   Buf<T> q(hq * D), kc(len * pitch + koff + 8), vc(len * pitch + koff + 8);
   Buf<int> lens(1), ranges(parts * 2);
-  Buf<float> o_parts(parts * hq * D), lse_parts(parts * hq), lse(hq);
+  Buf<float> o_parts(parts * hq * D), lse_parts(parts * hq), lse(hq), lse2(hq);
   Buf<TO> o(hq * D), o2(hq * D), o3(hq * D);
   q.random(-1, 1);
   kc.random(-1, 1);
@@ -543,6 +543,8 @@ static void t_attention(const char* what, long long hk, long long len, long long
   o.up();
   o2.up();
   o3.up();
+  lse2.poison();
+  lse2.up();
   o_parts.up();
   lse_parts.up();
   const float scale = 1.0f / std::sqrt((float)D);
@@ -557,9 +559,10 @@ static void t_attention(const char* what, long long hk, long long len, long long
   k_attn_merge<D, TO><<<(unsigned)hk, 128, kSmemSmall>>>(
       dv<const float>(o_parts, hv(0, {parts, hq * D}, {hq * D, 1})), dv<const float>(lse_parts, hv(0, {parts, hq}, {hq, 1})),
       dv<TO>(o, qv), dv<float>(lse, hv(0, {hq}, {1})), G);
-  // The unsplit form (all cache heads in one call, no lse) must agree too.
+  // The unsplit form (all cache heads in one call, with its lse) must agree too.
   k_attn_whole<D, G, T, TO><<<1, 256, smem>>>(dv<const T>(q, qv), dv<const T>(kc, cv), dv<const T>(vc, cv),
-                                              dv<const int>(lens, hv(0, {}, {})), dv<TO>(o2, qv), scale);
+                                              dv<const int>(lens, hv(0, {}, {})), dv<TO>(o2, qv),
+                                              dv<float>(lse2, hv(0, {hq}, {1})), scale);
   // And each cache head alone gives the unsplit form's bits.
   CK(cudaFuncSetAttribute(k_attn_each_head<D, G, T, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   k_attn_each_head<D, G, T, TO><<<(unsigned)hk, 256, smem>>>(dv<const T>(q, qv), dv<const T>(kc, cv), dv<const T>(vc, cv),
@@ -569,9 +572,11 @@ static void t_attention(const char* what, long long hk, long long len, long long
   o2.down();
   o3.down();
   lse.down();
+  lse2.down();
   std::vector<double> ro, rl;
   attn_ref(q, kc, vc, pitch, koff, hq, hk, D, n, scale, ro, rl);
-  const auto [err, lerr] = attn_errors(o, o2, lse, qv, ro, rl, hq, D, n);
+  const auto [err, lerr_merged] = attn_errors(o, o2, lse, qv, ro, rl, hq, D, n);
+  const double lerr = std::max(lerr_merged, attn_errors(o, o2, lse2, qv, ro, rl, hq, D, n).second);
   const bool same_bits = std::memcmp(o2.h.data(), o3.h.data(), sizeof(TO) * (size_t)(hq * D)) == 0;
   char name[160];
   std::snprintf(name, sizeof name, "attention_decode_split_%s_%s_D%d_G%d_hk%lld_len%lld_n%lld_parts%lld_%s", tname<T>(),

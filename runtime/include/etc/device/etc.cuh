@@ -21,7 +21,7 @@
 //   kv_append_paged(ctx, k, v, pos, page_table, k_pages, v_pages)
 //   attention_decode<D, G[, HK]>(ctx, q, k_cache, v_cache, lens, o, [lse,] scale)
 //   attention_decode_paged<D, G[, HK]>(ctx, q, k_pages, v_pages, lens, page_table, o, [lse,] scale)
-//                            smem: attention_decode_smem_bytes<D, G>()
+//                            smem: attention_decode_smem_bytes<D, G[, HK]>()
 //   attention_merge(ctx, o_parts, lse_parts, o, [lse,] head_dim)
 //   other ops need at most kSmallOpSmem bytes of ctx.smem
 //   notify(p, counter[, n_elements])   notify_checked(p, counter, n, initial, site)
