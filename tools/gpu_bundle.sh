@@ -22,6 +22,11 @@ for s in samples/*.etir; do
   "$build/etcc" "$s" --schedule=static -o "gpu-bundle/${n}_static.fatbin"
   "$build/etcc" "$s" --schedule=dynamic -o "gpu-bundle/${n}_dynamic.fatbin"
 done
+# The decode layer with attention tasks of two cache heads (heads_per_task = 2: the one-part
+# grid's heads through one ring), for run.sh's checks and sanitizer runs.
+sed 's/{ head_dim = HEAD }/{ head_dim = HEAD, heads_per_task = 2 }/' samples/llama_layer.etir >gpu-bundle/llama_layer_heads2.etir
+grep -q 'heads_per_task = 2' gpu-bundle/llama_layer_heads2.etir || { echo "gpu_bundle.sh: llama_layer's attention changed" >&2; exit 1; }
+"$build/etcc" gpu-bundle/llama_layer_heads2.etir --schedule=static -o gpu-bundle/llama_layer_heads2_static.fatbin
 # Profiled builds (etcc --profile) for etc-run --trace.
 for n in mlp two_stage_sum moe_block llama_layer; do
   "$build/etcc" samples/$n.etir --profile -o "gpu-bundle/${n}_profile.fatbin"

@@ -75,6 +75,11 @@ want check && for sched in static dynamic; do
   for b in 1 3 16 128; do check "mlp_$sched" "$B/mlp_$sched.fatbin" "B=$b"; done
   # One decode layer (S = cache capacity; random positions and lengths in [1, 8), a random past).
   for b in 1 8 128; do check "llama_layer_$sched" "$B/llama_layer_$sched.fatbin" "B=$b" --sym S=4096 --random-outputs; done
+  # The same with two cache heads an attention task where a row is one part (B >= 16, or S <= 64).
+  if [ $sched = static ] && [ -f "$B/llama_layer_heads2_static.fatbin" ]; then
+    for b in 16 128; do check llama_layer_heads2_static "$B/llama_layer_heads2_static.fatbin" "B=$b" --sym S=4096 --random-outputs; done
+    check llama_layer_heads2_static "$B/llama_layer_heads2_static.fatbin" B=3 --sym S=64 --random-outputs
+  fi
   # The same layer over a paged cache: every request gets 512 distinct pages of the pool in
   # shuffled order (etc-run's random page ids would let requests append to the same rows).
   for b in 1 8 32; do
@@ -340,6 +345,9 @@ if want san && command -v compute-sanitizer >/dev/null 2>&1; then
       # 128 rows: the matmul's large-M warp tiling (ETC_MM_LARGE_M_FM) runs only past 64.
       san $tool "mlp_${sched}_large_m" "$B/mlp_$sched.fatbin" B=128
       san $tool "llama_layer_$sched" "$B/llama_layer_$sched.fatbin" B=2 --sym S=64 --random-outputs
+      # S = 64: one part a row, so the attention tasks of two cache heads run (their shared ring).
+      [ $sched = static ] && [ -f "$B/llama_layer_heads2_static.fatbin" ] &&
+        san $tool llama_layer_heads2_static "$B/llama_layer_heads2_static.fatbin" B=2 --sym S=64 --random-outputs
       python3 -c "import numpy as np; np.save('$out/san_pages.npy', np.random.default_rng(2).permutation(16).astype(np.int32).reshape(2, 8))"
       san $tool "llama_layer_paged_$sched" "$B/llama_layer_paged_$sched.fatbin" B=2 --sym MAXP=8 --sym P=16 \
         --in page_table="$out/san_pages.npy" --random-outputs
