@@ -617,9 +617,9 @@ class Lowerer {
     // Cache heads a task of the one-part grid takes: heads_per_task where written, else 1 (the
     // split grid's tasks take one). The verifier checked that it divides hk (constant here).
     const int64_t hpt = std::max<int64_t>(1, tiling::attrInt(c, "heads_per_task"));
-    int64_t task_heads = 1;  // cache heads of a task of the grid being built
-    auto heads = [&](int64_t width) {  // task g's columns of a row of heads of `width` a cache head
-      const int64_t w = width * task_heads;
+    // Task g's columns of a row of heads of `width` a cache head, for tasks of n cache heads.
+    auto heads = [&](int64_t width, int64_t n = 1) {
+      const int64_t w = width * n;
       return std::make_pair(mul(g, intConst(w)), add(mul(g, intConst(w)), intConst(w)));
     };
     TilePlan p;
@@ -629,29 +629,27 @@ class Lowerer {
     call.attrs.clear();
     call.attrs.push_back(tiling::intAttr("head_dim", d));
     if (const Attr* sc = c.findAttr("scale")) call.attrs.push_back(*sc);
-    // The operands of the tasks of row r.
-    auto row_args = [&](OpCall& op, const Expr& r) {
-      op.args[0] = slice(qm, {r, heads(group * d)});
-      op.args[1] = paged ? slice(km, {All{}, All{}, heads(d)}) : slice(km, {r, All{}, heads(d)});
-      op.args[2] = paged ? slice(vm, {All{}, All{}, heads(d)}) : slice(vm, {r, All{}, heads(d)});
+    // The operands of the tasks of row r, of n cache heads each.
+    auto row_args = [&](OpCall& op, const Expr& r, int64_t n = 1) {
+      op.args[0] = slice(qm, {r, heads(group * d, n)});
+      op.args[1] = paged ? slice(km, {All{}, All{}, heads(d, n)}) : slice(km, {r, All{}, heads(d, n)});
+      op.args[2] = paged ? slice(vm, {All{}, All{}, heads(d, n)}) : slice(vm, {r, All{}, heads(d, n)});
       if (paged) op.args[4] = slice(*ptm, {r, All{}});
     };
-    // A grid of one task per (row, cache head) for rows [first_row, first_row + grid_rows),
+    // A grid of one task per (row, hpt cache heads) for rows [first_row, first_row + grid_rows),
     // writing the results directly: all the parts that there are when one part holds a row.
     auto add_whole = [&, base_plan = p, base_call = call](const Expr& grid_rows, const Expr& first_row,
                                                          const std::string& name) {
       TilePlan wp = base_plan;
       wp.grid[0] = grid_rows;
       wp.grid[1] = intConst(hk / hpt);
-      task_heads = hpt;
       const Expr r = simplify(add(b, first_row), m_.symRanges());
       OpCall whole = base_call;
-      row_args(whole, r);
+      row_args(whole, r, hpt);
       if (ranged) whole.attrs.push_back(tiling::boolAttr("ranged"));
       whole.args[3] = ranged ? slice(lm, {r, All{}}) : pointSlice(lm, {r});
-      std::vector<Slice> dests{slice(results[0], {r, heads(group * d)})};
-      if (results.size() > 1) dests.push_back(slice(results[1], {r, heads(group)}));
-      task_heads = 1;
+      std::vector<Slice> dests{slice(results[0], {r, heads(group * d, hpt)})};
+      if (results.size() > 1) dests.push_back(slice(results[1], {r, heads(group, hpt)}));
       tasks.push_back(addTask(name, wp, std::move(whole), std::move(dests), a.range));
     };
     if (splits == 1) {

@@ -1019,22 +1019,29 @@ static void t_events() {
   TParams p{ev, err, 2000000000ll, 0};
   EtcError he;
   int hr[4];
-
-  for (int rep = 0; rep < 20; ++rep) {
-    CK(cudaMemset(ev, 0, 64 * sizeof(unsigned)));
-    CK(cudaMemset(err, 0, sizeof(EtcError)));
-    CK(cudaMemset(data, 0, 2 * n * sizeof(int)));
-    CK(cudaMemset(res, 0, 4 * sizeof(int)));
-    k_producer_consumer<<<2, 256>>>(p, data, n, res);
-    CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy(hr, res, sizeof hr, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(&he, err, sizeof he, cudaMemcpyDeviceToHost));
-    bool ok = hr[0] == 0 && hr[1] == 1 && he.code == 0;
-    if (!ok || rep == 19) {
-      report(ok, "events_producer_consumer_rep" + std::to_string(rep), (double)hr[0]);
-      if (!ok) break;
+  // reps launches of a kernel (launch(rep), after err and res are cleared) that must leave
+  // res = {0 mismatches, 1} and no error; reported at the first failure or after the last.
+  auto repeated = [&](const std::string& name, int reps, auto launch) {
+    for (int rep = 0; rep < reps; ++rep) {
+      CK(cudaMemset(err, 0, sizeof(EtcError)));
+      CK(cudaMemset(res, 0, 4 * sizeof(int)));
+      launch(rep);
+      CK(cudaDeviceSynchronize());
+      CK(cudaMemcpy(hr, res, sizeof hr, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(&he, err, sizeof he, cudaMemcpyDeviceToHost));
+      const bool ok = hr[0] == 0 && hr[1] == 1 && he.code == 0;
+      if (!ok || rep == reps - 1) {
+        report(ok, name + "_rep" + std::to_string(rep), (double)hr[0]);
+        if (!ok) break;
+      }
     }
-  }
+  };
+
+  repeated("events_producer_consumer", 20, [&](int) {
+    CK(cudaMemset(ev, 0, 64 * sizeof(unsigned)));
+    CK(cudaMemset(data, 0, 2 * n * sizeof(int)));
+    k_producer_consumer<<<2, 256>>>(p, data, n, res);
+  });
 
   {
     CK(cudaMemset(ev, 0, 64 * sizeof(unsigned)));
@@ -1060,22 +1067,12 @@ static void t_events() {
     CK(cudaMalloc(&gev, 512 * sizeof(unsigned)));
     int* gdata;
     CK(cudaMalloc(&gdata, 300 * per * sizeof(int)));
-    for (int rep = 0; rep < 10; ++rep) {
+    repeated("events_wait_group", 10, [&](int rep) {
       CK(cudaMemset(gev, 0, 512 * sizeof(unsigned)));
-      CK(cudaMemset(err, 0, sizeof(EtcError)));
       CK(cudaMemset(gdata, 0, 300 * per * sizeof(int)));
-      CK(cudaMemset(res, 0, 4 * sizeof(int)));
       TParams pg{gev, err, 2000000000ll, 0};
       k_wait_group<<<2, 128>>>(pg, gdata, per, rep % 3, res);
-      CK(cudaDeviceSynchronize());
-      CK(cudaMemcpy(hr, res, sizeof hr, cudaMemcpyDeviceToHost));
-      CK(cudaMemcpy(&he, err, sizeof he, cudaMemcpyDeviceToHost));
-      bool ok = hr[0] == 0 && hr[1] == 1 && he.code == 0;
-      if (!ok || rep == 9) {
-        report(ok, "events_wait_group_rep" + std::to_string(rep), (double)hr[0]);
-        if (!ok) break;
-      }
-    }
+    });
     CK(cudaMemset(gev, 0, 512 * sizeof(unsigned)));
     CK(cudaMemset(err, 0, sizeof(EtcError)));
     CK(cudaMemset(res, 0, 4 * sizeof(int)));
