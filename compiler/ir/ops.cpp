@@ -660,7 +660,7 @@ bool inferAttentionDecode(OpContext& ctx, std::vector<OperandType>& out) {
   }
   r.nonNegativeFloat("scale");
   r.nonNegativeInt("kv_splits");
-  r.positiveInt("heads_per_task");
+  r.nonNegativeInt("heads_per_task");
   if (!r.ok) return false;
   Shape lse = leading(r.in(0).shape, rank - 1);
   lse.push_back(floorDiv(r.last(0), intConst(*hd)));
@@ -925,9 +925,9 @@ std::vector<OpInfo> buildOps() {
                              "compiler chooses, by the batch and the cache length"),
                     optional("ranged", boolV(false),
                              "lens is i32[..., 2]: each row's first position and count"),
-                    optional("heads_per_task", intV(1),
+                    optional("heads_per_task", intV(0),
                              "cache heads a task of the one-part grid takes (a divisor of Hk), "
-                             "their rows through one ring")},
+                             "their rows through one ring; 0: the compiler chooses, by the batch")},
                    "attention_decode(q [..., Hq*D], k_cache [..., S, Hk*D], v_cache [..., S, "
                    "Hk*D], lens i32[...]) {head_dim, scale, kv_splits, ranged, heads_per_task} -> (o [..., Hq*D], "
                    "lse f32[..., Hq]): one query row per sequence against lens cached positions; "

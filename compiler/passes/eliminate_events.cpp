@@ -34,12 +34,14 @@
 // graphs (or run by none) keeps its statements and the events it mentions.
 #include <fmt/format.h>
 
+#include <limits>
 #include <map>
 #include <set>
 
 #include "compiler/ir/prover.h"
 #include "compiler/passes/module_rebuild.h"
 #include "compiler/passes/passes.h"
+#include "compiler/passes/tiling.h"
 
 namespace etc {
 
@@ -418,18 +420,67 @@ class Eliminator {
         const std::vector<Site> wa = sites(a, true);
         if (wa.size() != 1 || wa[0].task != wb[0].task || segment<WaitStmt>(wa[0]) != segment<WaitStmt>(wb[0])) continue;
         Event &ea = m_.events[a], &eb = m_.events[b];
-        if (!sameShape(ea, eb) ||
-            !sameSlice(std::get<WaitStmt>(stmt(wa[0])).event, std::get<WaitStmt>(stmt(wb[0])).event))
-          continue;
-        // Coordinates are positional: both inits read the same element's coordinates.
-        if (ea.init_coords.size() < eb.init_coords.size()) ea.init_coords = eb.init_coords;
-        ea.init = add(ea.init, eb.init);
-        for (const Site& n : sites(b, false)) eventSlice(n).target = a;
-        deleted_.insert(wb[0]);
-        joined_.insert(b);
-        break;
+        if (sameShape(ea, eb) &&
+            sameSlice(std::get<WaitStmt>(stmt(wa[0])).event, std::get<WaitStmt>(stmt(wb[0])).event)) {
+          // Coordinates are positional: both inits read the same element's coordinates.
+          if (ea.init_coords.size() < eb.init_coords.size()) ea.init_coords = eb.init_coords;
+          ea.init = add(ea.init, eb.init);
+          for (const Site& n : sites(b, false)) eventSlice(n).target = a;
+          deleted_.insert(wb[0]);
+          joined_.insert(b);
+          break;
+        }
+        // One counter beside an event of any shape (a grid whose tasks notify every waiter, such
+        // as attention's one-part grid of all cache heads a task before the o projection, beside
+        // one that notifies its columns' waiters): its notifies become notifies of the other event
+        // whole, every element of which then also counts them.
+        const bool a_single = singleCounter(ea), b_single = singleCounter(eb);
+        if (a_single == b_single) continue;
+        const uint32_t keep = a_single ? b : a, gone = a_single ? a : b;
+        if (wholeNotifyAdds(keep, gone) > kMaxJoinedAdds) continue;
+        Event& ek = m_.events[keep];
+        ek.init = add(ek.init, m_.events[gone].init);
+        Slice whole;
+        whole.target = keep;
+        whole.has_subscript = true;
+        for (const Expr& d : ek.shape) {
+          SliceDim sd;
+          sd.is_range = true;
+          sd.lo = intConst(0);
+          sd.hi = d;
+          whole.dims.push_back(sd);
+        }
+        for (const Site& n : sites(gone, false)) {
+          whole.range = eventSlice(n).range;
+          eventSlice(n) = whole;
+        }
+        deleted_.insert(a_single ? wa[0] : wb[0]);
+        joined_.insert(gone);
+        if (gone == b) break;
+        // `a` went: b may still join an earlier event.
       }
     }
+  }
+
+  // The atomic adds that `gone`'s notifies would make as notifies of `keep` whole, at the
+  // syms' upper bounds: each of its notifying tasks adds to every element of keep.
+  int64_t wholeNotifyAdds(uint32_t keep, uint32_t gone) const {
+    Expr elements = intConst(1);
+    for (const Expr& d : m_.events[keep].shape) elements = mul(elements, d);
+    Expr tasks = intConst(0);
+    for (const Site& s : sites(gone, false)) tasks = add(tasks, gridSize(m_.tasks[s.task]));
+    if (hasLoad(tasks) || hasLoad(elements)) return std::numeric_limits<int64_t>::max();
+    return tiling::upperBound(m_, mul(tasks, elements));
+  }
+  // A join that would cost more adds than this is not made (a wait is about one round trip to
+  // L2; a notify's adds are fire-and-forget, 32 at a time).
+  static constexpr int64_t kMaxJoinedAdds = int64_t{1} << 16;
+
+  // An event of one element (`[1]`, or `[]`) whose initial count names no coordinate.
+  static bool singleCounter(const Event& e) {
+    for (const Expr& d : e.shape)
+      if (asInt(d) != 1) return false;
+    return !hasCoord(e.init) && !hasLoad(e.init);
   }
 
   // ---- rule 3: transitive reduction ------------------------------------------------------

@@ -614,9 +614,10 @@ class Lowerer {
     if (ranged) splits = 1;
 
     Expr b = coordRef(0, "b"), g = coordRef(1, "g"), part = coordRef(2, "p");
-    // Cache heads a task of the one-part grid takes: heads_per_task where written, else 1 (the
-    // split grid's tasks take one). The verifier checked that it divides hk (constant here).
-    const int64_t hpt = std::max<int64_t>(1, tiling::attrInt(c, "heads_per_task"));
+    // Cache heads a task of the one-part grid takes (the split grid's tasks take one): the
+    // heads_per_task written (the verifier checked that it divides hk), else by the rows
+    // (attentionHeadPlans): one grid per count, each empty where its count does not apply.
+    const std::vector<HeadsPlan> head_plans = attentionHeadPlans(rows, hk, tiling::attrInt(c, "heads_per_task"));
     // Task g's columns of a row of heads of `width` a cache head, for tasks of n cache heads.
     auto heads = [&](int64_t width, int64_t n = 1) {
       const int64_t w = width * n;
@@ -636,21 +637,26 @@ class Lowerer {
       op.args[2] = paged ? slice(vm, {All{}, All{}, heads(d, n)}) : slice(vm, {r, All{}, heads(d, n)});
       if (paged) op.args[4] = slice(*ptm, {r, All{}});
     };
-    // A grid of one task per (row, hpt cache heads) for rows [first_row, first_row + grid_rows),
-    // writing the results directly: all the parts that there are when one part holds a row.
+    // The grids of one task per (row, n cache heads) for rows [first_row, first_row + grid_rows),
+    // writing the results directly: all the parts that there are when one part holds a row. One
+    // grid per plan, its rows zero where its head count does not apply; a grid of several heads
+    // a task is named for its count.
     auto add_whole = [&, base_plan = p, base_call = call](const Expr& grid_rows, const Expr& first_row,
                                                          const std::string& name) {
-      TilePlan wp = base_plan;
-      wp.grid[0] = grid_rows;
-      wp.grid[1] = intConst(hk / hpt);
-      const Expr r = simplify(add(b, first_row), m_.symRanges());
-      OpCall whole = base_call;
-      row_args(whole, r, hpt);
-      if (ranged) whole.attrs.push_back(tiling::boolAttr("ranged"));
-      whole.args[3] = ranged ? slice(lm, {r, All{}}) : pointSlice(lm, {r});
-      std::vector<Slice> dests{slice(results[0], {r, heads(group * d, hpt)})};
-      if (results.size() > 1) dests.push_back(slice(results[1], {r, heads(group, hpt)}));
-      tasks.push_back(addTask(name, wp, std::move(whole), std::move(dests), a.range));
+      for (const HeadsPlan& hp : head_plans) {
+        TilePlan wp = base_plan;
+        wp.grid[0] = simplify(mul(grid_rows, hp.on), m_.symRanges());
+        wp.grid[1] = intConst(hk / hp.n);
+        const Expr r = simplify(add(b, first_row), m_.symRanges());
+        OpCall whole = base_call;
+        row_args(whole, r, hp.n);
+        if (ranged) whole.attrs.push_back(tiling::boolAttr("ranged"));
+        whole.args[3] = ranged ? slice(lm, {r, All{}}) : pointSlice(lm, {r});
+        std::vector<Slice> dests{slice(results[0], {r, heads(group * d, hp.n)})};
+        if (results.size() > 1) dests.push_back(slice(results[1], {r, heads(group, hp.n)}));
+        const std::string grid_name = head_plans.size() > 1 && hp.n > 1 ? fmt::format("{}_heads{}", name, hp.n) : name;
+        tasks.push_back(addTask(grid_name, wp, std::move(whole), std::move(dests), a.range));
+      }
     };
     if (splits == 1) {
       add_whole(rows, intConst(0), baseName(a));
@@ -728,6 +734,44 @@ class Lowerer {
     // joins with lens' producer, not from a grid of its own.
     if (parts_lo <= 1) add_whole(simplify(sub(rows, split_rows), m_.symRanges()), split_rows, baseName(a) + "_whole");
     return true;
+  }
+
+  // How many cache heads the tasks of attention's one-part grid take, and at which rows.
+  struct HeadsPlan {
+    int64_t n;  // cache heads a task
+    Expr on;    // 1 at the sym values where this count applies, else 0
+  };
+  // `written` (heads_per_task) where positive: that count everywhere. Otherwise, where the rows
+  // are a sym, the largest divisor of hk up to hk / cdiv(kAttentionTasks, rows): tasks of
+  // several heads while about kAttentionTasks tasks remain (for 8 cache heads: 1 up to 31 rows,
+  // 2 from 32, 4 from 64, 8 from 128). A task's fixed cost (its waits, the ring's fill, its
+  // notifies) is then paid once for several heads and the grid still fills the GPU: on an
+  // H200, Llama-3.2-1B at KV 511 with 1 / 2 / 4 / 8 heads a task took 1768 / 1892 / 2128 /
+  // 2660 us at B = 16, 2756 / 2643 / 2552 / 3010 at B = 64 and 4264 / 4016 / 3847 / 3771 at
+  // B = 128 (docs/benchmarks.md, session 32). The count grows with the rows, so each one holds
+  // over one range of them, [lo, hi], and `on` is 1 exactly there.
+  std::vector<HeadsPlan> attentionHeadPlans(const Expr& rows, int64_t hk, int64_t written) const {
+    if (written > 0) return {{written, intConst(1)}};
+    const int64_t lo = std::max<int64_t>(1, tiling::lowerBound(m_, rows)), hi = tiling::upperBound(m_, rows);
+    // Other row expressions, and ranges too wide to walk, keep one head a task.
+    if (rows->kind != ExprKind::Sym || hi < lo || hi - lo > (int64_t{1} << 20)) return {{1, intConst(1)}};
+    auto count = [&](int64_t r) {
+      int64_t n = std::max<int64_t>(1, hk / ((kAttentionTasks + r - 1) / r));
+      while (hk % n != 0) --n;
+      return n;
+    };
+    std::vector<HeadsPlan> plans;
+    for (int64_t r = lo; r <= hi;) {
+      const int64_t n = count(r);
+      int64_t last = r;
+      while (last < hi && count(last + 1) == n) ++last;
+      Expr on = intConst(1);
+      if (r > lo) on = mul(on, min(intConst(1), max(intConst(0), sub(rows, intConst(r - 1)))));
+      if (last < hi) on = mul(on, min(intConst(1), max(intConst(0), sub(intConst(last + 1), rows))));
+      plans.push_back({n, simplify(on, m_.symRanges())});
+      r = last + 1;
+    }
+    return plans;
   }
 
   // attention_merge at the op level: one task per row of the result (all parts, all heads).

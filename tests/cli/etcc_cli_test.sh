@@ -86,10 +86,11 @@ run prefetch 0 --emit=cuda samples/mlp.etir && stdout_has prefetch "etc::dev::ma
 run no-prefetch 0 --emit=cuda --no-weight-prefetch samples/mlp.etir &&
   if grep -q matmul_prefetch "$tmp/out"; then fail "no-prefetch: the CUDA still prefetches"; else pass; fi
 # --parallel-waits: a static task's run of waits becomes one WaitGroup (a check per event element,
-# one join), the dynamic schedule's debug checks stay waits; without it, no group. The llama
-# layer's attention task waits on two events (kv_append's and kv_ranges') in one group; NVRTC
-# compiles it, with --profile too (the group's own wait time).
-run parallel-waits 0 --emit=cuda --parallel-waits samples/llama_layer.etir &&
+# one join), the dynamic schedule's debug checks stay waits; without it, no group. The paged
+# llama layer's attention task waits on two events (kv_append's and kv_ranges', each a counter
+# that other grids wait on too) in one group; NVRTC compiles it, with --profile too (the
+# group's own wait time).
+run parallel-waits 0 --emit=cuda --parallel-waits samples/llama_layer_paged.etir &&
   if awk '/etc::dev::WaitGroup etc_wg;/ {g = 1; c = 0} g && /etc_wg.check\(/ {c++} g && /etc_wg.join\(\)/ {if (c >= 2) two = 1; g = 0}
          END {exit !two}' "$tmp/out"; then pass; else fail "parallel-waits: no group of two or more checks"; fi &&
   stdout_has parallel-waits "if (!etc_wg.join()) return false;" && stdout_has parallel-waits "if (!etc::dev::wait(p, p.events + lin,"
@@ -127,7 +128,7 @@ run parallel-waits-load 0 --emit=cuda --parallel-waits "$tmp/wait_load.etir" &&
     fail "parallel-waits-load: $(grep -c 'etc::dev::WaitGroup etc_wg;' "$tmp/out") groups, expected 3"; fi
 run no-parallel-waits 0 --emit=cuda samples/llama_layer.etir &&
   if grep -q WaitGroup "$tmp/out"; then fail "no-parallel-waits: a WaitGroup without the flag"; else pass; fi
-LIMIT=300 run parallel-waits-nvrtc 0 samples/llama_layer.etir -arch sm_90a --parallel-waits --profile -o "$tmp/pw.fatbin"
+LIMIT=300 run parallel-waits-nvrtc 0 samples/llama_layer_paged.etir -arch sm_90a --parallel-waits --profile -o "$tmp/pw.fatbin"
 # --device-define: a knob before the device headers; anything but ETC_NAME=INTEGER is refused.
 run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-define=ETC_MM_MAX_STAGES=8 samples/mlp.etir &&
   if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then

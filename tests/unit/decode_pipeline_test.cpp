@@ -505,6 +505,65 @@ graph @main {
   checkAgainstOpLevel(text, {{"B", 2}}, {{"lens", {1, 300}}}, 4e-3);
 }
 
+// Without heads_per_task the one-part grid's head count follows the batch: one grid per count
+// (8 cache heads: 1 a task up to B = 31, 2 to 63, 4 to 127, 8 at 128), each with rows only
+// where its count applies, so every B runs exactly one of them (or the split grid); each task
+// takes its slice of n heads, and the results are the op's at each count.
+TEST(DecodePipeline, AttentionHeadsPerTaskFollowTheBatch) {
+  const char* text = R"(
+module @heads_auto
+sym B in [1, 128]
+tensor q : bf16[B, 2048] input
+tensor kc : bf16[B, 70, 512] input
+tensor vc : bf16[B, 70, 512] input
+tensor lens : i32[B] input
+tensor o : bf16[B, 2048] output
+tensor lse : f32[B, 32] output
+graph @main {
+  o, lse = attention_decode(q, kc, vc, lens) { head_dim = 64 }
+}
+)";
+  auto p = parse(text);
+  ASSERT_TRUE(p->module);
+  p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
+  ASSERT_TRUE(p->module) << p->errors();
+  const std::map<std::string, int64_t> heads = {{"attention_decode_o_whole", 1},
+                                                {"attention_decode_o_whole_heads2", 2},
+                                                {"attention_decode_o_whole_heads4", 4},
+                                                {"attention_decode_o_whole_heads8", 8}};
+  std::map<std::string, const ir::Task*> grids;
+  for (const ir::Task& t : p->module->tasks)
+    if (heads.count(t.name)) grids[t.name] = &t;
+  ASSERT_EQ(grids.size(), heads.size());
+  for (const auto& [name, n] : heads) {
+    const ir::Task& t = *grids[name];
+    EXPECT_EQ(ir::asInt(ir::inlineConsts(t.grid[1])), 8 / n) << name;
+    for (const ir::TaskStmt& st : t.body)
+      if (const auto* c = std::get_if<ir::CallStmt>(&st))
+        EXPECT_EQ(ir::printSlice(*p->module, c->call.args[1], false),
+                  fmt::format("kc[B * min(cdiv(16, B) - 1, 1) + b, :, g * {0} : g * {0} + {0}]", 64 * n))
+            << name;
+  }
+  for (int64_t b = 1; b <= 128; ++b) {
+    SCOPED_TRACE("B=" + std::to_string(b));
+    const Syms syms{{"B", b}};  // symBindings keeps a reference
+    ir::Bindings bind = symBindings(*p->module, syms);
+    const int64_t want = b < 16 ? 0 : b < 32 ? 1 : b < 64 ? 2 : b < 128 ? 4 : 8;
+    int64_t rows = 0;
+    for (const auto& [name, n] : heads) {
+      const int64_t r = ir::evaluate(ir::inlineConsts(grids[name]->grid[0]), bind).value;
+      EXPECT_EQ(r, n == want ? b : 0) << name;
+      rows += r;
+    }
+    EXPECT_EQ(rows, b < 16 ? 0 : b);
+  }
+  for (int64_t b : {40, 70}) {
+    std::vector<int64_t> lens(static_cast<size_t>(b));
+    for (size_t i = 0; i < lens.size(); ++i) lens[i] = static_cast<int64_t>(i * 29 % 71);
+    checkAgainstOpLevel(text, {{"B", b}}, {{"lens", lens}}, 4e-3);
+  }
+}
+
 std::string generated(const std::string& model, int layers, int vocab, const std::string& extra = "") {
   // One file per test: ctest runs the tests of this binary in parallel processes, and two of
   // them generating the same model into one path read each other's half-written or removed file.
