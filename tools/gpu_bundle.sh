@@ -27,6 +27,11 @@ done
 sed 's/{ head_dim = HEAD }/{ head_dim = HEAD, heads_per_task = 2 }/' samples/llama_layer.etir >gpu-bundle/llama_layer_heads2.etir
 grep -q 'heads_per_task = 2' gpu-bundle/llama_layer_heads2.etir || { echo "gpu_bundle.sh: llama_layer's attention changed" >&2; exit 1; }
 "$build/etcc" gpu-bundle/llama_layer_heads2.etir --schedule=static -o gpu-bundle/llama_layer_heads2_static.fatbin
+# And with heads_per_task = 0 (the count by the batch: a one-part grid per count), both schedules.
+sed 's/{ head_dim = HEAD }/{ head_dim = HEAD, heads_per_task = 0 }/' samples/llama_layer.etir >gpu-bundle/llama_layer_heads0.etir
+for sched in static dynamic; do
+  "$build/etcc" gpu-bundle/llama_layer_heads0.etir --schedule=$sched -o gpu-bundle/llama_layer_heads0_$sched.fatbin
+done
 # Profiled builds (etcc --profile) for etc-run --trace.
 for n in mlp two_stage_sum moe_block llama_layer; do
   "$build/etcc" samples/$n.etir --profile -o "gpu-bundle/${n}_profile.fatbin"

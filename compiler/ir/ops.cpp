@@ -925,7 +925,7 @@ std::vector<OpInfo> buildOps() {
                              "compiler chooses, by the batch and the cache length"),
                     optional("ranged", boolV(false),
                              "lens is i32[..., 2]: each row's first position and count"),
-                    optional("heads_per_task", intV(0),
+                    optional("heads_per_task", intV(1),
                              "cache heads a task of the one-part grid takes (a divisor of Hk), "
                              "their rows through one ring; 0: the compiler chooses, by the batch")},
                    "attention_decode(q [..., Hq*D], k_cache [..., S, Hk*D], v_cache [..., S, "

@@ -741,15 +741,17 @@ class Lowerer {
     int64_t n;  // cache heads a task
     Expr on;    // 1 at the sym values where this count applies, else 0
   };
-  // `written` (heads_per_task) where positive: that count everywhere. Otherwise, where the rows
-  // are a sym, the largest divisor of hk up to hk / cdiv(kAttentionTasks, rows): tasks of
-  // several heads while about kAttentionTasks tasks remain (for 8 cache heads: 1 up to 31 rows,
-  // 2 from 32, 4 from 64, 8 from 128). A task's fixed cost (its waits, the ring's fill, its
-  // notifies) is then paid once for several heads and the grid still fills the GPU: on an
-  // H200, Llama-3.2-1B at KV 511 with 1 / 2 / 4 / 8 heads a task took 1768 / 1892 / 2128 /
-  // 2660 us at B = 16, 2756 / 2643 / 2552 / 3010 at B = 64 and 4264 / 4016 / 3847 / 3771 at
-  // B = 128 (docs/benchmarks.md, session 32). The count grows with the rows, so each one holds
-  // over one range of them, [lo, hi], and `on` is 1 exactly there.
+  // `written` (heads_per_task) where positive: that count everywhere (1 by default). With 0,
+  // where the rows are a sym, the largest divisor of hk up to hk / cdiv(kAttentionTasks, rows):
+  // tasks of several heads while about kAttentionTasks tasks remain (for 8 cache heads: 1 up
+  // to 31 rows, 2 from 32, 4 from 64, 8 from 128). A task's fixed cost (its waits, the ring's
+  // fill, its notifies) is then paid once for several heads and the grid still fills the GPU:
+  // on an H200, Llama-3.2-1B at KV 511 with 1 / 2 / 4 / 8 heads a task took 1768 / 1892 /
+  // 2128 / 2660 us at B = 16, 2756 / 2643 / 2552 / 3010 at B = 64 and 4264 / 4016 / 3847 /
+  // 3771 at B = 128; with 0, -4.3% at B = 64 and -9.5% at B = 128 but +1.7% at B = 1 and
+  // +2.3% at B = 16, where its grids are empty (docs/benchmarks.md, session 32): not the
+  // default. The count grows with the rows, so each one holds over one range of them,
+  // [lo, hi], and `on` is 1 exactly there.
   std::vector<HeadsPlan> attentionHeadPlans(const Expr& rows, int64_t hk, int64_t written) const {
     if (written > 0) return {{written, intConst(1)}};
     const int64_t lo = std::max<int64_t>(1, tiling::lowerBound(m_, rows)), hi = tiling::upperBound(m_, rows);

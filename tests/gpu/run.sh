@@ -80,6 +80,10 @@ want check && for sched in static dynamic; do
     for b in 16 128; do check llama_layer_heads2_static "$B/llama_layer_heads2_static.fatbin" "B=$b" --sym S=4096 --random-outputs; done
     check llama_layer_heads2_static "$B/llama_layer_heads2_static.fatbin" B=3 --sym S=64 --random-outputs
   fi
+  # heads_per_task = 0: 2, 4 and 8 cache heads a task at B = 40, 70 and 128 (a grid per count).
+  if [ -f "$B/llama_layer_heads0_$sched.fatbin" ]; then
+    for b in 40 70 128; do check "llama_layer_heads0_$sched" "$B/llama_layer_heads0_$sched.fatbin" "B=$b" --sym S=4096 --random-outputs; done
+  fi
   # The same layer over a paged cache: every request gets 512 distinct pages of the pool in
   # shuffled order (etc-run's random page ids would let requests append to the same rows).
   for b in 1 8 32; do

@@ -505,7 +505,7 @@ graph @main {
   checkAgainstOpLevel(text, {{"B", 2}}, {{"lens", {1, 300}}}, 4e-3);
 }
 
-// Without heads_per_task the one-part grid's head count follows the batch: one grid per count
+// With heads_per_task = 0 the one-part grid's head count follows the batch: one grid per count
 // (8 cache heads: 1 a task up to B = 31, 2 to 63, 4 to 127, 8 at 128), each with rows only
 // where its count applies, so every B runs exactly one of them (or the split grid); each task
 // takes its slice of n heads, and the results are the op's at each count.
@@ -520,7 +520,7 @@ tensor lens : i32[B] input
 tensor o : bf16[B, 2048] output
 tensor lse : f32[B, 32] output
 graph @main {
-  o, lse = attention_decode(q, kc, vc, lens) { head_dim = 64 }
+  o, lse = attention_decode(q, kc, vc, lens) { head_dim = 64, heads_per_task = 0 }
 }
 )";
   auto p = parse(text);
