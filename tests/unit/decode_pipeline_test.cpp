@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -585,6 +586,24 @@ std::string generated(const std::string& model, int layers, int vocab, const std
 TEST(DecodePipeline, ReducedLlamaSampleMatchesItsOpLevelRun) {
   checkAgainstOpLevel(generated("llama3_2_1b", 1, 256), {{"B", 2}}, {{"tokens", {5, 255}}, {"pos", {0, 300}}}, 2e-2,
                       {"next_token"});
+}
+
+// --heads-per-task 0 writes heads_per_task = 0 on every layer's attention: its one-part grids
+// then come per count (1, 2, 4 and 8 cache heads a task), and the step still matches its op-level
+// run where they are empty (B = 2).
+TEST(DecodePipeline, ReducedLlamaSampleWithHeadsByTheBatch) {
+  const std::string text = generated("llama3_2_1b", 1, 256, "--heads-per-task 0");
+  EXPECT_NE(text.find("{ head_dim = D, heads_per_task = 0 }"), std::string::npos);
+  auto p = parse(text);
+  ASSERT_TRUE(p->module);
+  p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
+  ASSERT_TRUE(p->module) << p->errors();
+  std::set<std::string> names;
+  for (const ir::Task& t : p->module->tasks) names.insert(t.name);
+  for (const char* n : {"attention_decode_o_0_whole", "attention_decode_o_0_whole_heads2",
+                        "attention_decode_o_0_whole_heads4", "attention_decode_o_0_whole_heads8"})
+    EXPECT_TRUE(names.count(n)) << n;
+  checkAgainstOpLevel(text, {{"B", 2}}, {{"tokens", {5, 255}}, {"pos", {0, 300}}}, 2e-2, {"next_token"});
 }
 
 // The paged variant (--paged 16): the pool holds B * 257 pages, handed out in shuffled order.
