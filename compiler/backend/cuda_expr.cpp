@@ -83,11 +83,16 @@ std::string cudaExpr(const Module& m, const Expr& e, const CudaNames& names) {
     case ExprKind::Add: return joined(m, e, names, " + ");
     case ExprKind::Mul: return joined(m, e, names, " * ");
     case ExprKind::Div:
-      return fmt::format("etc::dev::floordiv({}, {})", cudaExpr(m, e->ops[0], names), cudaExpr(m, e->ops[1], names));
     case ExprKind::Mod:
-      return fmt::format("etc::dev::floormod({}, {})", cudaExpr(m, e->ops[0], names), cudaExpr(m, e->ops[1], names));
-    case ExprKind::CDiv:
-      return fmt::format("etc::dev::cdiv({}, {})", cudaExpr(m, e->ops[0], names), cudaExpr(m, e->ops[1], names));
+    case ExprKind::CDiv: {
+      // A divisor known only at run time (a sym, a coordinate) takes the helpers that divide in
+      // 32 bits where the operands fit; a constant one keeps the 64-bit helpers, whose division
+      // the compiler turns into a multiplication (and a second path would only add code).
+      const bool runtime = !isConstant(e->ops[1]);
+      const char* fn = e->kind == ExprKind::Div ? "floordiv" : e->kind == ExprKind::Mod ? "floormod" : "cdiv";
+      return fmt::format("etc::dev::{}{}({}, {})", fn, runtime ? "_rt" : "", cudaExpr(m, e->ops[0], names),
+                         cudaExpr(m, e->ops[1], names));
+    }
     case ExprKind::Min: return nary(m, e, names, "imin");
     case ExprKind::Max: return nary(m, e, names, "imax");
   }

@@ -133,6 +133,13 @@ LIMIT=300 run parallel-waits-nvrtc 0 samples/llama_layer_paged.etir -arch sm_90a
 run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-define=ETC_MM_MAX_STAGES=8 samples/mlp.etir &&
   if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then
     fail "device-define: the defines do not come first"; head -5 "$tmp/out"; else pass; fi
+# Index math: a divisor known only at run time takes the _rt helpers (cdiv(16, B) in the decode
+# layer's attention grids), a constant one the plain helpers; ETC_INDEX_DIV32=1 (their 32-bit
+# path) compiles.
+run index-div 0 --emit=cuda samples/llama_layer.etir && stdout_has index-div "etc::dev::cdiv_rt(16LL, p.sym[" &&
+  stdout_has index-div "etc::dev::cdiv(p.sym[0], 4LL)"
+LIMIT=300 run index-div32 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_INDEX_DIV32=1 -o "$tmp/div32.fatbin" &&
+  if [ -s "$tmp/div32.fatbin" ]; then pass; else fail "index-div32: no fatbin"; fi
 # The decode attention's knobs other than the defaults (FMA scores and o, plain cache copies, one
 # 32 KiB slot) still compile: the default paths compile with every sample.
 LIMIT=300 run attention-knobs 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_ATTN_MMA=0 --device-define ETC_ATTN_EVICT_FIRST=0 \

@@ -2,6 +2,9 @@
 // ragged, strided and unaligned views against a CPU reference in double, plus wait/notify
 // between CTAs and the error record. Build: tests/gpu/build_device_test.sh. Prints one line
 // per case (PASS/FAIL name err) and exits non-zero on any failure.
+// The 32-bit path of the run-time divisor helpers (floordiv_rt, ...; off by default in emitted
+// code) is what t_index checks; nothing else here uses them.
+#define ETC_INDEX_DIV32 1
 #include "etc/device/etc.cuh"
 
 #include <cuda_runtime.h>
@@ -1123,6 +1126,17 @@ __global__ void k_index(long long* out) {
     out[3 * i + 2] = cdiv(as[i], 3);
   }
 }
+// The helpers for divisors known only at run time (as cdiv(16, B)), across their 32-bit path's
+// edges: each (a, b) pair of the arrays, floordiv_rt, floormod_rt and cdiv_rt.
+__global__ void k_index_runtime(const long long* as, int na, const long long* bs, int nb, long long* out) {
+  for (int i = 0; i < na; ++i)
+    for (int j = 0; j < nb; ++j) {
+      long long* o = out + 3 * (i * nb + j);
+      o[0] = floordiv_rt(as[i], bs[j]);
+      o[1] = floormod_rt(as[i], bs[j]);
+      o[2] = cdiv_rt(as[i], bs[j]);
+    }
+}
 static void t_index() {
   long long* d;
   CK(cudaMalloc(&d, 18 * sizeof(long long)));
@@ -1134,6 +1148,34 @@ static void t_index() {
   for (int i = 0; i < 18; ++i) bad += h[i] != expect[i];
   report(bad == 0, "index_floordiv_floormod_cdiv", bad);
   cudaFree(d);
+
+  const std::vector<long long> as = {-7, -1, 0, 1, 16, 2147483647LL, 2147483648LL, -2147483648LL, -2147483649LL,
+                                     1099511627781LL, -1099511627781LL};
+  const std::vector<long long> bs = {1, 3, 16, 127, 2147483647LL, 2147483648LL, 4294967311LL};
+  const size_t n = as.size() * bs.size() * 3;
+  long long *da, *db, *dout;
+  CK(cudaMalloc(&da, as.size() * sizeof(long long)));
+  CK(cudaMalloc(&db, bs.size() * sizeof(long long)));
+  CK(cudaMalloc(&dout, n * sizeof(long long)));
+  CK(cudaMemcpy(da, as.data(), as.size() * sizeof(long long), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(db, bs.data(), bs.size() * sizeof(long long), cudaMemcpyHostToDevice));
+  k_index_runtime<<<1, 1>>>(da, (int)as.size(), db, (int)bs.size(), dout);
+  std::vector<long long> got(n);
+  CK(cudaMemcpy(got.data(), dout, n * sizeof(long long), cudaMemcpyDeviceToHost));
+  bad = 0;
+  for (size_t i = 0; i < as.size(); ++i)
+    for (size_t j = 0; j < bs.size(); ++j) {
+      const long long a = as[i], b = bs[j];
+      const long long q = a / b - ((a % b != 0 && a < 0) ? 1 : 0);  // floor, b > 0
+      const long long* o = got.data() + 3 * (i * bs.size() + j);
+      bad += o[0] != q;
+      bad += o[1] != a - q * b;
+      bad += o[2] != -((-a) / b - (((-a) % b != 0 && -a < 0) ? 1 : 0));
+    }
+  report(bad == 0, "index_runtime_divisors_32_and_64_bit", bad);
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dout);
 }
 
 // ---- main -------------------------------------------------------------------------------------------

@@ -22,6 +22,31 @@ __device__ __forceinline__ long long floormod(long long a, long long b) {
   return r < 0 ? r + b : r;
 }
 __device__ __forceinline__ long long cdiv(long long a, long long b) { return -floordiv(-a, b); }
+// The same for a divisor known only at run time (the emitter's choice: cdiv(16, B), say). With
+// ETC_INDEX_DIV32=1, where both operands fit in 32 bits (index math nearly always) a 32-bit
+// division, as a 64-bit one by a run-time value is a long subroutine on the GPU, and a task's
+// event ranges and grid extents have several on its critical path. Same results: both widths
+// truncate, and b > 0 keeps the 32-bit quotient from overflowing. Off by default until timed
+// (it adds code at every such division: 4% to the llama_layer fatbin).
+#ifndef ETC_INDEX_DIV32
+#define ETC_INDEX_DIV32 0
+#endif
+__device__ __forceinline__ bool fits_i32(long long v) { return ETC_INDEX_DIV32 != 0 && v == (long long)(int)v; }
+__device__ __forceinline__ long long floordiv_rt(long long a, long long b) {
+  if (fits_i32(a) && fits_i32(b)) {
+    const int q = (int)a / (int)b;
+    return ((int)a - q * (int)b != 0 && a < 0) ? q - 1 : q;
+  }
+  return floordiv(a, b);
+}
+__device__ __forceinline__ long long floormod_rt(long long a, long long b) {
+  if (fits_i32(a) && fits_i32(b)) {
+    const int r = (int)a % (int)b;
+    return r < 0 ? r + b : r;
+  }
+  return floormod(a, b);
+}
+__device__ __forceinline__ long long cdiv_rt(long long a, long long b) { return -floordiv_rt(-a, b); }
 
 namespace detail {
 // Compile-time min and max (tile geometry, vector widths).
