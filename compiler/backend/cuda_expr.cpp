@@ -67,7 +67,10 @@ std::string cudaExpr(const Module& m, const Expr& e, const CudaNames& names) {
     case ExprKind::Int:
       return e->value == INT64_MIN ? "(-9223372036854775807LL - 1)" : fmt::format("{}LL", e->value);
     case ExprKind::Const: return fmt::format("{}LL", e->value);
-    case ExprKind::Sym: return fmt::format("p.sym[{}]", e->id);
+    // A local copy of p.sym[id] (symLocals): a value, which the asm of a wait or notify (a
+    // "memory" clobber) does not make the compiler load again, so that index math over syms,
+    // cdiv(16, B) say, is done once a function rather than once a statement.
+    case ExprKind::Sym: return fmt::format("etc_s{}", e->id);
     case ExprKind::Coord: return names.coord(e->id);
     case ExprKind::Load: {
       // Row-major index into the i32 tensor, from its (symbolic) shape.
@@ -109,6 +112,13 @@ std::string cudaType(DType t) {
     case DType::U8: return "unsigned char";
   }
   return "void";
+}
+
+std::string symLocals(const Module& m, std::string_view indent) {
+  std::string out;
+  for (size_t k = 0; k < m.syms.size(); ++k)
+    out += fmt::format("{}[[maybe_unused]] const long long etc_s{} = p.sym[{}];\n", indent, k, k);
+  return out;
 }
 
 }  // namespace etc::backend

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "compiler/ir/ir.h"
 
@@ -13,7 +14,10 @@ struct CudaNames {
   std::function<std::string(uint32_t)> coord;  // coordinate id -> C++ expression
 };
 
+// Syms print as locals etc_s<k>: every function whose code uses cudaExpr declares them first
+// with symLocals (`[[maybe_unused]] const long long etc_s<k> = p.sym[<k>];` per sym, with p in scope).
 std::string cudaExpr(const ir::Module& m, const ir::Expr& e, const CudaNames& names);
+std::string symLocals(const ir::Module& m, std::string_view indent);
 
 // A megakernel runs the tasks and counts the notifies of every data-dependent extent at its
 // bound, whatever the data (surplus tasks skip their ops but notify): `e` with every

@@ -234,6 +234,7 @@ class Emitter {
     const size_t fn_at = body.size();
     body += "template <int kMode, int kKernel>\n__device__ __noinline__ bool @TASKFN@(const EtcParams& p, const "
             "etc::dev::Ctx& ctx, long long t@TASKARGS@) {\n";
+    body += symLocals(m_, "  ");
     body += coordDecode(t, "t", "  ");
     std::vector<std::string> smem;
     int views = 0;
@@ -559,7 +560,7 @@ class Emitter {
     CudaNames names;
     names.coord = [](uint32_t id) { return coordVar(id); };
     std::string out = fmt::format("__device__ __noinline__ unsigned waits_{}(const EtcParams& p, long long t) {{\n", t.name);
-    out += "  (void)p;\n" + coordDecode(t, "t", "  ") + "  unsigned n = 0;\n";
+    out += "  (void)p;\n" + symLocals(m_, "  ") + coordDecode(t, "t", "  ") + "  unsigned n = 0;\n";
     for (const TaskStmt& st : t.body)
       if (const auto* w = std::get_if<WaitStmt>(&st))
         out += eventLoops(w->event, names, false,
@@ -577,7 +578,7 @@ class Emitter {
     CudaNames names;
     names.coord = [](uint32_t id) { return coordVar(id); };
     std::string out = fmt::format("__device__ __noinline__ void diagnose_{}(const EtcParams& p, long long t) {{\n", t.name);
-    out += "  (void)p;\n" + coordDecode(t, "t", "  ");
+    out += "  (void)p;\n" + symLocals(m_, "  ") + coordDecode(t, "t", "  ");
     for (const TaskStmt& st : t.body)
       if (const auto* w = std::get_if<WaitStmt>(&st))
         out += eventLoops(w->event, names, false,
@@ -597,6 +598,7 @@ class Emitter {
     std::string out = fmt::format("template <>\n__device__ __noinline__ void etc_ready<{}>(const EtcParams& p, int event, "
                                   "const long long* e) {{\n",
                                   ki);
+    out += symLocals(m_, "  ");
     out += fmt::format("  const etc::dev::Sched s = etc::dev::sched_at(p.events + {}LL, {}LL);\n", sl.offset, sl.max_tasks);
     out += "  (void)s; (void)e;\n  switch (event) {\n";
     std::map<uint32_t, std::string> cases;
@@ -1112,6 +1114,7 @@ class Emitter {
     out_ += "  extern __shared__ __align__(128) unsigned char etc_smem[];\n";
     out_ += fmt::format("  const etc::dev::Ctx ctx{{etc_smem, {}_smem}};\n", k.name);
     out_ += fmt::format("  long long* const ends = etc_ends_{}();\n", ki);
+    out_ += symLocals(m_, "  ");
     out_ += "  if (threadIdx.x == 0) {\n    long long e = 0LL;\n";
     for (size_t i = 0; i < k.tasks.size(); ++i) {
       const Task& t = m_.tasks[k.tasks[i]];

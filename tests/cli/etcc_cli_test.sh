@@ -136,8 +136,8 @@ run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-def
 # Index math: a divisor known only at run time takes the _rt helpers (cdiv(16, B) in the decode
 # layer's attention grids), a constant one the plain helpers; ETC_INDEX_DIV32=1 (their 32-bit
 # path) compiles.
-run index-div 0 --emit=cuda samples/llama_layer.etir && stdout_has index-div "etc::dev::cdiv_rt(16LL, p.sym[" &&
-  stdout_has index-div "etc::dev::cdiv(p.sym[0], 4LL)"
+run index-div 0 --emit=cuda samples/llama_layer.etir && stdout_has index-div "etc::dev::cdiv_rt(16LL, etc_s0)" &&
+  stdout_has index-div "etc::dev::cdiv(etc_s0, 4LL)"
 LIMIT=300 run index-div32 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_INDEX_DIV32=1 -o "$tmp/div32.fatbin" &&
   if [ -s "$tmp/div32.fatbin" ]; then pass; else fail "index-div32: no fatbin"; fi
 # The decode attention's knobs other than the defaults (FMA scores and o, plain cache copies, one
