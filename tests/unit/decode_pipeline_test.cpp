@@ -466,22 +466,29 @@ graph @main {
   checkAgainstOpLevel(text, {{"B", 20}, {"S", 300}}, {{"lens", lens}}, 4e-3);
 }
 
-// heads_per_task = 2: the one-part grid's tasks take two cache heads each (grid [rows, 4] for 8
-// cache heads, slices of 2 heads), the split grid keeps one; the results are the op's at both.
-TEST(DecodePipeline, AttentionHeadsPerTaskGroupsTheOnePartGrid) {
-  const char* text = R"(
-module @heads_per_task
-sym B in [1, 32]
+// One attention_decode of B in [1, b_hi] rows over q [B, 2048] (32 query heads of 64) and caches
+// [B, s, 512] (8 cache heads), `attrs` after head_dim.
+std::string attentionModule(const std::string& name, int64_t b_hi, int64_t s, const std::string& attrs) {
+  return fmt::format(R"(
+module @{0}
+sym B in [1, {1}]
 tensor q : bf16[B, 2048] input
-tensor kc : bf16[B, 300, 512] input
-tensor vc : bf16[B, 300, 512] input
+tensor kc : bf16[B, {2}, 512] input
+tensor vc : bf16[B, {2}, 512] input
 tensor lens : i32[B] input
 tensor o : bf16[B, 2048] output
 tensor lse : f32[B, 32] output
-graph @main {
-  o, lse = attention_decode(q, kc, vc, lens) { head_dim = 64, heads_per_task = 2 }
+graph @main {{
+  o, lse = attention_decode(q, kc, vc, lens) {{ head_dim = 64{3} }}
+}}
+)",
+                     name, b_hi, s, attrs);
 }
-)";
+
+// heads_per_task = 2: the one-part grid's tasks take two cache heads each (grid [rows, 4] for 8
+// cache heads, slices of 2 heads), the split grid keeps one; the results are the op's at both.
+TEST(DecodePipeline, AttentionHeadsPerTaskGroupsTheOnePartGrid) {
+  const std::string text = attentionModule("heads_per_task", 32, 300, ", heads_per_task = 2");
   auto p = parse(text);
   ASSERT_TRUE(p->module);
   p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
@@ -511,19 +518,7 @@ graph @main {
 // where its count applies, so every B runs exactly one of them (or the split grid); each task
 // takes its slice of n heads, and the results are the op's at each count.
 TEST(DecodePipeline, AttentionHeadsPerTaskFollowTheBatch) {
-  const char* text = R"(
-module @heads_auto
-sym B in [1, 128]
-tensor q : bf16[B, 2048] input
-tensor kc : bf16[B, 70, 512] input
-tensor vc : bf16[B, 70, 512] input
-tensor lens : i32[B] input
-tensor o : bf16[B, 2048] output
-tensor lse : f32[B, 32] output
-graph @main {
-  o, lse = attention_decode(q, kc, vc, lens) { head_dim = 64, heads_per_task = 0 }
-}
-)";
+  const std::string text = attentionModule("heads_auto", 128, 70, ", heads_per_task = 0");
   auto p = parse(text);
   ASSERT_TRUE(p->module);
   p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
