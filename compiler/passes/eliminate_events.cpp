@@ -434,7 +434,7 @@ class Eliminator {
         // as attention's one-part grid of all cache heads a task before the o projection, beside
         // one that notifies its columns' waiters): its notifies become notifies of the other event
         // whole, every element of which then also counts them.
-        const bool a_single = singleCounter(ea), b_single = singleCounter(eb);
+        const bool a_single = singleCounter(a), b_single = singleCounter(b);
         if (a_single == b_single) continue;
         const uint32_t keep = a_single ? b : a, gone = a_single ? a : b;
         if (wholeNotifyAdds(keep, gone) > kMaxJoinedAdds) continue;
@@ -476,11 +476,21 @@ class Eliminator {
   // L2; a notify's adds are fire-and-forget, 32 at a time).
   static constexpr int64_t kMaxJoinedAdds = int64_t{1} << 16;
 
-  // An event of one element (`[1]`, or `[]`) whose initial count names no coordinate.
-  static bool singleCounter(const Event& e) {
+  // An event of one element (`[1]`, or `[]`) whose initial count names no coordinate and whose
+  // every notify adds one (a point, or no subscript). A keyed event whose waiter dimension has
+  // extent 1 has that shape too, but its notifies are clamped ranges, empty for the tiles that
+  // miss the one waiter: as notifies of another event whole they would all count.
+  bool singleCounter(uint32_t ev) const {
+    const Event& e = m_.events[ev];
     for (const Expr& d : e.shape)
       if (asInt(d) != 1) return false;
-    return !hasCoord(e.init) && !hasLoad(e.init);
+    if (hasCoord(e.init) || hasLoad(e.init)) return false;
+    for (const Site& s : sites(ev, false)) {
+      const Slice& sl = std::get<NotifyStmt>(stmt(s)).event;
+      for (const SliceDim& d : sl.dims)
+        if (d.is_range) return false;
+    }
+    return true;
   }
 
   // ---- rule 3: transitive reduction ------------------------------------------------------
