@@ -64,13 +64,13 @@ std::string generate(std::mt19937& rng, int64_t r_lo, int64_t r_hi, bool* partia
     int kind = pick(8);
     p.coords = "i";
     if (kind < 4) {  // row tiles, all columns or a fixed column range
-      p.tile = std::array{1, 2, 2, 3, 4}[pick(5)];
+      p.tile = std::array{1, 2, 2, 3, 4, 8}[pick(6)];  // 8: one tile where R <= 8 (grids of extent 1)
       p.clamped = pick(3) == 0;
       p.grid = fmt::format("cdiv(R, {})", p.tile);
       p.cols = pick(2) ? ":" : "2 : 6";
       sizes.push_back(p.grid);
     } else if (kind < 6) {  // row and column tiles
-      p.tile = std::array{1, 2, 4}[pick(3)];
+      p.tile = std::array{1, 2, 4, 8}[pick(4)];
       p.clamped = pick(3) == 0;
       int cs = std::array{2, 4, 8}[pick(3)];
       p.grid = fmt::format("cdiv(R, {}), {}", p.tile, kCols / cs);
