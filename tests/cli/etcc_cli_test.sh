@@ -138,6 +138,15 @@ run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-def
 # path) compiles.
 run index-div 0 --emit=cuda samples/llama_layer.etir && stdout_has index-div "etc::dev::cdiv_rt(16LL, etc_s0)" &&
   stdout_has index-div "etc::dev::cdiv(etc_s0, 4LL)"
+# Syms are read once per function into locals: p.sym appears only in their declarations (a use
+# of p.sym in an expression is loaded again after every wait's and notify's asm).
+for sched in static dynamic; do
+  for f in samples/moe_block.etir samples/llama_layer_paged.etir; do
+    run "sym-locals-$sched" 0 --emit=cuda --schedule=$sched "$f" &&
+      if grep 'p\.sym\[' "$tmp/out" | grep -qv '\[\[maybe_unused\]\] const long long etc_s[0-9]* = p\.sym\[[0-9]*\];'; then
+        fail "sym-locals-$sched: $f uses p.sym outside the locals"; else pass; fi
+  done
+done
 LIMIT=300 run index-div32 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_INDEX_DIV32=1 -o "$tmp/div32.fatbin" &&
   if [ -s "$tmp/div32.fatbin" ]; then pass; else fail "index-div32: no fatbin"; fi
 # The decode attention's knobs other than the defaults (FMA scores and o, plain cache copies, one
