@@ -141,8 +141,7 @@ def generate(model, layers, vocab, command, page=None, heads_per_task=None):
                       f"  kn_{l} = rmsnorm(k_{l}, {p}self_attn_k_norm_weight) {{ eps = {eps}, head_dim = D }}"]
             q, k = f"qn_{l}", f"kn_{l}"
         lines += [f"  qr_{l}, kr_{l} = rope({q}, {k}, pos) {{ head_dim = D, {m['rope']} }}",
-                  kv_lines(l, page, heads_per_task)[0],
-                  kv_lines(l, page, heads_per_task)[1],
+                  *kv_lines(l, page, heads_per_task),
                   f"  attn_{l} = matmul(o_{l}, {p}self_attn_o_proj_weight) {{ transpose_b }}",
                   f"  h2_{l}, res = add_rmsnorm(attn_{l}, res, {p}post_attention_layernorm_weight) {{ eps = {eps} }}",
                   f"  gate_{l} = matmul(h2_{l}, {p}mlp_gate_proj_weight) {{ transpose_b }}",

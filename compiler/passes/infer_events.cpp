@@ -93,7 +93,6 @@ class Inference {
 
   void pair(uint32_t pi, uint32_t ci) {
     if (pi == ci || orderedByHand(m_.tasks[pi], m_.tasks[ci])) return;
-    if (neverBothRun(m_.tasks[pi], m_.tasks[ci])) return;
     std::vector<Dep> deps;
     for (const Access& a : accesses(m_.tasks[pi]))
       for (const Access& b : accesses(m_.tasks[ci])) {
@@ -103,6 +102,9 @@ class Inference {
         if (auto d = dependency(m_.tasks[pi], *a.slice, m_.tasks[ci], *b.slice); d && asInt(d->count) != 0)
           deps.push_back(std::move(*d));
       }
+    // Tried only for pairs that conflict: it walks a sym's values, and most pairs of grids
+    // share no tensor.
+    if (deps.empty() || neverBothRun(m_.tasks[pi], m_.tasks[ci])) return;
     // One event per distinct key list: counts of deps with the same keys add up, and every
     // P task performs each dep's notify.
     std::map<std::vector<uint32_t>, std::vector<const Dep*>> by_keys;

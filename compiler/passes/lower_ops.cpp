@@ -643,11 +643,11 @@ class Lowerer {
     // a task is named for its count.
     auto add_whole = [&, base_plan = p, base_call = call](const Expr& grid_rows, const Expr& first_row,
                                                          const std::string& name) {
+      const Expr r = simplify(add(b, first_row), m_.symRanges());
       for (const HeadsPlan& hp : head_plans) {
         TilePlan wp = base_plan;
         wp.grid[0] = simplify(mul(grid_rows, hp.on), m_.symRanges());
         wp.grid[1] = intConst(hk / hp.n);
-        const Expr r = simplify(add(b, first_row), m_.symRanges());
         OpCall whole = base_call;
         row_args(whole, r, hp.n);
         if (ranged) whole.attrs.push_back(tiling::boolAttr("ranged"));
