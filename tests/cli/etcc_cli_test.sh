@@ -183,7 +183,7 @@ run row-forms 0 --emit=cuda --no-gated-matmul "$tmp/l2.etir" &&
   stdout_has row-forms "if (!etc::dev::rope_row<2048, 512, 64>(ctx, a0, a1, a2, a3, a4, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192})) etc_op" &&
   stdout_has row-forms "if (!etc::dev::silu_mul_rows<1024>(ctx, a0, a1, a2)) etc_op" &&
   stdout_has row-forms "if (!etc::dev::rmsnorm_rows<2048>(ctx, a0, a1, 1.0000000000000001e-05f, a2)) etc_op" &&
-  stdout_has row-forms "if (!etc::dev::attention_merge_row<16, 256, 64>(ctx, a0, a1, a2, etc::dev::View<float>{})) etc_op"
+  stdout_has row-forms "if (!etc::dev::attention_merge_row<8, 256, 64>(ctx, a0, a1, a2, etc::dev::View<float>{})) etc_op"
 # Fused row chains (etc/device/fused_rows.cuh): a layer's norm and q/k/v tasks, inline in the
 # task with the chain's calls in a function of their own for other shapes.
 run fused-rows 0 --emit=cuda "$tmp/l2.etir" &&

@@ -110,7 +110,7 @@ fi
 # The decode models (tools/gen_decode_sample.py): ONE fatbin per model for every B and every
 # position. Caches start random (--random-outputs: a random past), positions come from files:
 # short (random 1..7), mixed (0, 1, 255, 256, 511, 4095, 4096 in turn) and all 4096 (the
-# longest: 17 KV splits of 256). Float outputs must meet the bf16 tolerance; next_token (the
+# longest: at B = 1, 8 KV parts of 513). Float outputs must meet the bf16 tolerance; next_token (the
 # argmax of bf16 logits) may differ from the interpreter's only at near-ties, where the
 # interpreter's logits at the kernel's token are within one bf16 ulp of their maximum
 # (etc-run --argmax-of): both round every op to bf16, in different orders, and a one-ulp

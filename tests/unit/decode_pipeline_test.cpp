@@ -341,12 +341,13 @@ TEST(DecodePipeline, AttentionIsSplitByLengthAndMerged) {
   ASSERT_TRUE(p->module);
   p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
   ASSERT_TRUE(p->module) << p->errors();
-  // One kv_ranges for both attentions (same lens): at most cdiv(600, 64) = 10 parts per row,
-  // 64 parts over all rows for 2 cache heads (128 tasks); the grid has min(10, cdiv(64, B)).
-  for (auto [b, parts] : {std::pair<int64_t, int64_t>{1, 10}, {7, 10}, {8, 8}, {9, 8}}) {
+  // One kv_ranges for both attentions (same lens): at most min(8, cdiv(600, 64) = 10) parts per
+  // row (kAttentionMaxParts), 64 parts over all rows for 2 cache heads (128 tasks); the grid has
+  // min(8, cdiv(64, B)), 8 up to B = 9 (the sym's bound).
+  for (auto [b, parts] : {std::pair<int64_t, int64_t>{1, 8}, {7, 8}, {8, 8}, {9, 8}}) {
     SCOPED_TRACE("B=" + std::to_string(b));
     SplitPlan plan = splitPlan(*p->module, {{"B", b}});
-    EXPECT_EQ(plan.ranges, (std::set<std::pair<int64_t, int64_t>>{{10, 64}}));
+    EXPECT_EQ(plan.ranges, (std::set<std::pair<int64_t, int64_t>>{{8, 64}}));
     EXPECT_EQ(plan.merges, 1);  // kv_splits = 1: the second attention writes o1 directly
     EXPECT_EQ(plan.ranged_calls, 1);
     EXPECT_EQ(plan.parts, std::vector<int64_t>{parts});
@@ -399,15 +400,15 @@ TEST(DecodePipeline, PagedAttentionPartsFollowTheBatch) {
   ASSERT_TRUE(p->module);
   p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
   ASSERT_TRUE(p->module) << p->errors();
-  // The compiler's split: up to cdiv(40 * 16, 64) = 10 parts, 64 over all rows; kv_splits = 3:
+  // The compiler's split: up to min(8, cdiv(40 * 16, 64) = 10) parts, 64 over all rows; kv_splits = 3:
   // 3 parts per row at every B (spread 3 * 9 rows). The grid has no more parts than a full
   // table fills with parts of 64 positions (one for tables of one to four pages). Where that
   // is one part, the split grid and its merge have no rows and the whole grid has them all.
   for (auto [b, maxp, parts, parts3] :
-       {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 40, 10, 3}, {9, 40, 8, 3}, {1, 1, 1, 1}, {9, 5, 2, 2}}) {
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 40, 8, 3}, {9, 40, 8, 3}, {1, 1, 1, 1}, {9, 5, 2, 2}}) {
     SCOPED_TRACE(fmt::format("B={} MAXP={}", b, maxp));
     SplitPlan plan = splitPlan(*p->module, {{"B", b}, {"MAXP", maxp}});
-    EXPECT_EQ(plan.ranges, (std::set<std::pair<int64_t, int64_t>>{{10, 64}, {3, 27}}));
+    EXPECT_EQ(plan.ranges, (std::set<std::pair<int64_t, int64_t>>{{8, 64}, {3, 27}}));
     EXPECT_EQ(plan.parts, (std::vector<int64_t>{parts, parts3}));
     const int64_t split = parts > 1 ? b : 0, split3 = parts3 > 1 ? b : 0;
     EXPECT_EQ(plan.split_rows, (std::vector<int64_t>{split, split3}));
