@@ -52,14 +52,16 @@ constexpr int64_t kGroupedMinTileN = 16;
 // much slower at 4096: B = 1 2292 -> 2410 us, B = 4 2657 -> 3498 (one part of 4096 a row).
 constexpr int64_t kAttentionTasks = 128;
 constexpr int64_t kAttentionMinChunk = 64;
-// And a row takes at most kAttentionMaxParts parts: with 8 cache heads (both decode samples)
-// that changes B = 1 only, which had 16 (B = 2 has 8 anyway). At 512 positions 8 of the 16 were empty (parts of at least
-// 64): tasks that still waited for kv_append, wrote o = 0 and were merged. H200, Llama-3.2-1B,
-// etc-run --bench, B = 1: 1634.0 -> 1601.3 us at position 511 (two rounds), 1691.9 -> 1678.9 at
-// 4095 (8 parts of 512 instead of 16 of 256). 64 tasks at every B (8 parts at B = 1, 4 at 2, 2
-// at 4, one from B = 8) gained as much at B = 1 and 4 (position 511), but one part of 4096
-// positions a row at B = 8 is what made 32 tasks slow at 4096 (above).
-constexpr int64_t kAttentionMaxParts = 8;
+// And a row takes at most the parts of kAttentionRowTasks tasks: cdiv(kAttentionRowTasks, Hk),
+// 8 with 8 cache heads (both decode samples), which changes B = 1 only: it had 16 (B = 2 has 8
+// anyway), and at 512 positions 8 of the 16 were empty (parts of at least 64): tasks that still
+// waited for kv_append, wrote o = 0 and were merged. H200, Llama-3.2-1B, etc-run --bench, B = 1:
+// 1634.0 -> 1601.3 us at position 511 (two rounds), 1691.9 -> 1678.9 at 4095 (8 parts of 512
+// instead of 16 of 256). 64 tasks at every B (8 parts at B = 1, 4 at 2, 2 at 4, one from B = 8)
+// gained as much at B = 1 and 4 (position 511), but one part of 4096 positions a row at B = 8 is
+// what made 32 tasks slow at 4096 (above). A count of tasks rather than of parts, so that a
+// model with fewer cache heads keeps its parallelism at B = 1 (2 heads: 32 parts a row).
+constexpr int64_t kAttentionRowTasks = 64;
 
 const char* kCoordNames[] = {"i", "j", "k", "l"};
 
@@ -614,11 +616,12 @@ class Lowerer {
     const int64_t len_hi = std::max<int64_t>(1, tiling::upperBound(m_, len));
     const int64_t rows_hi = std::max<int64_t>(1, tiling::upperBound(m_, rows));
     // Parts per row: kv_splits where written (at every B), else up to the positions' share of
-    // kAttentionTasks, and at most kAttentionMaxParts. Ranged calls are parts already.
+    // kAttentionTasks, and at most kAttentionRowTasks' share. Ranged calls are parts already.
     const int64_t spread = (kAttentionTasks + hk - 1) / hk;
     int64_t splits = tiling::attrInt(c, "kv_splits");
     const bool fixed = splits > 0;
-    if (!fixed) splits = std::min({spread, kAttentionMaxParts, (len_hi + kAttentionMinChunk - 1) / kAttentionMinChunk});
+    const int64_t row_parts = (kAttentionRowTasks + hk - 1) / hk;
+    if (!fixed) splits = std::min({spread, row_parts, (len_hi + kAttentionMinChunk - 1) / kAttentionMinChunk});
     if (ranged) splits = 1;
 
     Expr b = coordRef(0, "b"), g = coordRef(1, "g"), part = coordRef(2, "p");

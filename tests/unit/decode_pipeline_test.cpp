@@ -341,16 +341,44 @@ TEST(DecodePipeline, AttentionIsSplitByLengthAndMerged) {
   ASSERT_TRUE(p->module);
   p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
   ASSERT_TRUE(p->module) << p->errors();
-  // One kv_ranges for both attentions (same lens): at most min(8, cdiv(600, 64) = 10) parts per
-  // row (kAttentionMaxParts), 64 parts over all rows for 2 cache heads (128 tasks); the grid has
-  // min(8, cdiv(64, B)), 8 up to B = 9 (the sym's bound).
-  for (auto [b, parts] : {std::pair<int64_t, int64_t>{1, 8}, {7, 8}, {8, 8}, {9, 8}}) {
+  // One kv_ranges for both attentions (same lens): at most cdiv(600, 64) = 10 parts per row,
+  // 64 parts over all rows for 2 cache heads (128 tasks); the grid has min(10, cdiv(64, B)).
+  for (auto [b, parts] : {std::pair<int64_t, int64_t>{1, 10}, {7, 10}, {8, 8}, {9, 8}}) {
     SCOPED_TRACE("B=" + std::to_string(b));
     SplitPlan plan = splitPlan(*p->module, {{"B", b}});
-    EXPECT_EQ(plan.ranges, (std::set<std::pair<int64_t, int64_t>>{{8, 64}}));
+    EXPECT_EQ(plan.ranges, (std::set<std::pair<int64_t, int64_t>>{{10, 64}}));
     EXPECT_EQ(plan.merges, 1);  // kv_splits = 1: the second attention writes o1 directly
     EXPECT_EQ(plan.ranged_calls, 1);
     EXPECT_EQ(plan.parts, std::vector<int64_t>{parts});
+  }
+}
+
+// A row's parts at B = 1 are capped by a count of tasks (kAttentionRowTasks = 64), not of
+// parts: 8 a row with 8 cache heads, 32 with 2. The cache is long enough (4096 positions, 64
+// parts of 64) that neither the length nor the 128-task spread is what binds.
+TEST(DecodePipeline, AttentionPartsOfOneRowFollowTheCacheHeads) {
+  for (auto [hk, parts1, parts2, parts4] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{8, 8, 8, 4}, {2, 32, 32, 16}}) {
+    SCOPED_TRACE(fmt::format("Hk={}", hk));
+    auto p = parse(fmt::format(R"(
+module @attention_parts
+sym B in [1, 16]
+const D = 64
+tensor q : bf16[B, {0}] input
+tensor kc : bf16[B, 4096, {1}] input
+tensor vc : bf16[B, 4096, {1}] input
+tensor lens : i32[B] input
+tensor o : bf16[B, {0}] output
+graph @main {{
+  o = attention_decode(q, kc, vc, lens) {{ head_dim = D }}
+}}
+)",
+                               4 * hk * 64, hk * 64));
+    ASSERT_TRUE(p->module) << p->errors();
+    p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
+    ASSERT_TRUE(p->module) << p->errors();
+    EXPECT_EQ(splitPlan(*p->module, {{"B", 1}}).parts, std::vector<int64_t>{parts1});
+    EXPECT_EQ(splitPlan(*p->module, {{"B", 2}}).parts, std::vector<int64_t>{parts2});
+    EXPECT_EQ(splitPlan(*p->module, {{"B", 4}}).parts, std::vector<int64_t>{parts4});
   }
 }
 
@@ -400,15 +428,15 @@ TEST(DecodePipeline, PagedAttentionPartsFollowTheBatch) {
   ASSERT_TRUE(p->module);
   p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
   ASSERT_TRUE(p->module) << p->errors();
-  // The compiler's split: up to min(8, cdiv(40 * 16, 64) = 10) parts, 64 over all rows; kv_splits = 3:
+  // The compiler's split: up to cdiv(40 * 16, 64) = 10 parts, 64 over all rows; kv_splits = 3:
   // 3 parts per row at every B (spread 3 * 9 rows). The grid has no more parts than a full
   // table fills with parts of 64 positions (one for tables of one to four pages). Where that
   // is one part, the split grid and its merge have no rows and the whole grid has them all.
   for (auto [b, maxp, parts, parts3] :
-       {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 40, 8, 3}, {9, 40, 8, 3}, {1, 1, 1, 1}, {9, 5, 2, 2}}) {
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 40, 10, 3}, {9, 40, 8, 3}, {1, 1, 1, 1}, {9, 5, 2, 2}}) {
     SCOPED_TRACE(fmt::format("B={} MAXP={}", b, maxp));
     SplitPlan plan = splitPlan(*p->module, {{"B", b}, {"MAXP", maxp}});
-    EXPECT_EQ(plan.ranges, (std::set<std::pair<int64_t, int64_t>>{{8, 64}, {3, 27}}));
+    EXPECT_EQ(plan.ranges, (std::set<std::pair<int64_t, int64_t>>{{10, 64}, {3, 27}}));
     EXPECT_EQ(plan.parts, (std::vector<int64_t>{parts, parts3}));
     const int64_t split = parts > 1 ? b : 0, split3 = parts3 > 1 ? b : 0;
     EXPECT_EQ(plan.split_rows, (std::vector<int64_t>{split, split3}));
