@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <set>
 #include <utility>
 
@@ -45,7 +46,8 @@ class Emitter {
  public:
   Emitter(const Module& m, DiagnosticEngine& diags, const ProfileLayout* profile, const EmitOptions& options)
       : m_(m), diags_(diags), profile_(profile), weight_prefetch_(options.weight_prefetch),
-        parallel_waits_(options.parallel_waits), share_task_code_(options.share_task_code),
+        parallel_waits_(options.parallel_waits), early_notify_ranges_(options.early_notify_ranges),
+        share_task_code_(options.share_task_code),
         defines_(options.defines) {
     layout_ = eventLayout(m, nullptr);
     sched_ = schedLayout(m, nullptr);
@@ -148,7 +150,21 @@ class Emitter {
   // Loops over the elements of an event slice; `body` sees e0.. as the element coordinates
   // and `lin` as the linear index. When `last_as_range`, the innermost range dimension is not
   // looped: `e{r-1}` is its start and `n_last` its length.
-  std::string eventLoops(const Slice& s, const CudaNames& names, bool last_as_range, const std::string& body) {
+  // Dimension d of an event slice: its first element, its end, and whether it is a range (a
+  // dimension past the slice's subscripts is the event's whole extent).
+  std::tuple<Expr, Expr, bool> sliceBounds(const Slice& s, size_t d) const {
+    const Event& e = m_.events[s.target];
+    const bool range = d >= s.dims.size() || s.dims[d].is_range;
+    Expr lo = d < s.dims.size() ? s.dims[d].lo : intConst(0);
+    Expr hi = d >= s.dims.size() ? e.shape[d] : range ? s.dims[d].hi : add(lo, intConst(1));
+    return {lo, hi, range};
+  }
+
+  // bound(d, hi): a name computed before (--early-notify-ranges) for the dimension's lo or hi, or
+  // "" to print the expression here.
+  using BoundNames = std::function<std::string(size_t, bool)>;
+  std::string eventLoops(const Slice& s, const CudaNames& names, bool last_as_range, const std::string& body,
+                         const BoundNames& bound = nullptr) {
     const Event& e = m_.events[s.target];
     const EventLayout& l = layout_[s.target];
     size_t r = e.shape.size();
@@ -156,20 +172,20 @@ class Emitter {
     for (size_t d = 0; d < r; ++d) {
       int64_t stride = 1;
       for (size_t k = d + 1; k < r; ++k) stride *= l.max_extent[k];
-      bool range = d < s.dims.size() && s.dims[d].is_range;
-      Expr lo = d < s.dims.size() ? s.dims[d].lo : intConst(0);
-      Expr hi = range ? s.dims[d].hi : (d < s.dims.size() ? add(lo, intConst(1)) : e.shape[d]);
-      if (d >= s.dims.size()) range = true;
+      const auto [lo, hi, range] = sliceBounds(s, d);
+      std::string lo_s = bound ? bound(d, false) : "", hi_s = bound ? bound(d, true) : "";
+      if (lo_s.empty()) lo_s = cudaExpr(m_, lo, names);
+      if (hi_s.empty()) hi_s = cudaExpr(m_, hi, names);
       std::string indent(4 + 2 * d, ' ');
       if (range && last_as_range && d + 1 == r) {
         open += fmt::format("{}const long long e{} = {}; const long long n_last = etc::dev::imax(0LL, {} - e{});\n",
-                            indent, d, cudaExpr(m_, lo, names), cudaExpr(m_, hi, names), d);
+                            indent, d, lo_s, hi_s, d);
       } else if (range) {
         open += fmt::format("{0}for (long long e{1} = {2}, e{1}_end = {3}; e{1} < e{1}_end; ++e{1}) {{\n", indent, d,
-                            cudaExpr(m_, lo, names), cudaExpr(m_, hi, names));
+                            lo_s, hi_s);
         close = std::string(indent) + "}\n" + close;
       } else {
-        open += fmt::format("{}{{ const long long e{} = {};{}\n", indent, d, cudaExpr(m_, lo, names),
+        open += fmt::format("{}{{ const long long e{} = {};{}\n", indent, d, lo_s,
                             last_as_range && d + 1 == r ? " const long long n_last = 1LL;" : "");
         close = std::string(indent) + "}\n" + close;
       }
@@ -273,6 +289,29 @@ class Emitter {
       }
       body += fmt::format("    {}\n    etc_prefetched = true;\n  }}\n", prefetchDispatch(t, *prefetch, views));
     }
+    // --early-notify-ranges: each static notify's element bounds that read no tensor, as locals
+    // computed before the waits (index math over syms and coordinates, which the static
+    // schedule otherwise does after the ops, between the fence and the adds).
+    std::map<size_t, std::vector<std::pair<std::string, std::string>>> early;  // statement -> (lo, hi) names a dimension
+    if (early_notify_ranges_) {
+      for (size_t si = 0; si < t.body.size(); ++si) {
+        const auto* n = std::get_if<NotifyStmt>(&t.body[si]);
+        // A repeat of the statement before it is emitted with that one (the count added at once).
+        const auto* prev = si > 0 ? std::get_if<NotifyStmt>(&t.body[si - 1]) : nullptr;
+        if (!n || (prev && ir::printSlice(m_, prev->event, true) == ir::printSlice(m_, n->event, true))) continue;
+        auto local = [&](const Expr& x, const std::string& name) -> std::string {
+          if (hasLoad(x) || isConstant(x)) return "";
+          body += fmt::format("  [[maybe_unused]] const long long {} = {};\n", name, cudaExpr(m_, x, names));
+          return name;
+        };
+        std::vector<std::pair<std::string, std::string>>& dims = early[si];
+        for (size_t d = 0; d < m_.events[n->event.target].shape.size(); ++d) {
+          const auto [lo, hi, range] = sliceBounds(n->event, d);
+          std::string lo_name = local(lo, fmt::format("etc_n{}_lo{}", si, d));
+          dims.emplace_back(lo_name, range ? local(hi, fmt::format("etc_n{}_hi{}", si, d)) : "");
+        }
+      }
+    }
     bool after_call = false;  // the previous statement was a call
     bool ops_begun = false, ops_ended = false;  // --profile: marks before the first op and the first notify after it
     bool fenced = false;      // static notifies: notify_fence() done since the last call
@@ -336,10 +375,13 @@ class Emitter {
                         initAt(e), site(ti, n->event.target, t));
         std::string plain = fmt::format("etc::dev::notify_add(p.events + lin, (unsigned)n_last, {}u);", times);
         std::string fence = std::exchange(fenced, true) ? "" : "    etc::dev::notify_fence();\n";
+        BoundNames bound;
+        if (auto it = early.find(si); it != early.end())
+          bound = [&dims = it->second](size_t d, bool hi) { return d < dims.size() ? (hi ? dims[d].second : dims[d].first) : ""; };
         std::string checked_all;
-        for (unsigned k = 0; k < times; ++k) checked_all += eventLoops(n->event, names, false, checked);
+        for (unsigned k = 0; k < times; ++k) checked_all += eventLoops(n->event, names, false, checked, bound);
         body += "  if constexpr (kMode == kStatic) {\n    if (p.flags & ETC_FLAG_DEBUG) {\n" + checked_all +
-                "    } else {\n" + fence + eventLoops(n->event, names, true, plain) + "    }\n  }\n";
+                "    } else {\n" + fence + eventLoops(n->event, names, true, plain, bound) + "    }\n  }\n";
         // Dynamic: the innermost dimension's elements split among the threads (notify_range);
         // inside the lambdas e{r-1} is the element's own coordinate.
         const size_t r = e.shape.size();
@@ -1225,6 +1267,7 @@ class Emitter {
   const ProfileLayout* profile_;  // null: no profiling code at all
   bool weight_prefetch_;          // etcc --no-weight-prefetch turns it off
   bool parallel_waits_;           // etcc --parallel-waits
+  bool early_notify_ranges_;      // etcc --early-notify-ranges
   bool share_task_code_;          // etcc --share-task-code
   const std::vector<std::string>& defines_;  // etcc --device-define NAME=VALUE
   std::vector<EventLayout> layout_;

@@ -18,6 +18,7 @@ struct ProfileLayout;
 struct EmitOptions {
   bool weight_prefetch = true;       // static-schedule matmul tasks load weights before their waits
   bool parallel_waits = false;       // a static task's consecutive waits checked as one group
+  bool early_notify_ranges = false;  // a static task's notify ranges computed before its waits
   bool share_task_code = true;       // one function per distinct task code ("Shared task code")
   std::vector<std::string> defines;  // NAME=VALUE before the device headers (--device-define)
 };

@@ -49,6 +49,7 @@ struct Options {
   bool profile = false;                  // --profile
   bool no_weight_prefetch = false;       // --no-weight-prefetch
   bool parallel_waits = false;           // --parallel-waits
+  bool early_notify_ranges = false;      // --early-notify-ranges
   std::vector<std::string> device_defines;  // --device-define NAME=VALUE
   bool share_task_code = true;           // --share-task-code (default) / --no-share-task-code
   bool no_merge_tasks = false;           // --no-merge-tasks
@@ -159,6 +160,7 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   etc::backend::EmitOptions eo;
   eo.weight_prefetch = !opt.no_weight_prefetch;
   eo.parallel_waits = opt.parallel_waits;
+  eo.early_notify_ranges = opt.early_notify_ranges;
   eo.share_task_code = opt.share_task_code;
   eo.defines = opt.device_defines;
   if (!etc::backend::generateCuda(m, targets, cuda, diags, opt.profile, eo)) return false;
@@ -354,6 +356,9 @@ int main(int argc, char** argv) {
                "check a task's consecutive event waits in parallel, one thread an event element and one barrier "
                "(static schedule), instead of one after another: for measuring (Llama-3.2-1B decode on an H200: level "
                "with the default at B = 1, 16 and 128)");
+  app.add_flag("--early-notify-ranges", opt.early_notify_ranges,
+               "compute the element ranges of a task's notifies (those that read no tensor) at its start, before "
+               "its waits, instead of after its ops (static schedule): for measuring (not yet timed on a GPU)");
   app.add_option("--device-define", opt.device_defines,
                  "NAME=VALUE: define a tuning knob of the device headers (ETC_ and capitals, digits, '_'; VALUE "
                  "an integer), before they are included (repeatable; docs/backend.md lists the knobs)")

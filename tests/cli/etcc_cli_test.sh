@@ -129,6 +129,21 @@ run parallel-waits-load 0 --emit=cuda --parallel-waits "$tmp/wait_load.etir" &&
 run no-parallel-waits 0 --emit=cuda samples/llama_layer.etir &&
   if grep -q WaitGroup "$tmp/out"; then fail "no-parallel-waits: a WaitGroup without the flag"; else pass; fi
 LIMIT=300 run parallel-waits-nvrtc 0 samples/llama_layer_paged.etir -arch sm_90a --parallel-waits --profile -o "$tmp/pw.fatbin"
+# --early-notify-ranges: a static notify's element bounds become locals before the task's first
+# wait, and its loops use them (kv_append's notify of the attention grid); bounds that read a
+# tensor (the MoE block's data-dependent grids) stay where they were. Without the flag the
+# CUDA has none (the samples' CUDA was compared byte for byte when the flag was added).
+run early-notify-ranges 0 --emit=cuda --early-notify-ranges samples/llama_layer.etir &&
+  if awk '/bool task_kv_append_k_cache\(/ {f = 1} f && /const long long etc_n[0-9]+_lo0 = / && !l {l = NR}
+         f && /etc::dev::wait\(/ && !w {w = NR} f && /for \(long long e0 = etc_n[0-9]+_lo0, e0_end = etc_n[0-9]+_hi0;/ {u = NR}
+         f && /^}/ {exit} END {exit !(l && w && u && l < w && w < u)}' "$tmp/out"; then pass
+  else fail "early-notify-ranges: kv_append's notify bounds are not locals before its first wait"; fi
+run early-notify-ranges-load 0 --emit=cuda --early-notify-ranges samples/moe_block.etir &&
+  if grep 'const long long etc_n' "$tmp/out" | grep -q 'p.tensor'; then
+    fail "early-notify-ranges-load: a bound that reads a tensor was computed before the waits"; else pass; fi
+run no-early-notify-ranges 0 --emit=cuda samples/llama_layer.etir &&
+  if grep -q 'const long long etc_n' "$tmp/out"; then fail "no-early-notify-ranges: bound locals without the flag"; else pass; fi
+LIMIT=300 run early-notify-ranges-nvrtc 0 samples/llama_layer.etir -arch sm_90a --early-notify-ranges --profile -o "$tmp/enr.fatbin"
 # --device-define: a knob before the device headers; anything but ETC_NAME=INTEGER is refused.
 run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-define=ETC_MM_MAX_STAGES=8 samples/mlp.etir &&
   if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then
