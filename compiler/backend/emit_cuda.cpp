@@ -8,8 +8,8 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <tuple>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "compiler/backend/cuda_expr.h"
@@ -147,9 +147,6 @@ class Emitter {
 
   // ---- events -------------------------------------------------------------------------------
 
-  // Loops over the elements of an event slice; `body` sees e0.. as the element coordinates
-  // and `lin` as the linear index. When `last_as_range`, the innermost range dimension is not
-  // looped: `e{r-1}` is its start and `n_last` its length.
   // Dimension d of an event slice: its first element, its end, and whether it is a range (a
   // dimension past the slice's subscripts is the event's whole extent).
   std::tuple<Expr, Expr, bool> sliceBounds(const Slice& s, size_t d) const {
@@ -160,8 +157,10 @@ class Emitter {
     return {lo, hi, range};
   }
 
-  // bound(d, hi): a name computed before (--early-notify-ranges) for the dimension's lo or hi, or
-  // "" to print the expression here.
+  // Loops over the elements of an event slice; `body` sees e0.. as the element coordinates
+  // and `lin` as the linear index. When `last_as_range`, the innermost range dimension is not
+  // looped: `e{r-1}` is its start and `n_last` its length. bound(d, hi): a name computed
+  // before (--early-notify-ranges) for dimension d's lo or hi, or "" to print the expression here.
   using BoundNames = std::function<std::string(size_t, bool)>;
   std::string eventLoops(const Slice& s, const CudaNames& names, bool last_as_range, const std::string& body,
                          const BoundNames& bound = nullptr) {
