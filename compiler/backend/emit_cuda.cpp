@@ -147,6 +147,15 @@ class Emitter {
 
   // ---- events -------------------------------------------------------------------------------
 
+  // Whether statement si of t notifies the same slice as the one before it: a run of such
+  // notifies (an event that counts a task once per dependency it stands for) is emitted as one,
+  // the static schedule adding the run's count at once.
+  bool repeatsNotify(const Task& t, size_t si) const {
+    const auto* n = std::get_if<NotifyStmt>(&t.body[si]);
+    const auto* prev = si > 0 ? std::get_if<NotifyStmt>(&t.body[si - 1]) : nullptr;
+    return n && prev && ir::printSlice(m_, prev->event, true) == ir::printSlice(m_, n->event, true);
+  }
+
   // Dimension d of an event slice: its first element, its end, and whether it is a range (a
   // dimension past the slice's subscripts is the event's whole extent).
   std::tuple<Expr, Expr, bool> sliceBounds(const Slice& s, size_t d) const {
@@ -295,9 +304,7 @@ class Emitter {
     if (early_notify_ranges_) {
       for (size_t si = 0; si < t.body.size(); ++si) {
         const auto* n = std::get_if<NotifyStmt>(&t.body[si]);
-        // A repeat of the statement before it is emitted with that one (the count added at once).
-        const auto* prev = si > 0 ? std::get_if<NotifyStmt>(&t.body[si - 1]) : nullptr;
-        if (!n || (prev && ir::printSlice(m_, prev->event, true) == ir::printSlice(m_, n->event, true))) continue;
+        if (!n || repeatsNotify(t, si)) continue;  // emitted with the statement before it
         auto local = [&](const Expr& x, const std::string& name) -> std::string {
           if (hasLoad(x) || isConstant(x)) return "";
           body += fmt::format("  [[maybe_unused]] const long long {} = {};\n", name, cudaExpr(m_, x, names));
@@ -360,15 +367,8 @@ class Emitter {
         if (profile_ && ops_begun && !std::exchange(ops_ended, true))
           body += "  __syncthreads();\n  etc::dev::profile::mark(1);\n";
         const Event& e = m_.events[n->event.target];
-        // The same notify repeated (an event that counts a task once per dependency it stands
-        // for): the static schedule adds the count at once.
-        unsigned times = 1;
-        const std::string printed = ir::printSlice(m_, n->event, true);
-        while (si + times < t.body.size()) {
-          const auto* next = std::get_if<NotifyStmt>(&t.body[si + times]);
-          if (!next || ir::printSlice(m_, next->event, true) != printed) break;
-          ++times;
-        }
+        unsigned times = 1;  // this statement and its repeats (repeatsNotify)
+        while (si + times < t.body.size() && repeatsNotify(t, si + times)) ++times;
         std::string checked =
             fmt::format("if (!etc::dev::notify_checked(p, p.events + lin, 1u, (unsigned)({}), {})) return false;",
                         initAt(e), site(ti, n->event.target, t));

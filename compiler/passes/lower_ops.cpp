@@ -62,6 +62,7 @@ constexpr int64_t kAttentionMinChunk = 64;
 // what made 32 tasks slow at 4096 (above). A count of tasks rather than of parts, so that a
 // model with fewer cache heads keeps its parallelism at B = 1 (2 heads: 32 parts a row).
 constexpr int64_t kAttentionRowTasks = 64;
+static_assert(kAttentionRowTasks <= kAttentionTasks, "a row's cap must not exceed the rows' spread");
 
 const char* kCoordNames[] = {"i", "j", "k", "l"};
 
@@ -615,13 +616,14 @@ class Lowerer {
     const Expr len = paged ? mul(ptm->extent[1], intConst(*page)) : km.extent[1];
     const int64_t len_hi = std::max<int64_t>(1, tiling::upperBound(m_, len));
     const int64_t rows_hi = std::max<int64_t>(1, tiling::upperBound(m_, rows));
-    // Parts per row: kv_splits where written (at every B), else up to the positions' share of
-    // kAttentionTasks, and at most kAttentionRowTasks' share. Ranged calls are parts already.
+    // Parts per row: kv_splits where written (at every B), else kAttentionRowTasks' share (never
+    // more than the kAttentionTasks' share that all rows spread over), as far as the positions
+    // fill parts of kAttentionMinChunk. Ranged calls are parts already.
     const int64_t spread = (kAttentionTasks + hk - 1) / hk;
     int64_t splits = tiling::attrInt(c, "kv_splits");
     const bool fixed = splits > 0;
-    const int64_t row_parts = (kAttentionRowTasks + hk - 1) / hk;
-    if (!fixed) splits = std::min({spread, row_parts, (len_hi + kAttentionMinChunk - 1) / kAttentionMinChunk});
+    if (!fixed)
+      splits = std::min((kAttentionRowTasks + hk - 1) / hk, (len_hi + kAttentionMinChunk - 1) / kAttentionMinChunk);
     if (ranged) splits = 1;
 
     Expr b = coordRef(0, "b"), g = coordRef(1, "g"), part = coordRef(2, "p");
