@@ -20,6 +20,7 @@ import sys
 
 KINDS = (("div", re.compile(r"^(div|rem)\.")), ("red", re.compile(r"^(red|atom)\.")),
          ("bar", re.compile(r"^(bar|barrier)\.")), ("call", re.compile(r"^call(\.uni)?\b")))
+FIELDS = ("instrs",) + tuple(kind for kind, _ in KINDS)  # a function's counts, in the table's order
 
 
 def readable(mangled):
@@ -61,7 +62,7 @@ def functions(text):
         if j >= len(lines) or lines[j].strip() != "{":
             i = j + 1
             continue
-        counts = {"instrs": 0, "div": 0, "red": 0, "bar": 0, "call": 0}
+        counts = dict.fromkeys(FIELDS, 0)
         depth, k = 0, j
         while k < len(lines):
             s = lines[k].strip()
@@ -109,13 +110,13 @@ def compare(rows, base):
     def summed(rs):
         acc = {}
         for name, c in rs:
-            a = acc.setdefault(name, dict.fromkeys(c, 0))
+            a = acc.setdefault(name, dict.fromkeys(FIELDS, 0))
             for k, v in c.items():
                 a[k] += v
         return acc
     a, b = summed(rows), summed(base)
-    zero = {"instrs": 0, "div": 0, "red": 0, "bar": 0, "call": 0}
-    diff = [(name, {k: a.get(name, zero)[k] - b.get(name, zero)[k] for k in zero}) for name in set(a) | set(b)]
+    zero = dict.fromkeys(FIELDS, 0)
+    diff = [(name, {k: a.get(name, zero)[k] - b.get(name, zero)[k] for k in FIELDS}) for name in set(a) | set(b)]
     diff = [(n, c) for n, c in diff if any(c.values())]
     return sorted(diff, key=lambda nc: (-abs(nc[1]["instrs"]), nc[0]))
 
