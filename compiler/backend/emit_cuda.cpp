@@ -361,42 +361,55 @@ class Emitter {
                   eventLoops(w.event, names, false, b) + "    }\n  }\n";
         }
         si = end - 1;
-      } else if (const auto* n = std::get_if<NotifyStmt>(&st)) {
+      } else if (std::holds_alternative<NotifyStmt>(st)) {
         closeOps();
         // --profile: the ops end where the first notify after them begins (once every thread is there).
         if (profile_ && ops_begun && !std::exchange(ops_ended, true))
           body += "  __syncthreads();\n  etc::dev::profile::mark(1);\n";
-        const Event& e = m_.events[n->event.target];
-        unsigned times = 1;  // this statement and its repeats (repeatsNotify)
-        while (si + times < t.body.size() && repeatsNotify(t, si + times)) ++times;
-        std::string checked =
-            fmt::format("if (!etc::dev::notify_checked(p, p.events + lin, 1u, (unsigned)({}), {})) return false;",
-                        initAt(e), site(ti, n->event.target, t));
-        std::string plain = fmt::format("etc::dev::notify_add(p.events + lin, (unsigned)n_last, {}u);", times);
+        // The run of notifies that starts here, emitted as one block per schedule: the static
+        // schedule's plain adds of every statement together after one fence, and the debug
+        // runs' checked notifies in a branch of their own. A task runs on a cold SM once a
+        // layer; with each statement's debug code between its adds, the fast path's
+        // instructions were spread over the whole function's length.
+        std::string checked_all, plain_all, dynamic_all;
         std::string fence = std::exchange(fenced, true) ? "" : "    etc::dev::notify_fence();\n";
-        BoundNames bound;
-        if (auto it = early.find(si); it != early.end())
-          bound = [&dims = it->second](size_t d, bool hi) { return d < dims.size() ? (hi ? dims[d].second : dims[d].first) : ""; };
-        std::string checked_all;
-        for (unsigned k = 0; k < times; ++k) checked_all += eventLoops(n->event, names, false, checked, bound);
-        body += "  if constexpr (kMode == kStatic) {\n    if (p.flags & ETC_FLAG_DEBUG) {\n" + checked_all +
-                "    } else {\n" + fence + eventLoops(n->event, names, true, plain, bound) + "    }\n  }\n";
-        // Dynamic: the innermost dimension's elements split among the threads (notify_range);
-        // inside the lambdas e{r-1} is the element's own coordinate.
-        const size_t r = e.shape.size();
-        std::string last = fmt::format("e{}", r - 1), coords;
-        for (size_t d = 0; d < r; ++d) coords += fmt::format("{}e{}", d ? ", " : "", d);
-        std::string ind(4 + 2 * r, ' ');
-        std::string dyn = fmt::format(
-            "const long long e_lo = {1};\n"
-            "{0}if (!etc::dev::notify_range(p, p.events + lin, n_last,\n"
-            "{0}    [&](long long i) {{ const long long {1} = e_lo + i; return (unsigned)({2}); }},\n"
-            "{0}    [&](long long i) {{ const long long {1} = e_lo + i; const long long ee[] = {{{3}}}; etc_ready<kKernel>(p, {4}, ee); }},\n"
-            "{0}    {5})) return false;",
-            ind, last, initAt(e), coords, n->event.target, site(ti, n->event.target, t));
-        for (unsigned k = 0; k < times; ++k)
-          body += "  if constexpr (kMode == kDynamic) {\n" + eventLoops(n->event, names, true, dyn) + "  }\n";
-        si += times - 1;
+        size_t end = si;
+        while (end < t.body.size() && std::holds_alternative<NotifyStmt>(t.body[end])) {
+          const auto& n = std::get<NotifyStmt>(t.body[end]);
+          const Event& e = m_.events[n.event.target];
+          unsigned times = 1;  // this statement and its repeats (repeatsNotify)
+          while (end + times < t.body.size() && repeatsNotify(t, end + times)) ++times;
+          std::string checked =
+              fmt::format("if (!etc::dev::notify_checked(p, p.events + lin, 1u, (unsigned)({}), {})) return false;",
+                          initAt(e), site(ti, n.event.target, t));
+          std::string plain = fmt::format("etc::dev::notify_add(p.events + lin, (unsigned)n_last, {}u);", times);
+          BoundNames bound;
+          if (auto it = early.find(end); it != early.end())
+            bound = [&dims = it->second](size_t d, bool hi) { return d < dims.size() ? (hi ? dims[d].second : dims[d].first) : ""; };
+          // Each statement's loops in a scope of their own: a single-element dimension declares its
+          // coordinate as a local.
+          for (unsigned k = 0; k < times; ++k) checked_all += "    {\n" + eventLoops(n.event, names, false, checked, bound) + "    }\n";
+          plain_all += "    {\n" + eventLoops(n.event, names, true, plain, bound) + "    }\n";
+          // Dynamic: the innermost dimension's elements split among the threads (notify_range);
+          // inside the lambdas e{r-1} is the element's own coordinate.
+          const size_t r = e.shape.size();
+          std::string last = fmt::format("e{}", r - 1), coords;
+          for (size_t d = 0; d < r; ++d) coords += fmt::format("{}e{}", d ? ", " : "", d);
+          std::string ind(4 + 2 * r, ' ');
+          std::string dyn = fmt::format(
+              "const long long e_lo = {1};\n"
+              "{0}if (!etc::dev::notify_range(p, p.events + lin, n_last,\n"
+              "{0}    [&](long long i) {{ const long long {1} = e_lo + i; return (unsigned)({2}); }},\n"
+              "{0}    [&](long long i) {{ const long long {1} = e_lo + i; const long long ee[] = {{{3}}}; etc_ready<kKernel>(p, {4}, ee); }},\n"
+              "{0}    {5})) return false;",
+              ind, last, initAt(e), coords, n.event.target, site(ti, n.event.target, t));
+          for (unsigned k = 0; k < times; ++k) dynamic_all += "  {\n" + eventLoops(n.event, names, true, dyn) + "  }\n";
+          end += times;
+        }
+        body += "  if constexpr (kMode == kStatic) {\n    if (!(p.flags & ETC_FLAG_DEBUG)) {\n" + fence + plain_all +
+                "    } else {\n" + checked_all + "    }\n  }\n";
+        body += "  if constexpr (kMode == kDynamic) {\n" + dynamic_all + "  }\n";
+        si = end - 1;
       } else {
         const auto& c = std::get<CallStmt>(st);
         if (!kDeviceOps.count(c.call.op)) {

@@ -358,7 +358,8 @@ int main(int argc, char** argv) {
                "with the default at B = 1, 16 and 128)");
   app.add_flag("--early-notify-ranges", opt.early_notify_ranges,
                "compute the element ranges of a task's notifies (those that read no tensor) at its start, before "
-               "its waits, instead of after its ops (static schedule): for measuring (not yet timed on a GPU)");
+               "its waits, instead of after its ops (static schedule): for measuring (Llama-3.2-1B decode on an H200: level "
+               "with the default at B = 1, 16 and 128, with either attention plan)");
   app.add_option("--device-define", opt.device_defines,
                  "NAME=VALUE: define a tuning knob of the device headers (ETC_ and capitals, digits, '_'; VALUE "
                  "an integer), before they are included (repeatable; docs/backend.md lists the knobs)")
