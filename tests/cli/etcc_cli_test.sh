@@ -148,6 +148,15 @@ LIMIT=300 run early-notify-ranges-nvrtc 0 samples/llama_layer.etir -arch sm_90a 
 run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-define=ETC_MM_MAX_STAGES=8 samples/mlp.etir &&
   if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then
     fail "device-define: the defines do not come first"; head -5 "$tmp/out"; else pass; fi
+# ETC_MM_PREFETCH_STAGES (a weight prefetch of fewer stages than the ring's S - 1) compiles.
+LIMIT=300 run prefetch-stages-nvrtc 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_MM_PREFETCH_STAGES=1 -o "$tmp/pf1.fatbin"
+# A run of static notifies is one block: every plain add before the debug branch's checked
+# notifies (a task whose statements' adds were spread between their debug loops was slower).
+run notify-block 0 --emit=cuda samples/llama_layer.etir &&
+  if awk '/if \(!\(p.flags & ETC_FLAG_DEBUG\)\) \{/ {fast = 1} fast && /notify_checked/ {bad = 1}
+          fast && /^    \} else \{$/ {fast = 0} /notify_add\(/ && !fast {stray = 1}
+          END {exit !(bad || stray)}' "$tmp/out"; then
+    fail "notify-block: a checked notify in the fast path, or an add outside it"; else pass; fi
 # Index math: a divisor known only at run time takes the _rt helpers (cdiv(16, B) in the decode
 # layer's attention grids), a constant one the plain helpers; ETC_INDEX_DIV32=1 (their 32-bit
 # path) compiles.

@@ -51,6 +51,12 @@
 // The fewest rows of a (at run time) that take wgmma. From 17 on, tiles of 32 rows take it too,
 // as m64 products half of padding: H200, Llama-3.2-1B decode, etc-run --bench, one call, 33 ->
 // 17: B = 24 2217.5 -> 2008.1 us, B = 32 2360.8 -> 2098.8 us. 33: 32-row tiles on mma.sync.
+// The most ring stages of b a task's weight prefetch issues before its waits (the ring's
+// S - 1 where that is fewer): a deeper ring then keeps more stages in flight in the K loop
+// without putting more requests in flight while the chain's small tasks run.
+#ifndef ETC_MM_PREFETCH_STAGES
+#define ETC_MM_PREFETCH_STAGES 64
+#endif
 #ifndef ETC_MM_WGMMA_MIN_ROWS
 #define ETC_MM_WGMMA_MIN_ROWS 17
 #endif
@@ -77,6 +83,9 @@ __host__ __device__ constexpr unsigned mm_ring_kib(int tmp, unsigned b_bytes) {
 __host__ __device__ constexpr int mm_ring_stages(int tmp, unsigned stage_bytes, unsigned b_bytes) {
   return cmax(2, cmin(ETC_MM_MAX_STAGES, (int)(mm_ring_kib(tmp, b_bytes) * 1024u / stage_bytes)));
 }
+// Stages of b the weight prefetch issues in a ring of S stages (the K loop's first round issues
+// the rest): stages 0 .. mm_prefetch_stages(S) - 1.
+__host__ __device__ constexpr int mm_prefetch_stages(int s) { return cmax(0, cmin(s - 1, ETC_MM_PREFETCH_STAGES)); }
 
 // The wgmma form (sm_90a, 16-bit, 32, 64 or 128 rows of a): each stage holds a's TMP rows and b's
 // TN rows unpadded, in TK / 64 atoms of the 128-byte swizzle (wgmma.cuh), the ring starting at
@@ -273,8 +282,10 @@ __device__ __forceinline__ void mm_gated_store(const float* c, int pitch, const 
   __syncthreads();
 }
 
-// prefetched: matmul_prefetch already issued b's tiles of stages 0 .. S-2 (before the task's
-// event waits); the first round then issues only a's tiles of those stages.
+// prefetched: matmul_prefetch already issued b's tiles of stages 0 .. P-1 (P =
+// mm_prefetch_stages(S), before the task's event waits); the first round then issues only a's
+// tiles of those stages. Groups complete in order: the P prefetched groups, then the first
+// round's S - 1, so after kt + 1 of the latter stage kt has both halves.
 // PAIR (the gated matmul): the tile's columns [0, TN/2) are a @ bp, [TN/2, TN) a @ bp2, and y
 // gets silu_mul of the two, each product rounded to TY first. The epilogue needs both halves
 // of the tile at once, so every warp group must run in one round: at most 8 groups (tiles up
@@ -317,7 +328,8 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
 
     const bool pre = prefetched && g0 == 0;
 #pragma unroll 1
-    for (int s = 0; s < S - 1; ++s) mm_issue<T, TM, TN, TK, PAIR>(ring, s, nk, a_rows, ap, bp, bp2, tb, g, true, !pre);
+    for (int s = 0; s < S - 1; ++s)
+      mm_issue<T, TM, TN, TK, PAIR>(ring, s, nk, a_rows, ap, bp, bp2, tb, g, true, !pre || s >= mm_prefetch_stages(S));
 
 #pragma unroll 1
     for (int kt = 0; kt < nk; ++kt) {
@@ -514,7 +526,8 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
   for (int i = 0; i < NW / 2; ++i) d[i] = 0.0f;
   wgmma_fence_operands(d);
 #pragma unroll 1
-  for (int s = 0; s < S - 1; ++s) mm_issue_wg<T, TM, TN, TK, PAIR>(ring, s, nk, ap, bp, bp2, g, true, !prefetched);
+  for (int s = 0; s < S - 1; ++s)
+    mm_issue_wg<T, TM, TN, TK, PAIR>(ring, s, nk, ap, bp, bp2, g, true, !prefetched || s >= mm_prefetch_stages(S));
 #pragma unroll 1
   for (int kt = 0; kt < nk; ++kt) {
     cp_async_wait<S - 2>();
@@ -682,7 +695,7 @@ __device__ __forceinline__ MmArgs mm_args(const View<TA>& a, const View<TB>& b, 
 
 namespace detail {
 // matmul_prefetch and matmul_silu_mul_prefetch: b's (and with PAIR b_up's, at bp2) tiles of
-// stages 0 .. S-2 into the ring.
+// stages 0 .. mm_prefetch_stages(S) - 1 into the ring.
 template <int TM, int TN, int TK, bool PAIR, class TA, class TB>
 __device__ void mm_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const bare_t<TB>* bp2, bool transpose_b) {
   using T = bare_t<TA>;
@@ -693,13 +706,13 @@ __device__ void mm_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b
     if (mm_use_wgmma<T, TM, TN, TK>(a.ptr, b.ptr, bp2, transpose_b, g)) {
       T* ring = mm_wg_ring<T>(ctx);
 #pragma unroll 1
-      for (int s = 0; s < MmWgGeom<T, TM, TN, TK>::STAGES - 1; ++s)
+      for (int s = 0; s < mm_prefetch_stages(MmWgGeom<T, TM, TN, TK>::STAGES); ++s)
         mm_issue_wg<T, TM, TN, TK, PAIR>(ring, s, nk, a.ptr, b.ptr, bp2, g, false, true);
       return;
     }
     T* ring = reinterpret_cast<T*>(ctx.smem);
 #pragma unroll 1
-    for (int s = 0; s < Geo::STAGES - 1; ++s)
+    for (int s = 0; s < mm_prefetch_stages(Geo::STAGES); ++s)
       mm_issue<T, TM, TN, TK, PAIR>(ring, s, nk, 0, a.ptr, b.ptr, bp2, transpose_b, g, false, true);
   }
 }
