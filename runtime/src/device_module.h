@@ -90,6 +90,19 @@ class DeviceModule {
   WorkspaceLayout layout_;
   std::vector<int64_t> last_syms_;  // of the last launch, to name the error record's element
   bool launched_ = false;
+  // What the last launch derived from the host state (the bindings checked, every shape, the
+  // workspace layout, the parameter block): a decode loop launches with the same syms and
+  // bindings step after step, and rebuilding them took longer than the GPU's launch.
+  struct PlanKey {
+    const SymState* st = nullptr;
+    uint64_t version = 0;
+    int64_t watchdog = 0;
+    unsigned flags = 0;
+    CUdeviceptr ws = 0;
+    bool operator==(const PlanKey&) const = default;
+  };
+  PlanKey plan_key_;
+  std::vector<unsigned char> plan_params_;
   // unfused-graph: one captured graph per parameter block (syms, pointers, watchdog, flags).
   std::map<std::pair<size_t, std::vector<unsigned char>>, Captured> captured_;
 };

@@ -45,6 +45,7 @@ void SymState::setSym(std::string_view name, int64_t value) {
     fail(ETC_STATUS_BAD_SYM, "sym " + s.name + " = " + std::to_string(value) + " is outside its range [" +
                                  std::to_string(s.lo) + ", " + std::to_string(s.hi) + "]");
   syms_[i] = value;
+  ++version_;
 }
 
 int64_t SymState::sym(std::string_view name) const {
@@ -113,6 +114,7 @@ void SymState::bind(std::string_view name, etc_devptr ptr, etc_dtype dtype, std:
   else if (b.dtype != t.dtype)
     fail(ETC_STATUS_BAD_BINDING, "tensor " + t.name + " is " + dtypeName(t.dtype) + ", the buffer bound to it is " + dtypeName(b.dtype));
   bindings_[i] = std::move(b);
+  ++version_;
 }
 
 void SymState::checkBindings() const {

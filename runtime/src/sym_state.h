@@ -37,6 +37,9 @@ class SymState {
   // Every input, output and param bound, with the dtype and shape the current syms give.
   void checkBindings() const;
   const Binding& binding(size_t tensor) const { return bindings_[tensor]; }
+  // Counts the changes made (every setSym and bind that succeeded): equal versions of one
+  // SymState give the same syms, shapes and bindings, so a launch may reuse what it derived.
+  uint64_t version() const { return version_; }
 
  private:
   std::vector<int64_t> evalShape(const std::vector<nlohmann::json>& shape, const std::string& what) const;
@@ -45,6 +48,7 @@ class SymState {
   const Descriptor& d_;
   std::vector<std::optional<int64_t>> syms_;
   std::vector<Binding> bindings_;
+  uint64_t version_ = 0;
 };
 
 std::string shapeToText(const std::vector<int64_t>& shape);  // "[4, 2048]"

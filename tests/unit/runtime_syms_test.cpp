@@ -96,4 +96,30 @@ TEST_F(RuntimeSyms, BindingBeforeSymsChecksDtypeNowAndShapeLater) {
             "tensor x has shape [B, H] = [6, 64] for these syms, the buffer bound to it has shape [7, 64]");
 }
 
+// A launch reuses what it derived from the syms and bindings while version() is unchanged, so
+// every accepted change must move it and a rejected one must not.
+TEST_F(RuntimeSyms, VersionCountsEveryAcceptedChange) {
+  const uint64_t v0 = st.version();
+  st.setSym("B", 4);
+  const uint64_t v1 = st.version();
+  EXPECT_GT(v1, v0);
+  st.setSym("B", 4);  // the same value again: still a change, as far as the launch can tell
+  const uint64_t v2 = st.version();
+  EXPECT_GT(v2, v1);
+  st.bind("x", 0x1000, ETC_DTYPE_BF16, {4, 64});
+  const uint64_t v3 = st.version();
+  EXPECT_GT(v3, v2);
+  st.bind("x", 0x5000, ETC_DTYPE_BF16, {4, 64});  // another buffer, same shape
+  const uint64_t v4 = st.version();
+  EXPECT_GT(v4, v3);
+  errorOf([&] { st.setSym("B", 200); }, ETC_STATUS_BAD_SYM);
+  errorOf([&] { st.bind("x", 0x1000, ETC_DTYPE_F32, {4, 64}); }, ETC_STATUS_BAD_BINDING);
+  errorOf([&] { st.bind("z", 0x1000, ETC_DTYPE_F32, {}); }, ETC_STATUS_NOT_FOUND);
+  EXPECT_EQ(st.version(), v4);
+  st.sym("B");
+  st.tensorShape(0);
+  errorOf([&] { st.checkBindings(); }, ETC_STATUS_BAD_BINDING);  // reading changes nothing
+  EXPECT_EQ(st.version(), v4);
+}
+
 }  // namespace
