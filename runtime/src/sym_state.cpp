@@ -44,7 +44,9 @@ void SymState::setSym(std::string_view name, int64_t value) {
   if (value < s.lo || value > s.hi)
     fail(ETC_STATUS_BAD_SYM, "sym " + s.name + " = " + std::to_string(value) + " is outside its range [" +
                                  std::to_string(s.lo) + ", " + std::to_string(s.hi) + "]");
+  if (!syms_[i]) --unset_;
   syms_[i] = value;
+  values_[i] = value;
   ++version_;
 }
 
@@ -64,31 +66,33 @@ std::vector<int64_t> SymState::symValues() const {
   return out;
 }
 
-std::vector<int64_t> SymState::evalShape(const std::vector<nlohmann::json>& shape, const std::string& what) const {
-  std::vector<int64_t> values(syms_.size());
-  for (size_t i = 0; i < syms_.size(); ++i) values[i] = syms_[i].value_or(0);
+std::vector<int64_t> SymState::evalShape(const std::vector<nlohmann::json>& shape, const char* kind,
+                                         const std::string& name) const {
+  auto what = [&] { return std::string(kind) + " " + name; };
   std::vector<int64_t> out;
+  out.reserve(shape.size());
   for (const nlohmann::json& e : shape) {
-    if (int u = firstUnset(e, syms_); u >= 0)
-      fail(ETC_STATUS_BAD_SYM, "sym " + d_.syms[u].name + " is not set (the shape of " + what + " needs it)");
+    if (unset_ > 0)
+      if (int u = firstUnset(e, syms_); u >= 0)
+        fail(ETC_STATUS_BAD_SYM, "sym " + d_.syms[u].name + " is not set (the shape of " + what() + " needs it)");
     int64_t x;
     try {
-      x = evalExpr(e, values);
+      x = evalExpr(e, values_);
     } catch (const Error& err) {
-      fail(err.status(), what + ": " + err.what());
+      fail(err.status(), what() + ": " + err.what());
     }
-    if (x < 0) fail(ETC_STATUS_BAD_SHAPE, what + " has a negative extent " + std::to_string(x) + " for these syms");
+    if (x < 0) fail(ETC_STATUS_BAD_SHAPE, what() + " has a negative extent " + std::to_string(x) + " for these syms");
     out.push_back(x);
   }
   return out;
 }
 
 std::vector<int64_t> SymState::tensorShape(size_t tensor) const {
-  return evalShape(d_.tensors[tensor].shape, "tensor " + d_.tensors[tensor].name);
+  return evalShape(d_.tensors[tensor].shape, "tensor", d_.tensors[tensor].name);
 }
 
 std::vector<int64_t> SymState::eventShape(size_t event) const {
-  return evalShape(d_.events[event].shape, "event " + d_.events[event].name);
+  return evalShape(d_.events[event].shape, "event", d_.events[event].name);
 }
 
 void SymState::checkBinding(size_t tensor, const Binding& b) const {

@@ -21,7 +21,8 @@ struct Binding {
 
 class SymState {
  public:
-  explicit SymState(const Descriptor& d) : d_(d), syms_(d.syms.size()), bindings_(d.tensors.size()) {}
+  explicit SymState(const Descriptor& d)
+      : d_(d), syms_(d.syms.size()), values_(d.syms.size(), 0), unset_(d.syms.size()), bindings_(d.tensors.size()) {}
 
   // Range-checked: "sym B = 200 is outside its range [1, 128]".
   void setSym(std::string_view name, int64_t value);
@@ -42,11 +43,15 @@ class SymState {
   uint64_t version() const { return version_; }
 
  private:
-  std::vector<int64_t> evalShape(const std::vector<nlohmann::json>& shape, const std::string& what) const;
+  // `kind` and `name` name the shape's owner in an error ("tensor x"): the text is built only
+  // then, since a launch after any change evaluates every tensor's shape.
+  std::vector<int64_t> evalShape(const std::vector<nlohmann::json>& shape, const char* kind, const std::string& name) const;
   void checkBinding(size_t tensor, const Binding& b) const;
 
   const Descriptor& d_;
   std::vector<std::optional<int64_t>> syms_;
+  std::vector<int64_t> values_;  // syms_ with 0 for an unset one (what evalExpr takes)
+  size_t unset_ = 0;             // syms without a value
   std::vector<Binding> bindings_;
   uint64_t version_ = 0;
 };

@@ -8,15 +8,21 @@
 namespace etc::rt {
 namespace {
 
-uint64_t alignUp(uint64_t x, const std::string& what) {
+// `what` and `name` say where an overflow happened ("temp t"); the text is built only then, as
+// a launch after any change lays out every temp.
+[[noreturn]] void overflows(const char* what, const std::string& name) {
+  fail(ETC_STATUS_BAD_SHAPE, std::string("the workspace size overflows (at ") + what + name + ")");
+}
+
+uint64_t alignUp(uint64_t x, const char* what, const std::string& name = {}) {
   uint64_t r;
-  if (__builtin_add_overflow(x, kWorkspaceAlign - 1, &r)) fail(ETC_STATUS_BAD_SHAPE, "the workspace size overflows (at " + what + ")");
+  if (__builtin_add_overflow(x, kWorkspaceAlign - 1, &r)) overflows(what, name);
   return r / kWorkspaceAlign * kWorkspaceAlign;
 }
 
-uint64_t addChecked(uint64_t a, uint64_t b, const std::string& what) {
+uint64_t addChecked(uint64_t a, uint64_t b, const char* what, const std::string& name = {}) {
   uint64_t r;
-  if (__builtin_add_overflow(a, b, &r)) fail(ETC_STATUS_BAD_SHAPE, "the workspace size overflows (at " + what + ")");
+  if (__builtin_add_overflow(a, b, &r)) overflows(what, name);
   return r;
 }
 
@@ -41,8 +47,8 @@ WorkspaceLayout layoutWorkspace(const Descriptor& d, const std::vector<std::vect
   for (size_t i = 0; i < d.tensors.size(); ++i) {
     if (d.tensors[i].role != ETC_ROLE_TEMP) continue;
     const std::string& name = d.tensors[i].name;
-    w.tensor_offset[i] = alignUp(end, "temp " + name);
-    end = addChecked(w.tensor_offset[i], tensorBytes(d.tensors[i].dtype, tensor_shapes[i], name), "temp " + name);
+    w.tensor_offset[i] = alignUp(end, "temp ", name);
+    end = addChecked(w.tensor_offset[i], tensorBytes(d.tensors[i].dtype, tensor_shapes[i], name), "temp ", name);
   }
   w.total = alignUp(end, "the end");
   return w;
