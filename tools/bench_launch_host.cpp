@@ -26,18 +26,13 @@ namespace {
 
 using namespace etc::rt;
 
-// What DeviceModule::launch derives from the host state, against a fake workspace base.
+// What DeviceModule::launch derives from the host state (the same calls), against a fake
+// workspace base.
 size_t hostWork(const Descriptor& d, const SymState& st) {
-  const uint64_t ws = 1ull << 40;
-  std::vector<int64_t> syms = st.symValues();
+  const std::vector<int64_t> syms = st.symValues();
   st.checkBindings();
-  std::vector<std::vector<int64_t>> shapes;
-  for (size_t i = 0; i < d.tensors.size(); ++i) shapes.push_back(st.tensorShape(i));
-  WorkspaceLayout layout = layoutWorkspace(d, shapes);
-  std::vector<uint64_t> ptrs;
-  for (size_t i = 0; i < d.tensors.size(); ++i)
-    ptrs.push_back(d.tensors[i].role == ETC_ROLE_TEMP ? ws + layout.tensor_offset[i] : st.binding(i).ptr);
-  return buildParams(d, syms, ptrs, ws + layout.events_offset, ws + layout.error_offset, 1000000000, 0).size();
+  const WorkspaceLayout layout = layoutWorkspace(d, st);
+  return launchParams(d, st, syms, layout, 1ull << 40, 1000000000, 0).size();
 }
 
 }  // namespace

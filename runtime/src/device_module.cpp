@@ -206,16 +206,10 @@ void DeviceModule::launch(const SymState& st, size_t graph, CUstream stream, con
   if (!(launched_ && key == plan_key_)) {
     std::vector<int64_t> syms = st.symValues();
     st.checkBindings();
-    std::vector<std::vector<int64_t>> shapes;
-    for (size_t i = 0; i < d_.tensors.size(); ++i) shapes.push_back(st.tensorShape(i));
-    WorkspaceLayout layout = layoutWorkspace(d_, shapes);
+    WorkspaceLayout layout = layoutWorkspace(d_, st);
     ensureWorkspace(layout.total);
     layout_ = std::move(layout);
-    std::vector<uint64_t> ptrs;
-    for (size_t i = 0; i < d_.tensors.size(); ++i)
-      ptrs.push_back(d_.tensors[i].role == ETC_ROLE_TEMP ? ws_ + layout_.tensor_offset[i] : st.binding(i).ptr);
-    plan_params_ =
-        buildParams(d_, syms, ptrs, ws_ + layout_.events_offset, ws_ + layout_.error_offset, watchdog, opt.flags);
+    plan_params_ = launchParams(d_, st, syms, layout_, ws_, watchdog, opt.flags);
     last_syms_ = std::move(syms);
     key.ws = ws_;  // ensureWorkspace may have moved it
     plan_key_ = key;

@@ -31,4 +31,13 @@ std::vector<unsigned char> buildParams(const Descriptor& d, const std::vector<in
   return buf;
 }
 
+std::vector<unsigned char> launchParams(const Descriptor& d, const SymState& st, const std::vector<int64_t>& syms,
+                                        const WorkspaceLayout& layout, uint64_t ws, int64_t watchdog_ns, uint32_t flags) {
+  std::vector<uint64_t> ptrs;
+  ptrs.reserve(d.tensors.size());
+  for (size_t i = 0; i < d.tensors.size(); ++i)
+    ptrs.push_back(d.tensors[i].role == ETC_ROLE_TEMP ? ws + layout.tensor_offset[i] : st.binding(i).ptr);
+  return buildParams(d, syms, ptrs, ws + layout.events_offset, ws + layout.error_offset, watchdog_ns, flags);
+}
+
 }  // namespace etc::rt

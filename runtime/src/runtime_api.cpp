@@ -263,9 +263,7 @@ etc_status etc_module_workspace_bytes(etc_module m, uint64_t* bytes) {
   return guarded([&] {
     need(m, "the module");
     need(bytes, "the output");
-    std::vector<std::vector<int64_t>> shapes;
-    for (size_t i = 0; i < m->desc.tensors.size(); ++i) shapes.push_back(m->syms->tensorShape(i));
-    *bytes = etc::rt::layoutWorkspace(m->desc, shapes).total;
+    *bytes = etc::rt::layoutWorkspace(m->desc, *m->syms).total;
   });
 }
 

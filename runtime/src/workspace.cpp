@@ -54,4 +54,11 @@ WorkspaceLayout layoutWorkspace(const Descriptor& d, const std::vector<std::vect
   return w;
 }
 
+WorkspaceLayout layoutWorkspace(const Descriptor& d, const SymState& st) {
+  std::vector<std::vector<int64_t>> shapes;
+  shapes.reserve(d.tensors.size());
+  for (size_t i = 0; i < d.tensors.size(); ++i) shapes.push_back(st.tensorShape(i));
+  return layoutWorkspace(d, shapes);
+}
+
 }  // namespace etc::rt

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "descriptor.h"
+#include "sym_state.h"
 
 namespace etc::rt {
 
@@ -24,6 +25,8 @@ struct WorkspaceLayout {
 // tensor_shapes: the current extents of every tensor (index = descriptor order). Throws
 // ETC_STATUS_BAD_SHAPE when a size overflows 64 bits.
 WorkspaceLayout layoutWorkspace(const Descriptor& d, const std::vector<std::vector<int64_t>>& tensor_shapes);
+// The same for the shapes the current syms give (throws as SymState::tensorShape does).
+WorkspaceLayout layoutWorkspace(const Descriptor& d, const SymState& st);
 
 // Bytes of a tensor with these extents, overflow-checked.
 uint64_t tensorBytes(etc_dtype dtype, const std::vector<int64_t>& shape, const std::string& name);
