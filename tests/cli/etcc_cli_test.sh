@@ -150,9 +150,6 @@ run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-def
     fail "device-define: the defines do not come first"; head -5 "$tmp/out"; else pass; fi
 # ETC_MM_PREFETCH_STAGES (a weight prefetch of fewer stages than the ring's S - 1) compiles.
 LIMIT=300 run prefetch-stages-nvrtc 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_MM_PREFETCH_STAGES=1 -o "$tmp/pf1.fatbin"
-# ETC_WAIT_RELAXED=1 (relaxed polls and an acquire fence) compiles, in both schedules.
-LIMIT=300 run wait-relaxed-nvrtc 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_WAIT_RELAXED=1 -o "$tmp/wr.fatbin"
-LIMIT=300 run wait-relaxed-nvrtc-dynamic 0 samples/llama_layer.etir -arch sm_90a --schedule=dynamic --device-define ETC_WAIT_RELAXED=1 -o "$tmp/wrd.fatbin"
 # A run of static notifies is one block: every plain add before the debug branch's checked
 # notifies (a task whose statements' adds were spread between their debug loops was slower).
 run notify-block 0 --emit=cuda samples/llama_layer.etir &&

@@ -29,30 +29,6 @@ __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
   return v;
 }
 
-// A wait's poll. ETC_WAIT_RELAXED=1 (a measuring knob, off by default): relaxed loads, and one
-// acquire fence once the count is reached. The notifier's fence and relaxed add are the release
-// half; a relaxed load that reads that add, then this fence, is the acquire half of the PTX
-// model's fence-to-fence synchronisation, so the waiter sees what the notifier wrote, as with
-// an acquire load, which orders every poll where only the last needs it.
-#ifndef ETC_WAIT_RELAXED
-#define ETC_WAIT_RELAXED 0
-#endif
-__device__ __forceinline__ unsigned ld_poll_gpu(const unsigned* p) {
-#if ETC_WAIT_RELAXED
-  unsigned v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-#else
-  return ld_acquire_gpu(p);
-#endif
-}
-// After a poll that saw the count reached.
-__device__ __forceinline__ void poll_acquired() {
-#if ETC_WAIT_RELAXED
-  asm volatile("fence.acq_rel.gpu;" ::: "memory");
-#endif
-}
-
 __device__ __forceinline__ unsigned long long globaltimer_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -150,20 +126,14 @@ template <class P>
 __device__ __forceinline__ bool wait_spin(const P& p, const unsigned int* counter, unsigned int target,
                                           const WaitSite& site, int* spun = nullptr) {
   if (target == 0u) return true;
-  unsigned v = detail::ld_poll_gpu(counter);
-  if (v >= target) {
-    detail::poll_acquired();
-    return true;
-  }
+  unsigned v = detail::ld_acquire_gpu(counter);
+  if (v >= target) return true;
   bool ok = true;
   const long long budget = p.watchdog_ns;
   const unsigned long long start = detail::globaltimer_ns();
   for (unsigned spins = 1;; ++spins) {
-    v = detail::ld_poll_gpu(counter);
-    if (v >= target) {
-      detail::poll_acquired();
-      break;
-    }
+    v = detail::ld_acquire_gpu(counter);
+    if (v >= target) break;
     if (spins % 32u == 0u) {
       if (detail::error_code(p.error) != 0u) {
         ok = false;
