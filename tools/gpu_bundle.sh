@@ -44,6 +44,7 @@ for n in $decode_models; do
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 >"gpu-bundle/${n}_small.etir"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a -o "gpu-bundle/${n}_small.fatbin"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --schedule=dynamic -o "gpu-bundle/${n}_small_dynamic.fatbin"
+  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --weight-prefetch -o "gpu-bundle/${n}_small_prefetch.fatbin"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"
 done
 # The full Llama decode step with a timeline (etc-run --trace; about as long again to compile).

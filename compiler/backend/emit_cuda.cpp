@@ -46,7 +46,7 @@ class Emitter {
  public:
   Emitter(const Module& m, DiagnosticEngine& diags, const ProfileLayout* profile, const EmitOptions& options)
       : m_(m), diags_(diags), profile_(profile), weight_prefetch_(options.weight_prefetch),
-        parallel_waits_(options.parallel_waits), early_notify_ranges_(options.early_notify_ranges),
+        parallel_waits_(options.parallel_waits),
         share_task_code_(options.share_task_code),
         defines_(options.defines) {
     layout_ = eventLayout(m, nullptr);
@@ -168,11 +168,8 @@ class Emitter {
 
   // Loops over the elements of an event slice; `body` sees e0.. as the element coordinates
   // and `lin` as the linear index. When `last_as_range`, the innermost range dimension is not
-  // looped: `e{r-1}` is its start and `n_last` its length. bound(d, hi): a name computed
-  // before (--early-notify-ranges) for dimension d's lo or hi, or "" to print the expression here.
-  using BoundNames = std::function<std::string(size_t, bool)>;
-  std::string eventLoops(const Slice& s, const CudaNames& names, bool last_as_range, const std::string& body,
-                         const BoundNames& bound = nullptr) {
+  // looped: `e{r-1}` is its start and `n_last` its length.
+  std::string eventLoops(const Slice& s, const CudaNames& names, bool last_as_range, const std::string& body) {
     const Event& e = m_.events[s.target];
     const EventLayout& l = layout_[s.target];
     size_t r = e.shape.size();
@@ -181,9 +178,7 @@ class Emitter {
       int64_t stride = 1;
       for (size_t k = d + 1; k < r; ++k) stride *= l.max_extent[k];
       const auto [lo, hi, range] = sliceBounds(s, d);
-      std::string lo_s = bound ? bound(d, false) : "", hi_s = bound ? bound(d, true) : "";
-      if (lo_s.empty()) lo_s = cudaExpr(m_, lo, names);
-      if (hi_s.empty()) hi_s = cudaExpr(m_, hi, names);
+      const std::string lo_s = cudaExpr(m_, lo, names), hi_s = cudaExpr(m_, hi, names);
       std::string indent(4 + 2 * d, ' ');
       if (range && last_as_range && d + 1 == r) {
         open += fmt::format("{}const long long e{} = {}; const long long n_last = etc::dev::imax(0LL, {} - e{});\n",
@@ -297,27 +292,6 @@ class Emitter {
       }
       body += fmt::format("    {}\n    etc_prefetched = true;\n  }}\n", prefetchDispatch(t, *prefetch, views));
     }
-    // --early-notify-ranges: each static notify's element bounds that read no tensor, as locals
-    // computed before the waits (index math over syms and coordinates, which the static
-    // schedule otherwise does after the ops, between the fence and the adds).
-    std::map<size_t, std::vector<std::pair<std::string, std::string>>> early;  // statement -> (lo, hi) names a dimension
-    if (early_notify_ranges_) {
-      for (size_t si = 0; si < t.body.size(); ++si) {
-        const auto* n = std::get_if<NotifyStmt>(&t.body[si]);
-        if (!n || repeatsNotify(t, si)) continue;  // emitted with the statement before it
-        auto local = [&](const Expr& x, const std::string& name) -> std::string {
-          if (hasLoad(x) || isConstant(x)) return "";
-          body += fmt::format("  [[maybe_unused]] const long long {} = {};\n", name, cudaExpr(m_, x, names));
-          return name;
-        };
-        std::vector<std::pair<std::string, std::string>>& dims = early[si];
-        for (size_t d = 0; d < m_.events[n->event.target].shape.size(); ++d) {
-          const auto [lo, hi, range] = sliceBounds(n->event, d);
-          std::string lo_name = local(lo, fmt::format("etc_n{}_lo{}", si, d));
-          dims.emplace_back(lo_name, range ? local(hi, fmt::format("etc_n{}_hi{}", si, d)) : "");
-        }
-      }
-    }
     bool after_call = false;  // the previous statement was a call
     bool ops_begun = false, ops_ended = false;  // --profile: marks before the first op and the first notify after it
     bool fenced = false;      // static notifies: notify_fence() done since the last call
@@ -383,13 +357,10 @@ class Emitter {
               fmt::format("if (!etc::dev::notify_checked(p, p.events + lin, 1u, (unsigned)({}), {})) return false;",
                           initAt(e), site(ti, n.event.target, t));
           std::string plain = fmt::format("etc::dev::notify_add(p.events + lin, (unsigned)n_last, {}u);", times);
-          BoundNames bound;
-          if (auto it = early.find(end); it != early.end())
-            bound = [&dims = it->second](size_t d, bool hi) { return d < dims.size() ? (hi ? dims[d].second : dims[d].first) : ""; };
           // Each statement's loops in a scope of their own: a single-element dimension declares its
           // coordinate as a local.
-          for (unsigned k = 0; k < times; ++k) checked_all += "    {\n" + eventLoops(n.event, names, false, checked, bound) + "    }\n";
-          plain_all += "    {\n" + eventLoops(n.event, names, true, plain, bound) + "    }\n";
+          for (unsigned k = 0; k < times; ++k) checked_all += "    {\n" + eventLoops(n.event, names, false, checked) + "    }\n";
+          plain_all += "    {\n" + eventLoops(n.event, names, true, plain) + "    }\n";
           // Dynamic: the innermost dimension's elements split among the threads (notify_range);
           // inside the lambdas e{r-1} is the element's own coordinate.
           const size_t r = e.shape.size();
@@ -1277,9 +1248,8 @@ class Emitter {
   const Module& m_;
   DiagnosticEngine& diags_;
   const ProfileLayout* profile_;  // null: no profiling code at all
-  bool weight_prefetch_;          // etcc --no-weight-prefetch turns it off
+  bool weight_prefetch_;          // etcc --weight-prefetch turns it on
   bool parallel_waits_;           // etcc --parallel-waits
-  bool early_notify_ranges_;      // etcc --early-notify-ranges
   bool share_task_code_;          // etcc --share-task-code
   const std::vector<std::string>& defines_;  // etcc --device-define NAME=VALUE
   std::vector<EventLayout> layout_;

@@ -16,9 +16,8 @@ struct ProfileLayout;
 
 // What etcc's options change in the CUDA (docs/backend.md).
 struct EmitOptions {
-  bool weight_prefetch = true;       // static-schedule matmul tasks load weights before their waits
+  bool weight_prefetch = false;      // static-schedule matmul tasks load weights before their waits (--weight-prefetch)
   bool parallel_waits = false;       // a static task's consecutive waits checked as one group
-  bool early_notify_ranges = false;  // a static task's notify ranges computed before its waits
   bool share_task_code = true;       // one function per distinct task code ("Shared task code")
   std::vector<std::string> defines;  // NAME=VALUE before the device headers (--device-define)
 };

@@ -73,18 +73,19 @@ run schedule-bad 1 --schedule=fast samples/mlp.etir && stderr_has schedule-bad "
 # The dynamic megakernel: its queue loop and readiness code in the CUDA; compiled by NVRTC.
 run dynamic-cuda 0 --emit=cuda --schedule=dynamic samples/mlp.etir && stdout_has dynamic-cuda "etc::dev::sched_pop(p, s, (unsigned)total, claimed)" &&
   stdout_has dynamic-cuda "__device__ __noinline__ void etc_ready<0>" && stdout_has dynamic-cuda "unsigned waits_matmul_down(const EtcParams& p, long long t)"
-# Weight prefetch: a matmul of a param starts loading its weights before its task's first wait
-# (the static schedule spins there); the silu_mul task (no matmul) prefetches nothing.
+# Weight prefetch (--weight-prefetch, off by default: slower on an H200): a matmul of a param
+# starts loading its weights before its task's first wait (the static schedule spins there); the
+# silu_mul task (no matmul) prefetches nothing.
 prefetch_before_wait() {  # NAME TASK: in task TASK's function, the prefetch precedes the first wait
   if awk -v t="task_$2(" 'index($0, "bool " t) {f = 1} f && /etc_prefetched = true/ {p = NR} f && /etc::dev::wait\(/ {w = NR; exit}
        END {exit !(p && w && p < w)}' "$tmp/out"; then pass; else fail "$1: no weight prefetch before the first wait of @$2"; fi
 }
-run prefetch 0 --emit=cuda samples/mlp.etir && stdout_has prefetch "etc::dev::matmul_prefetch<16, 64, 128>(ctx, a0, a1, true);" &&
+run prefetch 0 --emit=cuda --weight-prefetch samples/mlp.etir && stdout_has prefetch "etc::dev::matmul_prefetch<16, 64, 128>(ctx, a0, a1, true);" &&
   prefetch_before_wait prefetch matmul_down &&
   if awk '/bool task_silu_mul_act\(/ {f = 1} f && /^}/ {exit} f && /prefetch/ {found = 1} END {exit !found}' "$tmp/out"; then
     fail "prefetch: @silu_mul_act prefetches"; else pass; fi
-run no-prefetch 0 --emit=cuda --no-weight-prefetch samples/mlp.etir &&
-  if grep -q matmul_prefetch "$tmp/out"; then fail "no-prefetch: the CUDA still prefetches"; else pass; fi
+run no-prefetch 0 --emit=cuda samples/mlp.etir &&
+  if grep -q matmul_prefetch "$tmp/out"; then fail "no-prefetch: the CUDA prefetches by default"; else pass; fi
 # --parallel-waits: a static task's run of waits becomes one WaitGroup (a check per event element,
 # one join), the dynamic schedule's debug checks stay waits; without it, no group. The paged
 # llama layer's attention task waits on two events (kv_append's and kv_ranges', each a counter
@@ -129,27 +130,12 @@ run parallel-waits-load 0 --emit=cuda --parallel-waits "$tmp/wait_load.etir" &&
 run no-parallel-waits 0 --emit=cuda samples/llama_layer.etir &&
   if grep -q WaitGroup "$tmp/out"; then fail "no-parallel-waits: a WaitGroup without the flag"; else pass; fi
 LIMIT=300 run parallel-waits-nvrtc 0 samples/llama_layer_paged.etir -arch sm_90a --parallel-waits --profile -o "$tmp/pw.fatbin"
-# --early-notify-ranges: a static notify's element bounds become locals before the task's first
-# wait, and its loops use them (kv_append's notify of the attention grid); bounds that read a
-# tensor (the MoE block's data-dependent grids) stay where they were. Without the flag the
-# CUDA has none (the samples' CUDA was compared byte for byte when the flag was added).
-run early-notify-ranges 0 --emit=cuda --early-notify-ranges samples/llama_layer.etir &&
-  if awk '/bool task_kv_append_k_cache\(/ {f = 1} f && /const long long etc_n[0-9]+_lo0 = / && !l {l = NR}
-         f && /etc::dev::wait\(/ && !w {w = NR} f && /for \(long long e0 = etc_n[0-9]+_lo0, e0_end = etc_n[0-9]+_hi0;/ {u = NR}
-         f && /^}/ {exit} END {exit !(l && w && u && l < w && w < u)}' "$tmp/out"; then pass
-  else fail "early-notify-ranges: kv_append's notify bounds are not locals before its first wait"; fi
-run early-notify-ranges-load 0 --emit=cuda --early-notify-ranges samples/moe_block.etir &&
-  if grep 'const long long etc_n' "$tmp/out" | grep -q 'p.tensor'; then
-    fail "early-notify-ranges-load: a bound that reads a tensor was computed before the waits"; else pass; fi
-run no-early-notify-ranges 0 --emit=cuda samples/llama_layer.etir &&
-  if grep -q 'const long long etc_n' "$tmp/out"; then fail "no-early-notify-ranges: bound locals without the flag"; else pass; fi
-LIMIT=300 run early-notify-ranges-nvrtc 0 samples/llama_layer.etir -arch sm_90a --early-notify-ranges --profile -o "$tmp/enr.fatbin"
 # --device-define: a knob before the device headers; anything but ETC_NAME=INTEGER is refused.
 run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-define=ETC_MM_MAX_STAGES=8 samples/mlp.etir &&
   if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then
     fail "device-define: the defines do not come first"; head -5 "$tmp/out"; else pass; fi
-# ETC_MM_PREFETCH_STAGES (a weight prefetch of fewer stages than the ring's S - 1) compiles.
-LIMIT=300 run prefetch-stages-nvrtc 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_MM_PREFETCH_STAGES=1 -o "$tmp/pf1.fatbin"
+# ETC_MM_PREFETCH_STAGES (a weight prefetch, --weight-prefetch, of fewer stages than the ring's S - 1) compiles.
+LIMIT=300 run prefetch-stages-nvrtc 0 samples/llama_layer.etir -arch sm_90a --weight-prefetch --device-define ETC_MM_PREFETCH_STAGES=1 -o "$tmp/pf1.fatbin"
 # A run of static notifies is one block: every plain add before the debug branch's checked
 # notifies (a task whose statements' adds were spread between their debug loops was slower).
 run notify-block 0 --emit=cuda samples/llama_layer.etir &&
@@ -214,15 +200,16 @@ run fused-rows 0 --emit=cuda "$tmp/l2.etir" &&
   stdout_has fused-rows "    if (!etc::dev::reduce_add_rmsnorm_rows<2048>(ctx, v0, v1, v3, v4, 1.0000000000000001e-05f, v5, v6)) etc_op" &&
   stdout_has fused-rows "    if (!etc::dev::qkv_rope_append_row<2048, 512, 64, 2, false, __nv_bfloat16>(ctx, v2, v0, v9, etc::dev::View<const __nv_bfloat16>{}, etc::dev::View<const __nv_bfloat16>{}, 0.0f, v6, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192}, v7, v14, v15)) etc_op"
 printf 'module @symrow\nsym N in [1, 64]\ntensor x : bf16[4, N] input\ntensor w : bf16[N] param\ntensor y : bf16[4, N] output\ngraph @main {\n  y = rmsnorm(x, w) { eps = 1e-5 }\n}\n' >"$tmp/symrow.etir"
-# The gated matmul: its weights prefetched (both) before the waits, one instantiation per tile_m.
-run gated-matmul-cuda 0 --emit=cuda "$tmp/l2.etir" &&
+# The gated matmul: its weights prefetched (both) before the waits with --weight-prefetch, one
+# instantiation per tile_m.
+run gated-matmul-cuda 0 --emit=cuda --weight-prefetch "$tmp/l2.etir" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul_prefetch<16, 128, 64>(ctx, a0, a1, a2, true);" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul<128, 128, 64>(ctx, a0, a1, a2, true, a3, prefetched);" &&
   stdout_has gated-matmul-cuda "(ctx, pa, pb, pc);"
 # Each matmul instantiation in a function of its own, the dispatch over them in the task: a
 # function holding all of them has the largest one's register count, and its prologue's
 # register saves cost every call (docs/backend.md, "Matmul instantiations").
-run matmul-instantiations 0 --emit=cuda "$tmp/l2.etir" &&
+run matmul-instantiations 0 --emit=cuda --weight-prefetch "$tmp/l2.etir" &&
   stdout_has matmul-instantiations "    if (v0.rank == 1 || v0.ext[0] <= 16) etc_op" &&
   stdout_has matmul-instantiations "    else if (pa.rank == 1 || pa.ext[0] <= 64) etc_op" &&
   stdout_has matmul-instantiations "(ctx, v0, v1, v2, etc_prefetched);" &&

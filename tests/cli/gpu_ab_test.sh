@@ -55,7 +55,7 @@ grep -qF "gpu_ab.sh: -t takes whole seconds: '1s'" "$tmp/err" || fail "no word o
 
 # LABEL=FATBIN: a fatbin compiled before travels as that variant, beside the compiled ones.
 rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
-"$build/etcc" samples/two_stage_sum.etir -arch sm_90a --no-weight-prefetch -o "$tmp/old.fatbin" || fail "etcc did not compile two_stage_sum"
+"$build/etcc" samples/two_stage_sum.etir -arch sm_90a --weight-prefetch -o "$tmp/old.fatbin" || fail "etcc did not compile two_stage_sum"
 tools/gpu_ab.sh -b "$build" -s N -B 1 -r 1 "$name" samples/two_stage_sum.etir base "old=$tmp/old.fatbin" \
   'ring:--device-define ETC_MM_RING_KIB=64' >"$tmp/out" 2>&1 || { fail "gpu_ab.sh refused LABEL=FATBIN"; cat "$tmp/out"; }
 list=$(tar tJf "gpu-out/$name.tar.xz" 2>/dev/null | sort | tr '\n' ' ')

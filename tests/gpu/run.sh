@@ -150,6 +150,11 @@ for n in llama3_2_1b qwen3_0_6b; do
     decode_check "${n}_small" "$B/${n}_small.fatbin" "${bk%%:*}" "${bk##*:}"
   done
   [ -f "$B/${n}_small_dynamic.fatbin" ] && decode_check "${n}_small_dynamic" "$B/${n}_small_dynamic.fatbin" 7 mixed
+  # The weight prefetch before the waits (etcc --weight-prefetch, off by default): mma.sync and
+  # wgmma tiles.
+  for b in 7 33; do
+    [ -f "$B/${n}_small_prefetch.fatbin" ] && decode_check "${n}_small_prefetch" "$B/${n}_small_prefetch.fatbin" $b mixed
+  done
   # Weights from a .safetensors in Hugging Face names (model.layers.0.self_attn.q_proj.weight).
   if python3 tools/gen_decode_weights.py "$n" --layers 2 --vocab 2048 -o "$out/${n}_small.safetensors" 2>"$out/weights_$n.log"; then
     decode_check "${n}_small_hf_weights" "$B/${n}_small.fatbin" 16 mixed --weights "$out/${n}_small.safetensors"
