@@ -43,7 +43,8 @@ row() {
 # runs, so one call fits a device time limit. LOGS_TGZ=FILE packs every log into one archive, renewed
 # after every row (a lent GPU machine returns only a few files, and nothing of a killed command's pipe).
 # The decode section takes DECODE_MODELS, DECODE_BATCHES and DECODE_KV (default: both models, every B,
-# KV 1, 511 and 4096).
+# KV 1, 511 and 4096); the decodecheck section takes DECODE_MODELS too (both models' checks take
+# longer than a lent machine's 600 s command, with the check section before them).
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
 # Log names carry sym values: keep them to letters, digits, '.', '_' and '-'.
@@ -141,7 +142,7 @@ PY
     row "check $label B=$b pos $kind" FAIL "$(grep -E 'FAIL|etc-run' "$log" | head -2 | tr '\n' ' ' | cut -c1-200)"
   fi
 }
-for n in llama3_2_1b qwen3_0_6b; do
+for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   want decodecheck && [ -f "$B/${n}_small.fatbin" ] || continue
   # The CPU reference of B = 128 at the longest positions takes ~45 s per run: one such run.
   # B = 7, 24, 33 and 128 run the matmul tiles of 16, 32, 64 and 128 rows (mma.sync, and wgmma
