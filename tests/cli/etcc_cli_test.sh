@@ -206,6 +206,21 @@ run gated-matmul-cuda 0 --emit=cuda --weight-prefetch "$tmp/l2.etir" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul_prefetch<16, 128, 64>(ctx, a0, a1, a2, true);" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul<128, 128, 64>(ctx, a0, a1, a2, true, a3, prefetched);" &&
   stdout_has gated-matmul-cuda "(ctx, pa, pb, pc);"
+# tile_n = 24 (a multiple of 8, not a power of two): the device tile is the next power of two (32
+# columns, 32 + 32 for the gated form), its columns past 24 clipped; the fatbin builds.
+run tile-n-24 0 --emit=cuda tests/golden/passes/matmul_tile_n_24.etir &&
+  stdout_has tile-n-24 "etc::dev::matmul_silu_mul<16, 64, 128>(ctx, a0, a1, a2, true, a3, prefetched);" &&
+  stdout_has tile-n-24 "etc::dev::matmul<16, 32, 128>(ctx, a0, a1, true, a2, prefetched);"
+LIMIT=300 run tile-n-24-nvrtc 0 tests/golden/passes/matmul_tile_n_24.etir -o "$tmp/t24.fatbin" &&
+  if [ -s "$tmp/t24.fatbin" ]; then pass; else fail "tile-n-24-nvrtc: no fatbin"; fi
+# gen_decode_sample.py --gated-tile-n 24: Qwen3-0.6B's gate/up as one gated matmul in 128 tasks of
+# 24 columns (etcc's own choice is 96 of 32); a width that is not a multiple of 8 is refused.
+python3 tools/gen_decode_sample.py qwen3_0_6b --layers 1 --vocab 1024 --gated-tile-n 24 >"$tmp/q24.etir"
+run gated-tile-n-sample 0 --emit=tasks "$tmp/q24.etir" && stdout_has gated-tile-n-sample "task @matmul_act_0 grid [cdiv(I, 24)] (i) {"
+if python3 tools/gen_decode_sample.py qwen3_0_6b --gated-tile-n 20 >/dev/null 2>"$tmp/gerr"; then
+  fail "gated-tile-n-sample: --gated-tile-n 20 was accepted"
+elif grep -qF -- "--gated-tile-n must be a multiple of 8 from 8 to 64" "$tmp/gerr"; then pass; else
+  fail "gated-tile-n-sample: no word of the bad width: $(cat "$tmp/gerr")"; fi
 # Each matmul instantiation in a function of its own, the dispatch over them in the task: a
 # function holding all of them has the largest one's register count, and its prologue's
 # register saves cost every call (docs/backend.md, "Matmul instantiations").

@@ -1331,6 +1331,12 @@ int main() {
   t_mm_gated<16, 32, 128, f16, f16>(7, 16, 520, true, 256, true);
   t_mm_gated<16, 64, 64, float, float>(13, 29, 700, true, 256, false, true);
   t_mm_gated<64, 32, 32, float, bf16>(40, 16, 300, false, 128, false);
+  // A tile of 24 gate and 24 up columns in the 32 + 32 kernel (matmul { tile_n = 24 }: Qwen3-0.6B's
+  // 3072 gated columns in 128 tasks), on mma.sync at 1 and 7 rows and wgmma at 40 and 128.
+  t_mm_gated<16, 64, 128, bf16, bf16>(1, 24, 1024, true, 256, false);
+  t_mm_gated<16, 64, 128, bf16, bf16>(7, 24, 1024, true, 256, false, true);
+  t_mm_gated<64, 64, 128, bf16, bf16>(40, 24, 1024, true, 256, false);
+  t_mm_gated<128, 64, 128, bf16, bf16>(128, 24, 1024, true, 256, false);
 
 
   // topk_softmax: rows past the 8 warps, the register path (E <= 128) and the re-read tail

@@ -552,7 +552,7 @@ TEST_F(OpsTest, MatmulErrors) {
                        {"tile_k", aInt(8)},
                        {"split_k", aInt(0)}}}),
                 "[attr tile_m] must be a power of two in [8, 256]; got 12\n"
-                "[attr tile_n] must be a power of two in [8, 256]; got 512\n"
+                "[attr tile_n] must be a multiple of 8 in [8, 256]; got 512\n"
                 "[attr tile_k] must be a power of two in [16, 1024]; got 8\n"
                 "[attr split_k] must be >= 1; got 0");
   EXPECT_ERRORS((Call{"matmul", {ty(BF16, {T, H}), ty(BF16, {H, 3072})},
