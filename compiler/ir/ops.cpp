@@ -889,7 +889,7 @@ std::vector<OpInfo> buildOps() {
                              "rows of a per task: a power of two in [8, 256] ([8, 128] with act = "
                              "\"silu_mul\"); not written: the compiler chooses"),
                     optional("tile_n", intV(0),
-                             "columns of the result per task: a power of two in [8, 256] ([8, 64] "
+                             "columns of the result per task: a multiple of 8 in [8, 256] ([8, 64] "
                              "with act = \"silu_mul\"); not written: the compiler chooses"),
                     optional("tile_k", intV(0),
                              "reduction step: a power of two in [16, 1024]; not written: the "

@@ -371,7 +371,8 @@ class Lowerer {
     // (H100, mlp B = 1: 102 -> 92 us for the megakernel; 256 was slower at small B). A gated
     // tile streams 2 * tn weight rows: 64 deep at 128 rows, as the 128-column tiles of
     // planMatmulGroup, which keeps four ring stages.
-    if (tk == 0) tk = gated && tn >= 64 ? 64 : 128;
+    // The device tile is tn's next power of two (tile_n may be any multiple of 8).
+    if (tk == 0) tk = gated && tiling::pow2Ceil(tn) >= 64 ? 64 : 128;
     if (gated) sk = 1;
     int64_t k_hi = tiling::upperBound(m_, K);
     if (sk == 0) {
