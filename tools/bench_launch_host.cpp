@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -21,6 +22,7 @@
 #include "runtime/src/rt_error.h"
 #include "runtime/src/sym_state.h"
 #include "runtime/src/workspace.h"
+#include "tools/etc_run_host.h"
 
 namespace {
 
@@ -51,10 +53,8 @@ int main(int argc, char** argv) {
     SymState st(d);
     for (const SymDesc& s : d.syms) st.setSym(s.name, s.hi);
     for (int a = 2; a < argc; ++a) {
-      const std::string kv = argv[a];
-      const size_t eq = kv.find('=');
-      if (eq == std::string::npos) throw Error(ETC_STATUS_INVALID_ARGUMENT, "expected SYM=VALUE: '" + kv + "'");
-      st.setSym(kv.substr(0, eq), std::stoll(kv.substr(eq + 1)));
+      const auto [name, value] = etc::tools::parseSymAssignment(argv[a], "sym");
+      st.setSym(name, value);
     }
     size_t bound = 0;
     for (size_t i = 0; i < d.tensors.size(); ++i)
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     fmt::print("{}: {} tensors ({} bound), {} events: host work of a launch after a change {:.1f} us "
                "(median of 9 x 200; min {:.1f}, max {:.1f}; {} parameter bytes)\n",
                argv[1], d.tensors.size(), bound, d.events.size(), us[4], us[0], us[8], sink / (9 * 200 + 1));
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // etc::rt::Error, and parseSymAssignment's runtime_error
     std::fprintf(stderr, "etc-bench-launch-host: %s\n", e.what());
     return 1;
   }

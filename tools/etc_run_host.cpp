@@ -259,8 +259,8 @@ Comparison compareWithReference(const std::string& name, const interp::HostTenso
 
 namespace etc::tools {
 
-std::pair<std::string, int64_t> parseSymAssignment(const std::string& text) {
-  auto [name, value] = splitAssignment(text, "--sym");
+std::pair<std::string, int64_t> parseSymAssignment(const std::string& text, const std::string& option) {
+  auto [name, value] = splitAssignment(text, option);
   int64_t v = 0;
   size_t used = 0;
   try {
@@ -268,7 +268,7 @@ std::pair<std::string, int64_t> parseSymAssignment(const std::string& text) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != value.size()) throw std::runtime_error("--sym " + text + ": '" + value + "' is not an integer");
+  if (used != value.size()) throw std::runtime_error(option + " " + text + ": '" + value + "' is not an integer");
   return {name, v};
 }
 

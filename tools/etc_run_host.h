@@ -31,8 +31,9 @@ struct RunInputs {
 
 // Parses "name=value" (--sym, --in, ...); throws "--in expects NAME=VALUE, got 'x'".
 std::pair<std::string, std::string> splitAssignment(const std::string& text, const std::string& option);
-// `--sym NAME=V` as a name and an integer; a value that is not an integer is an error.
-std::pair<std::string, int64_t> parseSymAssignment(const std::string& text);
+// `--sym NAME=V` as a name and an integer; a value that is not an integer is an error (`option`
+// names the argument in the message).
+std::pair<std::string, int64_t> parseSymAssignment(const std::string& text, const std::string& option = "--sym");
 
 // Every input and param the run needs: from --in / --param .npy files and --weights
 // .safetensors (dtype and shape checked against the spec), else random from the seed. With

@@ -452,9 +452,10 @@ bool inferMatmul(OpContext& ctx, std::vector<OperandType>& out) {
     // tile_n may be any multiple of 8 (the device tile is the next power of two, its columns past
     // tile_n never loaded nor stored): a grid of 128 tasks over Qwen3-0.6B's 3072 gated columns
     // takes 24.
-    if (t == "tile_n" ? (v % 8 != 0 || v < 8 || v > hi) : (!isPowerOfTwo(v) || v < 8 || v > hi))
-      r.attrFail(t, fmt::format("must be {} in [8, {}]{}; got {}", t == "tile_n" ? "a multiple of 8" : "a power of two",
-                                hi, silu ? " with act = \"silu_mul\"" : "", v));
+    const bool cols = t == "tile_n";
+    if (!(cols ? v % 8 == 0 : isPowerOfTwo(v)) || v < 8 || v > hi)
+      r.attrFail(t, fmt::format("must be {} in [8, {}]{}; got {}", cols ? "a multiple of 8" : "a power of two", hi,
+                                silu ? " with act = \"silu_mul\"" : "", v));
   }
   if (ctx.attrWritten("tile_k")) {
     int64_t v = ctx.attrInt("tile_k");
