@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "compiler/ir/op_check.h"
 #include "compiler/ir/printer.h"
@@ -37,6 +38,11 @@ class Matcher {
       at_.push_back(i);
     }
     if (calls_.size() == 2) return reduceAddRmsnorm();
+    // The chain folded into an attention task (fold-into-attention): the chain, then attention.
+    if ((calls_.size() == 6 || calls_.size() == 8) && op(calls_.size() - 1) == "attention_decode") {
+      calls_.pop_back();
+      at_.pop_back();
+    }
     if (calls_.size() == 5 || calls_.size() == 7) return qkvRopeAppend();
     return std::nullopt;
   }
@@ -69,7 +75,8 @@ class Matcher {
   // Whether two slices of one tensor name the same elements in every task of the grid: the
   // same first index and extent in every dimension (a point index has extent 1), and the same
   // rank.
-  bool sameElements(const Slice& a, const Slice& b) const {
+  bool sameElements(const Slice& a, const Slice& b) const { return sameElements(prover_, a, b); }
+  static bool sameElements(const Prover& prover, const Slice& a, const Slice& b) {
     if (a.target != b.target || a.dims.size() != b.dims.size()) return false;
     for (size_t d = 0; d < a.dims.size(); ++d) {
       const SliceDim &x = a.dims[d], &y = b.dims[d];
@@ -78,27 +85,38 @@ class Matcher {
       // `i` is not provable from interval bounds, and the temps of a chain are written and read
       // only by this task (internal), so a reader of other elements than its writer's would
       // read what no task wrote.
-      if (prover_.equalValues(x.lo, y.lo).refuted() || prover_.equalValues(ex, ey).refuted()) return false;
+      if (prover.equalValues(x.lo, y.lo).refuted() || prover.equalValues(ex, ey).refuted()) return false;
     }
     return true;
   }
 
-  // A temp that only this task touches, and there only by the call that writes it and the one
-  // that reads it: the fused chain need not store it.
+  // A temp that this task touches only by the call that writes it and the one that reads it,
+  // and any other task only so too, reading the very slice it wrote (the split-KV and whole
+  // attention grids that fold-into-attention gave the same chain): no task reads what another
+  // wrote, so the fused chain need not store it.
   bool internal(uint32_t tensor) const {
     if (m_.tensors[tensor].role != Role::Temp) return false;
     auto refs = [&](const Task& u) {
-      int n = 0;
+      std::vector<std::pair<const Slice*, bool>> out;  // (slice, written), in order
       for (const TaskStmt& st : u.body)
         if (const auto* c = std::get_if<CallStmt>(&st)) {
-          for (const Slice& s : c->call.args) n += s.target == tensor;
-          for (const Slice& s : c->dests) n += s.target == tensor;
+          for (const Slice& s : c->call.args)
+            if (s.target == tensor) out.emplace_back(&s, false);
+          for (const Slice& s : c->dests)
+            if (s.target == tensor) out.emplace_back(&s, true);
         }
-      return n;
+      return out;
     };
-    for (const Task& u : m_.tasks)
-      if (&u != &t_ && refs(u) != 0) return false;
-    return refs(t_) == 2;
+    for (const Task& u : m_.tasks) {
+      if (&u == &t_) continue;
+      const auto r = refs(u);
+      if (r.empty()) continue;
+      if (r.size() != 2 || !r[0].second || r[1].second) return false;
+      Prover in_u(m_);
+      in_u.setTask(&u);
+      if (!sameElements(in_u, *r[0].first, *r[1].first)) return false;
+    }
+    return refs(t_).size() == 2;
   }
 
   // The chain call that writes the elements that `s` reads, if one does.

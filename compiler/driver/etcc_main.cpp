@@ -52,6 +52,7 @@ struct Options {
   std::vector<std::string> device_defines;  // --device-define NAME=VALUE
   bool share_task_code = true;           // --share-task-code (default) / --no-share-task-code
   bool no_merge_tasks = false;           // --no-merge-tasks
+  bool no_fold_attention = false;        // --no-fold-attention
   bool no_gated_matmul = false;          // --no-gated-matmul
 };
 
@@ -234,6 +235,7 @@ int run(const Options& opt) {
     if (opt.schedule != "auto") po.schedule = etc::ir::parseSchedule(opt.schedule);
     po.verify_schedule = !opt.no_verify_schedule;
     po.merge_tasks = !opt.no_merge_tasks;
+    po.fold_into_attention = !opt.no_fold_attention;
     po.gated_matmul = !opt.no_gated_matmul;
     m = etc::runPipeline(std::move(m), po, diags);
   }
@@ -369,6 +371,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-merge-tasks", opt.no_merge_tasks,
                "keep every task grid that lower-ops made (skip the merge-tasks pass): for measuring what the merges "
                "gain");
+  app.add_flag("--no-fold-attention", opt.no_fold_attention,
+               "keep a layer's per-row grid of q/k/v sums, rope and kv_append (skip the fold-into-attention pass, "
+               "which moves it into the attention tasks): for measuring what the fold gains");
   app.add_flag("--no-gated-matmul", opt.no_gated_matmul,
                "keep a gated MLP's gate and up matmuls and their silu_mul as three task grids (skip the "
                "fuse-gated-matmul pass): for measuring what the fusion gains");

@@ -19,6 +19,9 @@ ModulePtr lowerOps(ModulePtr m, DiagnosticEngine& diags);
 // Fewer task grids: a split-K reduce_sum moves into its one reader, and a grid merges into a
 // later one over the same grid that needs it tile for tile.
 ModulePtr mergeTasks(ModulePtr m, DiagnosticEngine& diags);
+// The per-row grid of a layer's q/k/v sums, rope and kv_append moves into the attention grids
+// that read it: each attention task runs it for its own row and heads.
+ModulePtr foldIntoAttention(ModulePtr m, DiagnosticEngine& diags);
 // Event tensors, waits and notifies from the slices each task grid writes and later ones read.
 ModulePtr inferEvents(ModulePtr m, DiagnosticEngine& diags);
 // Removes waits other paths imply, merges duplicate events, coarsens many-to-all events to

@@ -16,6 +16,8 @@ const std::vector<Pass>& pipeline() {
       {"fuse-gated-matmul", "gate and up matmuls and their silu_mul become one gated matmul", fuseGatedMatmul},
       {"lower-ops", "op-level assignments become task grids", lowerOps},
       {"merge-tasks", "a split-K sum moves into its one reader; same-grid neighbours merge tile for tile", mergeTasks},
+      {"fold-into-attention", "the per-row q/k/v sums, rope and kv_append run inside the attention tasks that read them",
+       foldIntoAttention},
       {"infer-events", "event tensors from the slices task grids write and read", inferEvents},
       {"eliminate-events", "drop implied waits, merge duplicate events, coarsen many-to-all ones", eliminateEvents},
       {"fuse", "one megakernel per graph, and one kernel per task grid", fuse},
@@ -49,6 +51,7 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
   for (const Pass& p : pipeline()) {
     if (!opts.verify_schedule && p.name == "verify-schedule") continue;
     if (!opts.merge_tasks && p.name == "merge-tasks") continue;
+    if (!opts.fold_into_attention && p.name == "fold-into-attention") continue;
     if (!opts.gated_matmul && p.name == "fuse-gated-matmul") continue;
     auto start = std::chrono::steady_clock::now();
     m = p.run(std::move(m), diags);

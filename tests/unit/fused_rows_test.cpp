@@ -176,5 +176,68 @@ TEST(FusedRows, QkvNotFusedWithMoreSplitKPartsThanRegistersHold) {
   EXPECT_FALSE(matchTask(*p, "qkv"));
 }
 
+// The q/k/v chain folded into attention tasks (fold-into-attention): task `name` over rows
+// `row` (of its coordinates b, g) and cache head g runs the chain for its heads (2 query heads
+// of 64 a cache head), then attends. Two such tasks write and read the same temps, each its own
+// elements.
+std::string foldedTask(const std::string& name, const std::string& grid, const std::string& row) {
+  const std::string q = "g * 128 : g * 128 + 128", k = "g * 64 : g * 64 + 64";
+  return "task @" + name + " grid " + grid + " (b, g) {\n" +
+         "  reduce_sum(k_part[:, " + row + ", " + k + "]) { axis = 0 } -> k[" + row + ", " + k + "]\n" +
+         "  reduce_sum(q_part[:, " + row + ", " + q + "]) { axis = 0 } -> q[" + row + ", " + q + "]\n" +
+         "  rope(q[" + row + ", " + q + "], k[" + row + ", " + k + "], pos[" + row + "]) { head_dim = D, theta = 500000.0 } -> qr[" +
+         row + ", " + q + "], kr[" + row + ", " + k + "]\n" +
+         "  reduce_sum(v_part[:, " + row + ", " + k + "]) { axis = 0 } -> v[" + row + ", " + k + "]\n" +
+         "  kv_append(kr[" + row + ", " + k + "], v[" + row + ", " + k + "], pos[" + row + "]) -> k_cache[" + row + ", :, " + k +
+         "], v_cache[" + row + ", :, " + k + "]\n" +
+         "  attention_decode(qr[" + row + ", " + q + "], k_cache[" + row + ", :, " + k + "], v_cache[" + row + ", :, " + k +
+         "], lens[" + row + "]) { head_dim = D } -> o[" + row + ", " + q + "]\n}\n";
+}
+
+std::string foldedModule(const std::string& extra) {
+  return R"(module @fused
+sym B in [1, 8]
+const D = 64
+const S = 128
+tensor pos : i32[B] input
+tensor lens : i32[B] input
+tensor q_part : f32[2, B, 256] input
+tensor k_part : f32[2, B, 128] input
+tensor v_part : f32[2, B, 128] input
+tensor q : bf16[B, 256] temp
+tensor k : bf16[B, 128] temp
+tensor v : bf16[B, 128] temp
+tensor qr : bf16[B, 256] temp
+tensor kr : bf16[B, 128] temp
+tensor k_cache : bf16[B, S, 128] output
+tensor v_cache : bf16[B, S, 128] output
+tensor o : bf16[B, 256] output
+)" + foldedTask("front", "[min(B, 4), 2]", "b") +
+         foldedTask("back", "[B - min(B, 4), 2]", "min(B, 4) + b") + extra + R"(graph @main schedule static {
+  run @front
+  run @back
+}
+)";
+}
+
+TEST(FusedRows, QkvChainBeforeAttentionInTwoGrids) {
+  auto p = parse(foldedModule(""));
+  for (const char* name : {"front", "back"}) {
+    std::optional<FusedRows> f = matchTask(*p, name);
+    ASSERT_TRUE(f) << name;
+    EXPECT_EQ(f->kind, FusedRows::Kind::QkvRopeAppend);
+    EXPECT_EQ(f->first, 0u);
+    EXPECT_EQ(f->count, 5u);  // the attention call after the chain runs as itself
+    EXPECT_EQ(f->operands, (std::vector<int>{2, 0, 9, -1, -1, 6, 7, 14, 15}));
+    EXPECT_EQ(f->n, 128);
+    EXPECT_EQ(f->nk, 64);
+  }
+}
+
+TEST(FusedRows, QkvChainNotFusedWhereAnotherTaskReadsATempItDidNotWrite) {
+  auto p = parse(foldedModule("tensor z : bf16[B, 128] output\ntask @other grid [B] (i) {\n  cast(k[i, :]) -> z[i, :]\n}\n"));
+  EXPECT_FALSE(matchTask(*p, "front"));
+}
+
 }  // namespace
 }  // namespace etc

@@ -1,0 +1,299 @@
+// fold-into-attention: the per-row grid that makes a layer's rotated q and new cache row (the
+// split-K sums of q, k and v, the per-head q/k norms, rope and kv_append: merge-tasks' chain)
+// moves into the attention grids that read what it writes. Each attention task first runs the
+// chain for its own row and its own heads, then attends. A decode layer's chain of dependent
+// grids loses one hop (q/k/v matmuls -> row grid -> attention becomes matmuls -> attention),
+// and an attention task waits only for the matmul tasks of its heads.
+//
+// Every op of the chain works per column or per head of D columns (reduce_sum over the parts,
+// rmsnorm {head_dim}, rope, kv_append), so the chain restricted to a head group's columns
+// computes those columns of the whole chain's results. Attention tasks that share a row and
+// heads (the split-KV parts) each compute the same values and write the same bits to the
+// rotated q and the cache row: redundant work, a few hundred values a task, where the hop it
+// replaces costs microseconds. A part whose positions end before the new one reads no value
+// that another part writes.
+//
+// Taken only when the grid is a candidate of merge-tasks (calls only, run once, grid [rows]),
+// its calls are exactly such a chain with one contiguous kv_append, every task reading what it
+// writes is an attention grid that reads the rotated q and the two caches at one row and one
+// range of columns, and nothing between it and the last of them writes what it reads.
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "compiler/ir/expr.h"
+#include "compiler/passes/access_pattern.h"
+#include "compiler/passes/module_rebuild.h"
+#include "compiler/passes/passes.h"
+#include "compiler/passes/tiling.h"
+
+namespace etc {
+
+namespace {
+
+using namespace ir;
+
+// Where an attention task reads the chain's results: row `row` (over its coordinates), the
+// columns `qcols` of the rotated q and `kcols` of the caches.
+struct Reader {
+  uint32_t task;
+  Expr row;
+  SliceDim qcols, kcols;
+};
+
+class Folder {
+ public:
+  explicit Folder(Module& m) : m_(m), dropped_(m.tasks.size(), false), runs_(m.tasks.size(), 0) {
+    for (const Graph& g : m.graphs)
+      for (const GraphStmt& st : g.body)
+        if (const auto* r = std::get_if<RunStmt>(&st)) ++runs_[r->task];
+  }
+
+  ModulePtr run(ModulePtr self) {
+    bool changed = false;
+    for (uint32_t g = 0; g < m_.graphs.size(); ++g) {
+      const std::vector<uint32_t> run = order(g);
+      for (uint32_t p : run) changed |= foldOne(g, p);
+    }
+    return changed ? moduleWithout(m_, {}, dropped_) : std::move(self);
+  }
+
+ private:
+  std::vector<uint32_t> order(uint32_t g) const {
+    std::vector<uint32_t> out;
+    for (const GraphStmt& st : m_.graphs[g].body)
+      if (const auto* r = std::get_if<RunStmt>(&st)) out.push_back(r->task);
+    return out;
+  }
+
+  // Made by lower-ops (calls only) and run once, with a grid known before the launch.
+  bool candidate(uint32_t t) const {
+    if (dropped_[t] || runs_[t] != 1) return false;
+    const Task& task = m_.tasks[t];
+    for (const Expr& e : task.grid)
+      if (hasLoad(e)) return false;
+    for (const TaskStmt& st : task.body)
+      if (!std::holds_alternative<CallStmt>(st)) return false;
+    return !task.body.empty();
+  }
+
+  static const CallStmt& call(const Task& t, size_t k) { return std::get<CallStmt>(t.body[k]); }
+
+  std::set<uint32_t> touched(const Task& t, bool writes) const {
+    std::set<uint32_t> out;
+    for (const SliceAccess& a : taskAccesses(t))
+      if (a.write == writes) out.insert(a.slice->target);
+    return out;
+  }
+
+  // The chain's calls: sums, per-head norms, one rope, one contiguous kv_append (index).
+  std::optional<size_t> chainAppend(const Task& p) const {
+    std::optional<size_t> append;
+    int ropes = 0;
+    for (size_t k = 0; k < p.body.size(); ++k) {
+      const CallStmt& c = call(p, k);
+      const std::string& op = c.call.op;
+      if (op == "kv_append") {
+        if (append || c.call.args.size() != 3) return std::nullopt;
+        append = k;
+      } else if (op == "rope") {
+        ++ropes;
+      } else if (op == "rmsnorm") {
+        if (tiling::attrInt(c.call, "head_dim") <= 0) return std::nullopt;
+      } else if (op != "reduce_sum") {
+        return std::nullopt;
+      }
+    }
+    return ropes == 1 ? append : std::nullopt;
+  }
+
+  static bool wholeRange(const SliceDim& d, const Expr& extent) {
+    return d.is_range && asInt(d.lo) == 0 && equal(inlineConsts(d.hi), inlineConsts(extent));
+  }
+
+  std::vector<SliceDim> explicitDims(const Slice& s) const {
+    const Tensor& t = m_.tensors[s.target];
+    std::vector<SliceDim> out = s.dims;
+    for (size_t k = out.size(); k < t.shape.size(); ++k) {
+      SliceDim d;
+      d.is_range = true;
+      d.lo = intConst(0);
+      d.hi = t.shape[k];
+      d.lo_written = d.hi_written = false;
+      out.push_back(d);
+    }
+    return out;
+  }
+
+  // P's row: the point `i`, or the range `i : i + 1` or `i : min(N, i + 1)` with N P's grid
+  // extent and the tensor's (one row either way).
+  static bool isRow(const SliceDim& d, const Expr& extent, const Expr& rows) {
+    if (d.lo->kind != ExprKind::Coord || d.lo->id != 0) return false;
+    if (!d.is_range) return true;
+    const Expr next = add(d.lo, intConst(1));
+    return equal(d.hi, next) || (equal(inlineConsts(extent), inlineConsts(rows)) &&
+                                 equal(inlineConsts(d.hi), inlineConsts(min(rows, next))));
+  }
+
+  // The attention task's reads of the rotated q and the caches, if it is a single
+  // attention_decode call that reads them at one row and one column range each.
+  std::optional<Reader> reader(uint32_t c, uint32_t qo, uint32_t kc, uint32_t vc) const {
+    if (!candidate(c) || m_.tasks[c].body.size() != 1) return std::nullopt;
+    const CallStmt& a = call(m_.tasks[c], 0);
+    if (a.call.op != "attention_decode" || a.call.args.size() != 4) return std::nullopt;
+    const Slice &q = a.call.args[0], &k = a.call.args[1], &v = a.call.args[2];
+    if (q.target != qo || k.target != kc || v.target != vc) return std::nullopt;
+    const std::vector<SliceDim> qd = explicitDims(q), kd = explicitDims(k), vd = explicitDims(v);
+    if (qd.size() != 2 || kd.size() != 3 || vd.size() != 3 || qd[0].is_range || kd[0].is_range || vd[0].is_range ||
+        !qd[1].is_range || !kd[2].is_range || !vd[2].is_range)
+      return std::nullopt;
+    if (!equal(qd[0].lo, kd[0].lo) || !equal(qd[0].lo, vd[0].lo) || !equal(kd[2].lo, vd[2].lo) ||
+        !equal(kd[2].hi, vd[2].hi) || !wholeRange(kd[1], m_.tensors[kc].shape[1]) ||
+        !wholeRange(vd[1], m_.tensors[vc].shape[1]))
+      return std::nullopt;
+    // Nothing else of the chain's results is read or written there.
+    for (const SliceAccess& x : taskAccesses(m_.tasks[c]))
+      if (x.write && (x.slice->target == qo || x.slice->target == kc || x.slice->target == vc)) return std::nullopt;
+    return Reader{c, qd[0].lo, qd[1], kd[2]};
+  }
+
+  // P's slice s for a reader: P's row coordinate becomes the reader's row, and a whole last
+  // dimension of q's width or k's width the reader's columns. Params (the norms' weights) are
+  // kept; anything else fails.
+  std::optional<Slice> restrict(const Slice& s, const Reader& r, const Expr& rows, int64_t qw, int64_t kw) const {
+    const Tensor& t = m_.tensors[s.target];
+    auto toRow = [&](const Expr& e) {
+      return substitute(e, [&](const ExprNode& leaf) -> Expr { return leaf.kind == ExprKind::Coord ? r.row : nullptr; });
+    };
+    Slice out = s;
+    if (t.role == Role::Param) {
+      for (const SliceDim& d : s.dims)
+        if (hasCoord(d.lo) || (d.hi && hasCoord(d.hi))) return std::nullopt;
+      return out;
+    }
+    std::vector<SliceDim> dims = explicitDims(s);
+    if (dims.empty()) return std::nullopt;
+    bool has_row = false;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      SliceDim& x = dims[d];
+      if (isRow(x, t.shape[d], rows)) {
+        if (has_row) return std::nullopt;
+        has_row = true;
+        x.lo = toRow(x.lo);
+        if (x.is_range) x.hi = add(x.lo, intConst(1));
+        continue;
+      }
+      if (hasCoord(x.lo) || (x.hi && hasCoord(x.hi))) return std::nullopt;
+      if (d + 1 < dims.size() || t.shape.size() < 2) {
+        if (!wholeRange(x, t.shape[d])) return std::nullopt;
+        continue;
+      }
+      // The last dimension of a rank >= 2 tensor: a fixed range of q's or k's width (a whole
+      // row, or q's, k's or v's columns of a fused qkv), of which the reader's columns.
+      const std::optional<int64_t> width = asInt(inlineConsts(sub(x.hi, x.lo)));
+      const bool is_q = width && width == qw, is_k = width && width == kw;
+      if (!x.is_range || (!is_q && !is_k)) return std::nullopt;
+      if (is_q && is_k && !(equal(r.qcols.lo, r.kcols.lo) && equal(r.qcols.hi, r.kcols.hi))) return std::nullopt;
+      const SliceDim& cols = is_q ? r.qcols : r.kcols;
+      const Expr base = x.lo;
+      x.lo = add(base, cols.lo);
+      x.hi = add(base, cols.hi);
+      x.lo_written = x.hi_written = true;
+    }
+    if (!has_row) return std::nullopt;
+    out.has_subscript = true;
+    out.dims = std::move(dims);
+    return out;
+  }
+
+  bool foldOne(uint32_t g, uint32_t p) {
+    if (!candidate(p) || m_.tasks[p].grid.size() != 1) return false;
+    const Task& pt = m_.tasks[p];
+    const std::optional<size_t> ai = chainAppend(pt);
+    if (!ai) return false;
+    size_t ri = 0;
+    while (call(pt, ri).call.op != "rope") ++ri;
+    const CallStmt &append = call(pt, *ai), &rope = call(pt, ri);
+    const uint32_t qo = rope.dests[0].target, kc = append.dests[0].target, vc = append.dests[1].target;
+    if (m_.tensors[kc].shape.size() != 3 || m_.tensors[qo].shape.size() != 2) return false;
+    const std::optional<int64_t> qw = asInt(inlineConsts(m_.tensors[qo].shape[1])),
+                                 kw = asInt(inlineConsts(m_.tensors[kc].shape[2]));
+    if (!qw || !kw) return false;
+
+    // Every other task that touches what P writes reads it as attention does.
+    const std::set<uint32_t> writes = touched(pt, true), reads = touched(pt, false);
+    std::vector<Reader> readers;
+    for (uint32_t u = 0; u < m_.tasks.size(); ++u) {
+      if (u == p || dropped_[u]) continue;
+      bool meets = false;
+      for (const SliceAccess& a : taskAccesses(m_.tasks[u])) meets |= writes.count(a.slice->target) > 0;
+      if (!meets) continue;
+      std::optional<Reader> r = reader(u, qo, kc, vc);
+      if (!r) return false;
+      readers.push_back(*r);
+    }
+    if (readers.empty()) return false;
+    // All in this graph after P, with nothing in between writing what P reads.
+    const std::vector<uint32_t> run = order(g);
+    const auto at = [&](uint32_t t) { return std::find(run.begin(), run.end(), t) - run.begin(); };
+    const long pi = at(p);
+    long last = pi;
+    for (const Reader& r : readers) {
+      const long ci = at(r.task);
+      if (ci == static_cast<long>(run.size()) || ci <= pi) return false;
+      last = std::max(last, ci);
+    }
+    for (long k = pi + 1; k <= last; ++k) {
+      if (std::any_of(readers.begin(), readers.end(), [&](const Reader& r) { return r.task == run[k]; })) continue;
+      for (uint32_t t : touched(m_.tasks[run[k]], true))
+        if (reads.count(t) || writes.count(t)) return false;
+    }
+
+    // Build every reader's new body before changing any.
+    std::vector<std::vector<TaskStmt>> bodies;
+    for (const Reader& r : readers) {
+      const Task& ct = m_.tasks[r.task];
+      std::vector<TaskStmt> body;
+      for (const TaskStmt& st : pt.body) {
+        CallStmt c = std::get<CallStmt>(st);
+        for (std::vector<Slice>* v : {&c.call.args, &c.dests})
+          for (Slice& s : *v) {
+            std::optional<Slice> x = restrict(s, r, pt.grid[0], *qw, *kw);
+            if (!x) return false;
+            s = std::move(*x);
+            s.range = ct.range;
+          }
+        for (const Attr& a : c.call.attrs)
+          if (a.value.type == AttrType::Int && hasCoord(a.value.i)) return false;
+        c.range = c.call.range = ct.range;
+        body.push_back(std::move(c));
+      }
+      for (const TaskStmt& st : ct.body) body.push_back(st);
+      bodies.push_back(std::move(body));
+    }
+    for (size_t k = 0; k < readers.size(); ++k) m_.tasks[readers[k].task].body = std::move(bodies[k]);
+    dropped_[p] = true;
+    auto& body = m_.graphs[g].body;
+    body.erase(std::remove_if(body.begin(), body.end(),
+                              [&](const GraphStmt& st) {
+                                const auto* r = std::get_if<RunStmt>(&st);
+                                return r && r->task == p;
+                              }),
+               body.end());
+    return true;
+  }
+
+  Module& m_;
+  std::vector<bool> dropped_;
+  std::vector<int> runs_;
+};
+
+}  // namespace
+
+ModulePtr foldIntoAttention(ModulePtr m, DiagnosticEngine& diags) {
+  (void)diags;
+  Module& ref = *m;
+  return Folder(ref).run(std::move(m));
+}
+
+}  // namespace etc
