@@ -52,7 +52,7 @@ struct Options {
   std::vector<std::string> device_defines;  // --device-define NAME=VALUE
   bool share_task_code = true;           // --share-task-code (default) / --no-share-task-code
   bool no_merge_tasks = false;           // --no-merge-tasks
-  bool no_fold_attention = false;        // --no-fold-attention
+  bool fold_attention = false;           // --fold-attention
   bool no_gated_matmul = false;          // --no-gated-matmul
 };
 
@@ -235,7 +235,7 @@ int run(const Options& opt) {
     if (opt.schedule != "auto") po.schedule = etc::ir::parseSchedule(opt.schedule);
     po.verify_schedule = !opt.no_verify_schedule;
     po.merge_tasks = !opt.no_merge_tasks;
-    po.fold_into_attention = !opt.no_fold_attention;
+    po.fold_into_attention = opt.fold_attention;
     po.gated_matmul = !opt.no_gated_matmul;
     m = etc::runPipeline(std::move(m), po, diags);
   }
@@ -371,9 +371,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-merge-tasks", opt.no_merge_tasks,
                "keep every task grid that lower-ops made (skip the merge-tasks pass): for measuring what the merges "
                "gain");
-  app.add_flag("--no-fold-attention", opt.no_fold_attention,
-               "keep a layer's per-row grid of q/k/v sums, rope and kv_append (skip the fold-into-attention pass, "
-               "which moves it into the attention tasks): for measuring what the fold gains");
+  app.add_flag("--fold-attention", opt.fold_attention,
+               "run a layer's per-row q/k/v sums, rope and kv_append inside the attention tasks that read them (the "
+               "fold-into-attention pass): one grid less a layer, for measuring (Llama-3.2-1B decode on an H200: level "
+               "at B = 1 and 16, 7.6% slower at B = 128; Qwen3-0.6B 2.0% slower at B = 1)");
   app.add_flag("--no-gated-matmul", opt.no_gated_matmul,
                "keep a gated MLP's gate and up matmuls and their silu_mul as three task grids (skip the "
                "fuse-gated-matmul pass): for measuring what the fusion gains");

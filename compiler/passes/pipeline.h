@@ -38,7 +38,7 @@ struct PipelineOptions {
   std::optional<ir::Schedule> schedule;
   bool verify_schedule = true;  // false: skip the verify-schedule pass (etcc --no-verify-schedule)
   bool merge_tasks = true;      // false: skip the merge-tasks pass (etcc --no-merge-tasks)
-  bool fold_into_attention = true;  // false: skip fold-into-attention (etcc --no-fold-attention)
+  bool fold_into_attention = false;  // true: run fold-into-attention (etcc --fold-attention)
   bool gated_matmul = true;     // false: skip the fuse-gated-matmul pass (etcc --no-gated-matmul)
 };
 

@@ -187,7 +187,7 @@ run no-share-task-code 0 --emit=cuda --no-share-task-code "$tmp/l2.etir" &&
   if grep -q "// the code of" "$tmp/out"; then fail "no-share-task-code: tasks share code"; else pass; fi
 # Row forms (etc/device/rows.cuh) where a decode tile's row length is a constant, each falling
 # back to the generic op in a function of its own; none for a row of symbolic length.
-run row-forms 0 --emit=cuda --no-gated-matmul --no-fold-attention "$tmp/l2.etir" &&
+run row-forms 0 --emit=cuda --no-gated-matmul "$tmp/l2.etir" &&
   stdout_has row-forms "if (!etc::dev::add_rmsnorm_rows<2048>(ctx, a0, a1, a2, 1.0000000000000001e-05f, a3, a4)) etc_op" &&
   stdout_has row-forms "if (!etc::dev::reduce_parts_rows<512>(ctx, a0, a1)) etc_op" &&
   stdout_has row-forms "if (!etc::dev::rope_row<2048, 512, 64>(ctx, a0, a1, a2, a3, a4, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192})) etc_op" &&
@@ -195,16 +195,16 @@ run row-forms 0 --emit=cuda --no-gated-matmul --no-fold-attention "$tmp/l2.etir"
   stdout_has row-forms "if (!etc::dev::rmsnorm_rows<2048>(ctx, a0, a1, 1.0000000000000001e-05f, a2)) etc_op" &&
   stdout_has row-forms "if (!etc::dev::attention_merge_row<8, 256, 64>(ctx, a0, a1, a2, etc::dev::View<float>{})) etc_op"
 # Fused row chains (etc/device/fused_rows.cuh): a layer's norm and q/k/v tasks, inline in the
-# task with the chain's calls in a function of their own for other shapes. By default the q/k/v
-# chain runs in each attention task for its cache head (fold-into-attention: 4 query heads and
-# 1 cache head of 64), before the attention call; --no-fold-attention keeps its row grid.
+# task with the chain's calls in a function of their own for other shapes. With
+# --fold-attention the q/k/v chain runs in each attention task for its cache head (4 query heads
+# and 1 cache head of 64), before the attention call, and the row grid is gone.
 run fused-rows 0 --emit=cuda "$tmp/l2.etir" &&
   stdout_has fused-rows "    if (!etc::dev::reduce_add_rmsnorm_rows<2048>(ctx, v0, v1, v3, v4, 1.0000000000000001e-05f, v5, v6)) etc_op" &&
-  stdout_has fused-rows "    if (!etc::dev::qkv_rope_append_row<256, 64, 64, 2, false, __nv_bfloat16>(ctx, v2, v0, v9, etc::dev::View<const __nv_bfloat16>{}, etc::dev::View<const __nv_bfloat16>{}, 0.0f, v6, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192}, v7, v14, v15)) etc_op" &&
-  if grep -q "task @kv_append_k_cache_0" "$tmp/out"; then fail "fused-rows: the q/k/v row grid is still there"; else pass; fi
-run fused-rows-no-fold 0 --emit=cuda --no-fold-attention "$tmp/l2.etir" &&
-  stdout_has fused-rows-no-fold "    if (!etc::dev::qkv_rope_append_row<2048, 512, 64, 2, false, __nv_bfloat16>(ctx, v2, v0, v9, etc::dev::View<const __nv_bfloat16>{}, etc::dev::View<const __nv_bfloat16>{}, 0.0f, v6, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192}, v7, v14, v15)) etc_op"
-run fold-attention-tasks 0 --emit=tasks "$tmp/l2.etir" &&
+  stdout_has fused-rows "    if (!etc::dev::qkv_rope_append_row<2048, 512, 64, 2, false, __nv_bfloat16>(ctx, v2, v0, v9, etc::dev::View<const __nv_bfloat16>{}, etc::dev::View<const __nv_bfloat16>{}, 0.0f, v6, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192}, v7, v14, v15)) etc_op"
+run fused-rows-fold 0 --emit=cuda --fold-attention "$tmp/l2.etir" &&
+  stdout_has fused-rows-fold "    if (!etc::dev::qkv_rope_append_row<256, 64, 64, 2, false, __nv_bfloat16>(ctx, v2, v0, v9, etc::dev::View<const __nv_bfloat16>{}, etc::dev::View<const __nv_bfloat16>{}, 0.0f, v6, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192}, v7, v14, v15)) etc_op" &&
+  if grep -q "task @kv_append_k_cache_0" "$tmp/out"; then fail "fused-rows-fold: the q/k/v row grid is still there"; else pass; fi
+run fold-attention-tasks 0 --emit=tasks --fold-attention "$tmp/l2.etir" &&
   stdout_has fold-attention-tasks "  kv_append(kr_1[b, g * 64 : g * 64 + 64], v_1[b, g * 64 : g * 64 + 64], pos[b]) -> k_cache_1[b, :, g * 64 : g * 64 + 64], v_cache_1[b, :, g * 64 : g * 64 + 64]" &&
   if grep -q "task @kv_append_k_cache_1 " "$tmp/out"; then fail "fold-attention-tasks: the row grid is still there"; else pass; fi
 printf 'module @symrow\nsym N in [1, 64]\ntensor x : bf16[4, N] input\ntensor w : bf16[N] param\ntensor y : bf16[4, N] output\ngraph @main {\n  y = rmsnorm(x, w) { eps = 1e-5 }\n}\n' >"$tmp/symrow.etir"
