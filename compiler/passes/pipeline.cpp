@@ -49,10 +49,15 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
       g.schedule_reason = "--schedule";
     }
   for (const Pass& p : pipeline()) {
-    if (!opts.verify_schedule && p.name == "verify-schedule") continue;
-    if (!opts.merge_tasks && p.name == "merge-tasks") continue;
-    if (!opts.fold_into_attention && p.name == "fold-into-attention") continue;
-    if (!opts.gated_matmul && p.name == "fuse-gated-matmul") continue;
+    const bool skipped = (!opts.verify_schedule && p.name == "verify-schedule") ||
+                         (!opts.merge_tasks && p.name == "merge-tasks") ||
+                         (!opts.fold_into_attention && p.name == "fold-into-attention") ||
+                         (!opts.gated_matmul && p.name == "fuse-gated-matmul");
+    if (skipped) {
+      // A dump asked for after a pass that does not run says so, rather than printing nothing.
+      if (opts.dump && wants(p.name)) dumpModule(*m, std::string(p.name) + " (skipped)", *opts.dump);
+      continue;
+    }
     auto start = std::chrono::steady_clock::now();
     m = p.run(std::move(m), diags);
     if (!m || diags.hasErrors()) return nullptr;

@@ -332,6 +332,10 @@ run summary 0 samples/llama_layer.etir --summary -o "$tmp/l.etir"
 stderr_has summary "module @llama_layer: verified"
 stderr_has summary "w_gate_up"
 
+# A dump after a pass that the options skip says so (fold-into-attention runs only with
+# --fold-attention).
+run print-after-skipped 0 samples/mlp.etir --print-after=fold-into-attention -o "$tmp/m.etir"
+stderr_has print-after-skipped "// ----- IR after fold-into-attention (skipped) ----- //"
 run print-after-all 0 samples/mlp.etir --print-after-all -o "$tmp/m.etir"
 stderr_has print-after-all "// ----- IR after parse ----- //"
 
