@@ -16,7 +16,9 @@
 // Taken only when the grid is a candidate of merge-tasks (calls only, run once, grid [rows]),
 // its calls are exactly such a chain with one contiguous kv_append, every task reading what it
 // writes is an attention grid that reads the rotated q and the two caches at one row and one
-// range of columns, and nothing between it and the last of them writes what it reads.
+// range of whole heads, those grids' tasks cover every row and head once (so the folded chains
+// write all that the row grid wrote), and nothing between it and the last of them writes what
+// it reads.
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -206,6 +208,73 @@ class Folder {
     return out;
   }
 
+  // Whether the readers' tasks together cover every row of P and every head of a row once
+  // each (the split-KV parts of a row and heads aside), so that the folded chains write all
+  // that P wrote: each reader's row is one coordinate plus an offset, the readers' row ranges
+  // follow one another from 0 to P's extent, and a second coordinate h takes the head groups,
+  // q's columns h * Wq : + Wq and k's h * Wk : + Wk over h's whole extent E (E * Wq = q's
+  // width, E * Wk = k's), each a whole number of heads of every head_dim of the chain.
+  bool covered(const std::vector<Reader>& readers, const Task& p, int64_t qw, int64_t kw) const {
+    std::vector<int64_t> head_dims;
+    for (const TaskStmt& st : p.body) {
+      const int64_t d = tiling::attrInt(std::get<CallStmt>(st).call, "head_dim");
+      if (d > 0) head_dims.push_back(d);
+    }
+    if (head_dims.empty()) return false;
+    struct Rows {
+      Expr off, extent;
+    };
+    std::vector<Rows> rows;
+    for (const Reader& r : readers) {
+      const Task& c = m_.tasks[r.task];
+      // The row: a coordinate a, plus coordinate-free terms.
+      std::optional<uint32_t> a;
+      Expr off = intConst(0);
+      const std::vector<Expr> terms = r.row->kind == ExprKind::Add ? r.row->ops : std::vector<Expr>{r.row};
+      for (const Expr& t : terms) {
+        if (t->kind == ExprKind::Coord && !a) {
+          a = t->id;
+        } else if (hasCoord(t)) {
+          return false;
+        } else {
+          off = add(off, t);
+        }
+      }
+      if (!a) return false;
+      // The head groups: q's and k's columns over one coordinate h (or whole rows).
+      const std::optional<int64_t> wq = asInt(inlineConsts(sub(r.qcols.hi, r.qcols.lo))),
+                                   wk = asInt(inlineConsts(sub(r.kcols.hi, r.kcols.lo)));
+      if (!wq || !wk || *wq <= 0 || *wk <= 0) return false;
+      for (int64_t d : head_dims)
+        if (*wq % d != 0 || *wk % d != 0) return false;
+      if (*wq == qw && *wk == kw) {
+        if (asInt(r.qcols.lo) != 0 || asInt(r.kcols.lo) != 0) return false;
+      } else {
+        bool found = false;
+        for (uint32_t h = 0; h < c.grid.size() && !found; ++h) {
+          if (h == *a) continue;
+          const Expr coord = coordRef(h, c.coords[h]);
+          const std::optional<int64_t> e = asInt(inlineConsts(c.grid[h]));
+          found = e && *e * *wq == qw && *e * *wk == kw && equal(r.qcols.lo, mul(coord, intConst(*wq))) &&
+                  equal(r.kcols.lo, mul(coord, intConst(*wk)));
+        }
+        if (!found) return false;
+      }
+      rows.push_back({inlineConsts(off), inlineConsts(c.grid[*a])});
+    }
+    // The readers' row ranges, one after another from row 0 to P's last.
+    std::vector<bool> used(rows.size(), false);
+    Expr at = intConst(0);
+    for (size_t n = 0; n < rows.size(); ++n) {
+      size_t k = 0;
+      while (k < rows.size() && (used[k] || !equal(rows[k].off, at))) ++k;
+      if (k == rows.size()) return false;
+      used[k] = true;
+      at = add(at, rows[k].extent);
+    }
+    return equal(at, inlineConsts(p.grid[0]));
+  }
+
   bool foldOne(uint32_t g, uint32_t p) {
     if (!candidate(p) || m_.tasks[p].grid.size() != 1) return false;
     const Task& pt = m_.tasks[p];
@@ -232,7 +301,7 @@ class Folder {
       if (!r) return false;
       readers.push_back(*r);
     }
-    if (readers.empty()) return false;
+    if (readers.empty() || !covered(readers, pt, *qw, *kw)) return false;
     // All in this graph after P, with nothing in between writing what P reads.
     const std::vector<uint32_t> run = order(g);
     const auto at = [&](uint32_t t) { return std::find(run.begin(), run.end(), t) - run.begin(); };
