@@ -25,6 +25,7 @@
 
 #include "compiler/ir/expr.h"
 #include "compiler/passes/access_pattern.h"
+#include "compiler/passes/lowered_grids.h"
 #include "compiler/passes/module_rebuild.h"
 #include "compiler/passes/passes.h"
 #include "compiler/passes/tiling.h"
@@ -45,39 +46,18 @@ struct Reader {
 
 class Folder {
  public:
-  explicit Folder(Module& m) : m_(m), dropped_(m.tasks.size(), false), runs_(m.tasks.size(), 0) {
-    for (const Graph& g : m.graphs)
-      for (const GraphStmt& st : g.body)
-        if (const auto* r = std::get_if<RunStmt>(&st)) ++runs_[r->task];
-  }
+  explicit Folder(Module& m) : m_(m), dropped_(m.tasks.size(), false), runs_(runCounts(m)) {}
 
   ModulePtr run(ModulePtr self) {
     bool changed = false;
     for (uint32_t g = 0; g < m_.graphs.size(); ++g) {
-      const std::vector<uint32_t> run = order(g);
-      for (uint32_t p : run) changed |= foldOne(g, p);
+      for (uint32_t p : runOrder(m_, g)) changed |= foldOne(g, p);
     }
     return changed ? moduleWithout(m_, {}, dropped_) : std::move(self);
   }
 
  private:
-  std::vector<uint32_t> order(uint32_t g) const {
-    std::vector<uint32_t> out;
-    for (const GraphStmt& st : m_.graphs[g].body)
-      if (const auto* r = std::get_if<RunStmt>(&st)) out.push_back(r->task);
-    return out;
-  }
-
-  // Made by lower-ops (calls only) and run once, with a grid known before the launch.
-  bool candidate(uint32_t t) const {
-    if (dropped_[t] || runs_[t] != 1) return false;
-    const Task& task = m_.tasks[t];
-    for (const Expr& e : task.grid)
-      if (hasLoad(e)) return false;
-    for (const TaskStmt& st : task.body)
-      if (!std::holds_alternative<CallStmt>(st)) return false;
-    return !task.body.empty();
-  }
+  bool candidate(uint32_t t) const { return !dropped_[t] && rewritableGrid(m_, t, runs_[t]); }
 
   static const CallStmt& call(const Task& t, size_t k) { return std::get<CallStmt>(t.body[k]); }
 
@@ -109,23 +89,7 @@ class Folder {
     return ropes == 1 ? append : std::nullopt;
   }
 
-  static bool wholeRange(const SliceDim& d, const Expr& extent) {
-    return d.is_range && asInt(d.lo) == 0 && equal(inlineConsts(d.hi), inlineConsts(extent));
-  }
-
-  std::vector<SliceDim> explicitDims(const Slice& s) const {
-    const Tensor& t = m_.tensors[s.target];
-    std::vector<SliceDim> out = s.dims;
-    for (size_t k = out.size(); k < t.shape.size(); ++k) {
-      SliceDim d;
-      d.is_range = true;
-      d.lo = intConst(0);
-      d.hi = t.shape[k];
-      d.lo_written = d.hi_written = false;
-      out.push_back(d);
-    }
-    return out;
-  }
+  std::vector<SliceDim> explicitDims(const Slice& s) const { return etc::explicitDims(m_, s); }
 
   // P's row: the point `i`, or the range `i : i + 1` or `i : min(N, i + 1)` with N P's grid
   // extent and the tensor's (one row either way).
@@ -303,7 +267,7 @@ class Folder {
     }
     if (readers.empty() || !covered(readers, pt, *qw, *kw)) return false;
     // All in this graph after P, with nothing in between writing what P reads.
-    const std::vector<uint32_t> run = order(g);
+    const std::vector<uint32_t> run = runOrder(m_, g);
     const auto at = [&](uint32_t t) { return std::find(run.begin(), run.end(), t) - run.begin(); };
     const long pi = at(p);
     long last = pi;
@@ -342,13 +306,7 @@ class Folder {
     }
     for (size_t k = 0; k < readers.size(); ++k) m_.tasks[readers[k].task].body = std::move(bodies[k]);
     dropped_[p] = true;
-    auto& body = m_.graphs[g].body;
-    body.erase(std::remove_if(body.begin(), body.end(),
-                              [&](const GraphStmt& st) {
-                                const auto* r = std::get_if<RunStmt>(&st);
-                                return r && r->task == p;
-                              }),
-               body.end());
+    dropRuns(m_, g, p);
     return true;
   }
 

@@ -27,6 +27,7 @@
 
 #include "compiler/ir/expr.h"
 #include "compiler/passes/access_pattern.h"
+#include "compiler/passes/lowered_grids.h"
 #include "compiler/passes/module_rebuild.h"
 #include "compiler/passes/passes.h"
 #include "compiler/passes/tiling.h"
@@ -45,7 +46,7 @@ class Merger {
   explicit Merger(Module& m) : m_(m), dropped_(m.tasks.size(), false) {}
 
   ModulePtr run(ModulePtr self) {
-    countRuns();
+    runs_ = runCounts(m_);
     for (uint32_t t = 0; t < m_.tasks.size(); ++t) {
       refreshIo(t);
       std::string key;
@@ -63,30 +64,9 @@ class Merger {
  private:
   using Access = SliceAccess;
 
-  void countRuns() {
-    runs_.assign(m_.tasks.size(), 0);
-    for (const Graph& g : m_.graphs)
-      for (const GraphStmt& st : g.body)
-        if (const auto* r = std::get_if<RunStmt>(&st)) ++runs_[r->task];
-  }
+  std::vector<uint32_t> order(uint32_t g) const { return runOrder(m_, g); }
 
-  std::vector<uint32_t> order(uint32_t g) const {
-    std::vector<uint32_t> out;
-    for (const GraphStmt& st : m_.graphs[g].body)
-      if (const auto* r = std::get_if<RunStmt>(&st)) out.push_back(r->task);
-    return out;
-  }
-
-  // Made by lower-ops (calls only) and run exactly once; its grid is known before the launch.
-  bool candidate(uint32_t t) const {
-    if (dropped_[t] || runs_[t] != 1) return false;
-    const Task& task = m_.tasks[t];
-    for (const Expr& e : task.grid)
-      if (hasLoad(e)) return false;
-    for (const TaskStmt& st : task.body)
-      if (!std::holds_alternative<CallStmt>(st)) return false;
-    return !task.body.empty();
-  }
+  bool candidate(uint32_t t) const { return !dropped_[t] && rewritableGrid(m_, t, runs_[t]); }
 
   static bool hasOp(const Task& t, std::string_view op) {
     for (const TaskStmt& st : t.body)
@@ -124,31 +104,11 @@ class Merger {
     return out;
   }
 
-  // The range `:` over a dimension of this extent.
-  static SliceDim wholeDim(const Expr& extent) {
-    SliceDim d;
-    d.is_range = true;
-    d.lo = intConst(0);
-    d.hi = extent;
-    d.lo_written = d.hi_written = false;
-    return d;
-  }
-
-  // Every dimension of s written out: a dimension the subscript leaves off is the whole range.
-  std::vector<SliceDim> explicitDims(const Slice& s) const {
-    const Tensor& t = m_.tensors[s.target];
-    std::vector<SliceDim> out = s.dims;
-    for (size_t k = out.size(); k < t.shape.size(); ++k) out.push_back(wholeDim(t.shape[k]));
-    return out;
-  }
+  std::vector<SliceDim> explicitDims(const Slice& s) const { return etc::explicitDims(m_, s); }
 
   static bool sameDim(const SliceDim& a, const SliceDim& b) {
     if (a.is_range != b.is_range || !equal(a.lo, b.lo)) return false;
     return !a.is_range || equal(a.hi, b.hi);
-  }
-
-  bool wholeRange(const SliceDim& d, const Expr& extent) const {
-    return d.is_range && asInt(d.lo) == 0 && equal(inlineConsts(d.hi), inlineConsts(extent));
   }
 
   // ---- rule 1 -------------------------------------------------------------------------------
@@ -336,13 +296,7 @@ class Merger {
 
   void drop(uint32_t g, uint32_t t) {
     dropped_[t] = true;
-    auto& body = m_.graphs[g].body;
-    body.erase(std::remove_if(body.begin(), body.end(),
-                              [&](const GraphStmt& st) {
-                                const auto* r = std::get_if<RunStmt>(&st);
-                                return r && r->task == t;
-                              }),
-               body.end());
+    dropRuns(m_, g, t);
   }
 
   Module& m_;
