@@ -180,7 +180,8 @@ def main():
     ap.add_argument("--gated-tile-n", type=int, metavar="N",
                     help="write each layer's gate/up projections as one gated matmul with tile_n = N (a multiple "
                          "of 8 up to 64) instead of letting etcc fuse them and choose the tiles: Qwen3-0.6B's 3072 "
-                         "columns take 96 tasks of 32 by default, 128 of 24 with N = 24 (untimed)")
+                         "columns take 96 tasks of 32 by default, 128 of 24 with N = 24 (on an H200 level with 32: "
+                         "docs/benchmarks.md, session 36)")
     a = ap.parse_args()
     m = MODELS[a.model]
     layers, vocab = a.layers or m["layers"], a.vocab or m["vocab"]

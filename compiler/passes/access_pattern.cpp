@@ -99,4 +99,11 @@ std::vector<SliceAccess> taskAccesses(const Task& t) {
   return out;
 }
 
+std::set<uint32_t> touchedTensors(const Task& t, bool writes) {
+  std::set<uint32_t> out;
+  for (const SliceAccess& a : taskAccesses(t))
+    if (a.write == writes) out.insert(a.slice->target);
+  return out;
+}
+
 }  // namespace etc

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "compiler/ir/ir.h"
@@ -30,5 +31,7 @@ struct SliceAccess {
 };
 // Every operand slice of t's calls, in statement order (pointers into t).
 std::vector<SliceAccess> taskAccesses(const ir::Task& t);
+// The tensors t's calls write (writes) or read (!writes).
+std::set<uint32_t> touchedTensors(const ir::Task& t, bool writes);
 
 }  // namespace etc

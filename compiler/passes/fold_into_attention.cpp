@@ -61,13 +61,6 @@ class Folder {
 
   static const CallStmt& call(const Task& t, size_t k) { return std::get<CallStmt>(t.body[k]); }
 
-  std::set<uint32_t> touched(const Task& t, bool writes) const {
-    std::set<uint32_t> out;
-    for (const SliceAccess& a : taskAccesses(t))
-      if (a.write == writes) out.insert(a.slice->target);
-    return out;
-  }
-
   // The chain's calls: sums, per-head norms, one rope, one contiguous kv_append (index).
   std::optional<size_t> chainAppend(const Task& p) const {
     std::optional<size_t> append;
@@ -254,7 +247,7 @@ class Folder {
     if (!qw || !kw) return false;
 
     // Every other task that touches what P writes reads it as attention does.
-    const std::set<uint32_t> writes = touched(pt, true), reads = touched(pt, false);
+    const std::set<uint32_t> writes = touchedTensors(pt, true), reads = touchedTensors(pt, false);
     std::vector<Reader> readers;
     for (uint32_t u = 0; u < m_.tasks.size(); ++u) {
       if (u == p || dropped_[u]) continue;
@@ -278,7 +271,7 @@ class Folder {
     }
     for (long k = pi + 1; k <= last; ++k) {
       if (std::any_of(readers.begin(), readers.end(), [&](const Reader& r) { return r.task == run[k]; })) continue;
-      for (uint32_t t : touched(m_.tasks[run[k]], true))
+      for (uint32_t t : touchedTensors(m_.tasks[run[k]], true))
         if (reads.count(t) || writes.count(t)) return false;
     }
 

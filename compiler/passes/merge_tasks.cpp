@@ -80,9 +80,8 @@ class Merger {
   // pass looks at every pair of a graph's grids, so conflicts are set lookups).
   void refreshIo(uint32_t t) {
     if (reads_.size() <= t) reads_.resize(t + 1), writes_.resize(t + 1);
-    reads_[t].clear();
-    writes_[t].clear();
-    for (const Access& a : accesses(m_.tasks[t])) (a.write ? writes_ : reads_)[t].insert(a.slice->target);
+    reads_[t] = touchedTensors(m_.tasks[t], false);
+    writes_[t] = touchedTensors(m_.tasks[t], true);
   }
 
   static bool meets(const std::set<uint32_t>& a, const std::set<uint32_t>& b) {
