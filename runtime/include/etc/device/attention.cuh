@@ -16,7 +16,7 @@ constexpr int kAttnMaxWarps = 16;
 constexpr int kAttnRowBatch = 4;
 
 // The 16-byte path copies the cache rows of a part into a ring of shared-memory slots with
-// cp.async, each slot a block of positions (kAttnStageBytes of K rows and as many of V), the
+// cp.async, each slot a block of positions (attn_stage_bytes of K rows and as many of V), the
 // ring's first slots all requested before the first is used: a decode part of 512 positions
 // (B >= 16 at KV 511) has 64 KiB in flight from the start. H100, Llama-3.2-1B decode (with
 // tensor-core scores and o): 2 slots of 16 KiB 1904.9 / 2258.0 / 6776.2 us at B = 1 / 16 / 128
@@ -26,8 +26,9 @@ constexpr int kAttnRowBatch = 4;
 // the weights): two rounds, 1909.6 / 1912.1 -> 1902.7 / 1906.5 us at B = 1, 2250.2 / 2254.1
 // -> 2142.2 / 2144.0 at B = 16, 6782.5 / 6741.5 -> 6637.5 / 6653.2 at B = 128.
 // Knobs (etcc --device-define): ETC_ATTN_STAGE=0 reads the rows straight from global memory
-// instead, 4 row steps of a warp at a time; ETC_ATTN_BLOCK_KIB the K bytes of a block,
-// ETC_ATTN_SLOTS the slots; ETC_ATTN_EVICT_FIRST=0 copies the rows without L2::evict_first;
+// instead, 4 row steps of a warp at a time; ETC_ATTN_BLOCK_KIB the K bytes of a block
+// (ETC_ATTN_FMA_BLOCK_KIB those of calls whose shape has no tensor-core form), ETC_ATTN_SLOTS
+// the slots; ETC_ATTN_EVICT_FIRST=0 copies the rows without L2::evict_first;
 // ETC_ATTN_MMA=0 computes scores and o with FMAs where tensor cores could (attn_mma).
 #ifndef ETC_ATTN_STAGE
 #define ETC_ATTN_STAGE 1
@@ -44,7 +45,14 @@ constexpr int kAttnRowBatch = 4;
 #ifndef ETC_ATTN_MMA
 #define ETC_ATTN_MMA 1
 #endif
-constexpr unsigned kAttnStageBytes = ETC_ATTN_BLOCK_KIB * 1024u;
+// The K bytes of a block where the call's shape does not admit tensor cores (attn_mma_shape:
+// fewer than 4 query heads a cache head, as in Qwen3-0.6B). H200, Qwen3-0.6B decode at
+// positions 511, etc-run --bench 20, with 32 (as ETC_ATTN_BLOCK_KIB=32 then): B = 1 level,
+// B = 16 / 64 / 128 -2.5 / -4.8 / -6.1% (docs/benchmarks.md, session 37); the default stays
+// ETC_ATTN_BLOCK_KIB's until that form is checked against the interpreter on a GPU.
+#ifndef ETC_ATTN_FMA_BLOCK_KIB
+#define ETC_ATTN_FMA_BLOCK_KIB ETC_ATTN_BLOCK_KIB
+#endif
 constexpr int kAttnSlots = ETC_ATTN_SLOTS;
 static_assert(kAttnSlots >= 1, "ETC_ATTN_SLOTS must be at least 1");
 
@@ -56,28 +64,36 @@ __host__ __device__ constexpr unsigned attention_scratch_bytes() {
   return ((unsigned)sizeof(float) * (G * D + G * kAttnBlock + 4 * G) + 15u) / 16u * 16u;
 }
 
-// The ring's bytes (where the 16-byte path stages rows: ETC_ATTN_STAGE), and the per-warp
-// partial o of the final reduction, which shares them except in the tensor-core form over
-// several cache heads (attn_heads_mma), whose next head's rows are in flight while a head's
-// reduction runs: that one follows the ring.
-__host__ __device__ constexpr unsigned attention_ring_bytes() {
-  return ETC_ATTN_STAGE != 0 ? 2u * kAttnSlots * kAttnStageBytes : 0u;
-}
-template <int D, int G>
-__host__ __device__ constexpr unsigned attention_red_bytes() {
-  return (unsigned)sizeof(float) * kAttnMaxWarps * G * D;
-}
 // Whether D and G admit the tensor-core form (attn_mma's shape conditions; the dtypes decide
 // the rest at the call).
 template <int D, int G>
 __host__ __device__ constexpr bool attn_mma_shape() {
   return ETC_ATTN_STAGE != 0 && ETC_ATTN_MMA != 0 && D % 16 == 0 && D >= 64 && G >= 4 && G <= 8;
 }
+// The K bytes of a staged block (as many of V follow): ETC_ATTN_BLOCK_KIB where the shape admits
+// tensor cores, else ETC_ATTN_FMA_BLOCK_KIB. Every use goes through this one function of D and
+// G, so the ring's size and its slots agree whichever form a call's dtypes pick.
+template <int D, int G>
+__host__ __device__ constexpr unsigned attn_stage_bytes() {
+  return (attn_mma_shape<D, G>() ? ETC_ATTN_BLOCK_KIB : ETC_ATTN_FMA_BLOCK_KIB) * 1024u;
+}
+// The ring's bytes (where the 16-byte path stages rows: ETC_ATTN_STAGE), and the per-warp
+// partial o of the final reduction, which shares them except in the tensor-core form over
+// several cache heads (attn_heads_mma), whose next head's rows are in flight while a head's
+// reduction runs: that one follows the ring.
+template <int D, int G>
+__host__ __device__ constexpr unsigned attention_ring_bytes() {
+  return ETC_ATTN_STAGE != 0 ? 2u * kAttnSlots * attn_stage_bytes<D, G>() : 0u;
+}
+template <int D, int G>
+__host__ __device__ constexpr unsigned attention_red_bytes() {
+  return (unsigned)sizeof(float) * kAttnMaxWarps * G * D;
+}
 // The shared memory of a call over HK cache heads (HK > 1: room for attn_heads_mma's reduction
 // after the ring; a call given less takes the heads one after another).
 template <int D, int G, int HK = 1>
 __host__ __device__ constexpr unsigned attention_decode_smem_bytes() {
-  constexpr unsigned red = attention_red_bytes<D, G>(), ring = attention_ring_bytes();
+  constexpr unsigned red = attention_red_bytes<D, G>(), ring = attention_ring_bytes<D, G>();
   return attention_scratch_bytes<D, G>() + (HK > 1 && attn_mma_shape<D, G>() ? ring + red : red > ring ? red : ring);
 }
 
@@ -356,10 +372,11 @@ __device__ void attn_head(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows
   sc.template finish<Ln, kVec>(acc, op, os, lsep, ls);
 }
 
-// Positions per block of the staged path: kAttnStageBytes of K rows, at most kAttnBlock.
-template <int D, class K>
+// Positions per block of the staged path: attn_stage_bytes of K rows, at most kAttnBlock.
+template <int D, int G, class K>
 __host__ __device__ constexpr int attn_stage_rows() {
-  return (int)(kAttnStageBytes / (D * sizeof(K))) < kAttnBlock ? (int)(kAttnStageBytes / (D * sizeof(K))) : kAttnBlock;
+  return (int)(attn_stage_bytes<D, G>() / (D * sizeof(K))) < kAttnBlock ? (int)(attn_stage_bytes<D, G>() / (D * sizeof(K)))
+                                                                        : kAttnBlock;
 }
 
 // Whether the staged path computes scores and o with tensor cores (mma.sync m16n8k16): q and
@@ -385,16 +402,16 @@ __device__ __forceinline__ unsigned attn_pack(float lo, float hi) {
   return attn_bits(from_f32<K>(lo)) | attn_bits(from_f32<K>(hi)) << 16;
 }
 
-// The ring of kAttnSlots slots (a block's K rows, then as many V rows) over a part of n
-// positions, SR a block.
-template <class K, int SR>
+// The ring of kAttnSlots slots (a block's K rows, then as many V rows, SB bytes each) over a
+// part of n positions, SR a block.
+template <class K, int SR, unsigned SB>
 struct AttnRing {
   unsigned char* base;
   long long n;
   __device__ __forceinline__ long long blocks() const { return n > 0 ? (n + SR - 1) / SR : 0; }
   __device__ __forceinline__ int rows_in(long long blk) const { return (int)(n - blk * SR < SR ? n - blk * SR : SR); }
   __device__ __forceinline__ K* slot(long long blk, bool v) const {
-    return reinterpret_cast<K*>(base + (unsigned)(blk % kAttnSlots) * 2u * kAttnStageBytes + (v ? kAttnStageBytes : 0u));
+    return reinterpret_cast<K*>(base + (unsigned)(blk % kAttnSlots) * 2u * SB + (v ? SB : 0u));
   }
 };
 
@@ -449,10 +466,10 @@ __device__ void attn_heads_mma(const Ctx& ctx, long long heads, long long qs, lo
   using K = bare_t<typename Rows::KT>;
   static_assert(same_v<bare_t<typename Rows::VT>, K>, "attention_decode: k and v of one dtype (V is read as K)");
   constexpr int PE = 16 / (int)sizeof(K), CPR = D / PE;  // 16-byte chunks per row
-  constexpr int SR = attn_stage_rows<D, K>(), NS = kAttnSlots, DT = D / 16;
+  constexpr int SR = attn_stage_rows<D, G, K>(), NS = kAttnSlots, DT = D / 16;
   static_assert(SR % 16 == 0 && CPR >= 8, "attention_decode: the tensor-core form needs blocks of whole 16-row tiles");
   static_assert(G >= 1 && G <= 8, "attention_decode: the tensor-core form has 8 head columns");
-  const AttnRing<K, SR> ring{ctx.smem + attention_scratch_bytes<D, G>(), n};
+  const AttnRing<K, SR, attn_stage_bytes<D, G>()> ring{ctx.smem + attention_scratch_bytes<D, G>(), n};
   const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
   const long long nblk = ring.blocks(), total = hk * nblk;  // blocks a head, and of all heads
   auto at = [](int r, int cc) { return r * D + (cc ^ (r & 7)) * PE; };
@@ -501,7 +518,7 @@ __device__ void attn_heads_mma(const Ctx& ctx, long long heads, long long qs, lo
   for (int b = 0; b < NS; ++b) request(b);
   // [warps][G][D]: over the ring for one head (only empty groups are pending past its last
   // block), after it for several.
-  float* const red = reinterpret_cast<float*>(kMulti ? ring.base + attention_ring_bytes() : ring.base);
+  float* const red = reinterpret_cast<float*>(kMulti ? ring.base + attention_ring_bytes<D, G>() : ring.base);
 #pragma unroll 1
   for (long long hd = 0; hd < hk; ++hd) {
     const AttnHeadMma<TQ, Rows, TO> cur = head(hd);
@@ -653,16 +670,16 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
   using Ln = AttnLanes<D, true, K>;
   static_assert(Ln::L * Ln::R == 32, "attention_decode: lanes per row must divide 32");
   static_assert(same_v<bare_t<typename Rows::VT>, K>, "attention_decode: k and v of one dtype (V is read as K)");
-  constexpr int SR = attn_stage_rows<D, K>(), CPR = D / Ln::PE;  // rows per block, 16-byte chunks per row
+  constexpr int SR = attn_stage_rows<D, G, K>(), CPR = D / Ln::PE;  // rows per block, 16-byte chunks per row
   constexpr int NS = kAttnSlots;
-  static_assert(SR >= 1, "attention_decode: ETC_ATTN_BLOCK_KIB must hold a cache row");
+  static_assert(SR >= 1, "attention_decode: ETC_ATTN_BLOCK_KIB and ETC_ATTN_FMA_BLOCK_KIB must hold a cache row");
   if constexpr (attn_mma<D, G, TQ, K>() && SR % 16 == 0) {  // whole 16-position tiles a block
     attn_head_mma<D, G>(ctx, qp, qs, rows, n, scale, op, os, lsep, ls);
   } else {
     const AttnScratch<D, G> sc(ctx);
     float* q_s = sc.q;
     float* s_s = sc.s;
-    const AttnRing<K, SR> ring{ctx.smem + attention_scratch_bytes<D, G>(), n};
+    const AttnRing<K, SR, attn_stage_bytes<D, G>()> ring{ctx.smem + attention_scratch_bytes<D, G>(), n};
     const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
     const int c = lane % Ln::L, rg = lane / Ln::L;
     const long long nblk = ring.blocks();
@@ -771,7 +788,7 @@ __device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool
     using K = bare_t<typename Rows::KT>;
     // Several cache heads on tensor cores: through one ring (attn_heads_mma), where the call
     // has the shared memory for it.
-    if constexpr (attn_mma<D, G, TQ, K>() && attn_stage_rows<D, K>() % 16 == 0)
+    if constexpr (attn_mma<D, G, TQ, K>() && attn_stage_rows<D, G, K>() % 16 == 0)
       if (vec && hk > 1 && ctx.smem_bytes >= attention_decode_smem_bytes<D, G, HK>()) {
         attn_heads_mma<D, G, true, TQ, TO>(ctx, hk, q.stride[0], n, scale, o.stride[0], lse.stride[0], [&](long long g) {
           return AttnHeadMma<TQ, Rows, TO>{q.ptr + g * G * D * q.stride[0], rows(g), o.ptr + g * G * D * o.stride[0],
