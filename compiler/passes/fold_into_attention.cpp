@@ -82,8 +82,6 @@ class Folder {
     return ropes == 1 ? append : std::nullopt;
   }
 
-  std::vector<SliceDim> explicitDims(const Slice& s) const { return etc::explicitDims(m_, s); }
-
   // P's row: the point `i`, or the range `i : i + 1` or `i : min(N, i + 1)` with N P's grid
   // extent and the tensor's (one row either way).
   static bool isRow(const SliceDim& d, const Expr& extent, const Expr& rows) {
@@ -102,7 +100,7 @@ class Folder {
     if (a.call.op != "attention_decode" || a.call.args.size() != 4) return std::nullopt;
     const Slice &q = a.call.args[0], &k = a.call.args[1], &v = a.call.args[2];
     if (q.target != qo || k.target != kc || v.target != vc) return std::nullopt;
-    const std::vector<SliceDim> qd = explicitDims(q), kd = explicitDims(k), vd = explicitDims(v);
+    const std::vector<SliceDim> qd = explicitDims(m_, q), kd = explicitDims(m_, k), vd = explicitDims(m_, v);
     if (qd.size() != 2 || kd.size() != 3 || vd.size() != 3 || qd[0].is_range || kd[0].is_range || vd[0].is_range ||
         !qd[1].is_range || !kd[2].is_range || !vd[2].is_range)
       return std::nullopt;
@@ -130,7 +128,7 @@ class Folder {
         if (hasCoord(d.lo) || (d.hi && hasCoord(d.hi))) return std::nullopt;
       return out;
     }
-    std::vector<SliceDim> dims = explicitDims(s);
+    std::vector<SliceDim> dims = explicitDims(m_, s);
     if (dims.empty()) return std::nullopt;
     bool has_row = false;
     for (size_t d = 0; d < dims.size(); ++d) {

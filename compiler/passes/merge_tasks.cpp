@@ -64,8 +64,6 @@ class Merger {
  private:
   using Access = SliceAccess;
 
-  std::vector<uint32_t> order(uint32_t g) const { return runOrder(m_, g); }
-
   bool candidate(uint32_t t) const { return !dropped_[t] && rewritableGrid(m_, t, runs_[t]); }
 
   static bool hasOp(const Task& t, std::string_view op) {
@@ -103,8 +101,6 @@ class Merger {
     return out;
   }
 
-  std::vector<SliceDim> explicitDims(const Slice& s) const { return etc::explicitDims(m_, s); }
-
   static bool sameDim(const SliceDim& a, const SliceDim& b) {
     if (a.is_range != b.is_range || !equal(a.lo, b.lo)) return false;
     return !a.is_range || equal(a.hi, b.hi);
@@ -113,7 +109,7 @@ class Merger {
   // ---- rule 1 -------------------------------------------------------------------------------
 
   bool inlineOneReduce(uint32_t g) {
-    std::vector<uint32_t> run = order(g);
+    std::vector<uint32_t> run = runOrder(m_, g);
     for (size_t ri = 0; ri < run.size(); ++ri) {
       const uint32_t r = run[ri];
       if (!candidate(r) || m_.tasks[r].body.size() != 1) continue;
@@ -140,7 +136,7 @@ class Merger {
       if (clobbered) continue;
 
       // C's slice of T, with R's reduced axis put back as a whole range.
-      std::vector<SliceDim> dims = explicitDims(*read);
+      std::vector<SliceDim> dims = explicitDims(m_, *read);
       int64_t points_before = 0;
       for (int64_t k = 0; k < axis; ++k) points_before += dims[k].is_range ? 0 : 1;
       dims.insert(dims.begin() + axis, wholeDim(m_.tensors[part].shape[axis]));
@@ -168,7 +164,7 @@ class Merger {
   // element of its input: the input slice is the output slice with the axis as a whole range
   // (ranges only, so positions in the slice are dimensions of the tensors).
   bool reduceIsElementwise(const CallStmt& red, int64_t axis) const {
-    std::vector<SliceDim> in = explicitDims(red.call.args[0]), out = explicitDims(red.dests[0]);
+    std::vector<SliceDim> in = explicitDims(m_, red.call.args[0]), out = explicitDims(m_, red.dests[0]);
     if (in.size() != out.size() + 1) return false;
     for (const SliceDim& d : in)
       if (!d.is_range) return false;
@@ -209,7 +205,7 @@ class Merger {
   // One pass over the graph's grids in order; a grid merged away leaves its place to the next.
   // The caller repeats passes until one changes nothing (a merge can make room for another).
   bool mergePass(uint32_t g) {
-    std::vector<uint32_t> run = order(g);
+    std::vector<uint32_t> run = runOrder(m_, g);
     bool changed = false;
     for (size_t pi = 0; pi < run.size(); ++pi) {
       const uint32_t p = run[pi];
