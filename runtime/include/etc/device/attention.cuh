@@ -47,11 +47,10 @@ constexpr int kAttnRowBatch = 4;
 #endif
 // The K bytes of a block where the call's shape does not admit tensor cores (attn_mma_shape:
 // fewer than 4 query heads a cache head, as in Qwen3-0.6B). H200, Qwen3-0.6B decode at
-// positions 511, etc-run --bench 20, with 32 (as ETC_ATTN_BLOCK_KIB=32 then): B = 1 level,
-// B = 16 / 64 / 128 -2.5 / -4.8 / -6.1% (docs/benchmarks.md, session 37); the default stays
-// ETC_ATTN_BLOCK_KIB's until that form is checked against the interpreter on a GPU.
+// positions 511, etc-run --bench 20, 32 against 16: B = 1 level, B = 16 / 64 / 128 -2.5 / -4.8 /
+// -6.1% (docs/benchmarks.md, session 37); 8: +7 to +13%.
 #ifndef ETC_ATTN_FMA_BLOCK_KIB
-#define ETC_ATTN_FMA_BLOCK_KIB ETC_ATTN_BLOCK_KIB
+#define ETC_ATTN_FMA_BLOCK_KIB 32
 #endif
 constexpr int kAttnSlots = ETC_ATTN_SLOTS;
 static_assert(kAttnSlots >= 1, "ETC_ATTN_SLOTS must be at least 1");
