@@ -46,6 +46,11 @@ for n in $decode_models; do
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --schedule=dynamic -o "gpu-bundle/${n}_small_dynamic.fatbin"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --weight-prefetch -o "gpu-bundle/${n}_small_prefetch.fatbin"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"
+  # The attention form without tensor cores (Qwen3: 2 query heads a cache head) in one ring
+  # slot, not the default until these checks pass on a GPU (attention.cuh, ETC_ATTN_FMA_SLOTS).
+  if [ "$n" = qwen3_0_6b ]; then
+    "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_FMA_SLOTS=1 -o "gpu-bundle/${n}_small_fma1.fatbin"
+  fi
 done
 # The full Llama decode step with a timeline (etc-run --trace; about as long again to compile).
 "$build/etcc" samples/llama3_2_1b.etir --profile -arch sm_90a -o gpu-bundle/llama3_2_1b_profile.fatbin

@@ -171,14 +171,17 @@ LIMIT=300 run attention-knobs 0 samples/llama_layer.etir -arch sm_90a --device-d
 # ETC_ATTN_FMA_BLOCK_KIB (default 32) sizes the staged blocks of calls without a tensor-core form
 # only: a Qwen3 layer (2 query heads a cache head) reserves a ring of 2 slots of 32 KiB of K and
 # of V by default (68640 bytes with 16), a Llama layer (4 a cache head, tensor cores) keeps its
-# own whatever the knob says.
+# own whatever the FMA knobs say.
 python3 tools/gen_decode_sample.py qwen3_0_6b --layers 1 --vocab 2048 >"$tmp/q1.etir"
 LIMIT=300 run attention-fma-block 0 "$tmp/q1.etir" -arch sm_90a --resource-usage -o "$tmp/q1.fatbin" &&
   smem_is attention-fma-block etc_main_attention_decode_o_0_whole 16+134176
 LIMIT=300 run attention-fma-block-16 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_FMA_BLOCK_KIB=16 \
   -o "$tmp/q1.fatbin" && smem_is attention-fma-block-16 etc_main_attention_decode_o_0_whole 16+68640
+# ETC_ATTN_FMA_SLOTS=1: that ring in one slot of 32 KiB of K and of V.
+LIMIT=300 run attention-fma-slots 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_FMA_SLOTS=1 \
+  -o "$tmp/q1.fatbin" && smem_is attention-fma-slots etc_main_attention_decode_o_0_whole 16+68640
 LIMIT=300 run attention-fma-block-mma 0 samples/llama_layer.etir -arch sm_90a --resource-usage \
-  --device-define ETC_ATTN_FMA_BLOCK_KIB=16 -o "$tmp/ll.fatbin" &&
+  --device-define ETC_ATTN_FMA_BLOCK_KIB=16 --device-define ETC_ATTN_FMA_SLOTS=1 -o "$tmp/ll.fatbin" &&
   smem_is attention-fma-block-mma etc_main_attention_decode_attn_whole 16+70720
 # heads_per_task = 2: the one-part grid's tasks each take two cache heads (attention_decode over
 # several heads through one ring on the device) and compile.

@@ -28,7 +28,7 @@ constexpr int kAttnRowBatch = 4;
 // Knobs (etcc --device-define): ETC_ATTN_STAGE=0 reads the rows straight from global memory
 // instead, 4 row steps of a warp at a time; ETC_ATTN_BLOCK_KIB the K bytes of a block
 // (ETC_ATTN_FMA_BLOCK_KIB those of calls whose shape has no tensor-core form), ETC_ATTN_SLOTS
-// the slots; ETC_ATTN_EVICT_FIRST=0 copies the rows without L2::evict_first;
+// the slots (ETC_ATTN_FMA_SLOTS those of calls without a tensor-core form); ETC_ATTN_EVICT_FIRST=0 copies the rows without L2::evict_first;
 // ETC_ATTN_MMA=0 computes scores and o with FMAs where tensor cores could (attn_mma).
 #ifndef ETC_ATTN_STAGE
 #define ETC_ATTN_STAGE 1
@@ -52,8 +52,15 @@ constexpr int kAttnRowBatch = 4;
 #ifndef ETC_ATTN_FMA_BLOCK_KIB
 #define ETC_ATTN_FMA_BLOCK_KIB 32
 #endif
-constexpr int kAttnSlots = ETC_ATTN_SLOTS;
-static_assert(kAttnSlots >= 1, "ETC_ATTN_SLOTS must be at least 1");
+// The slots of the ring where the call's shape does not admit tensor cores. H200, Qwen3-0.6B
+// decode at positions 511, etc-run --bench 20, one slot against two: B = 1 / 16 / 64 / 128
+// -0.4 / -3.1 / -6.4 / -6.0% (the kernel reserves its largest task's shared memory for every
+// task, and two slots of 32 KiB made attention that task); the default stays ETC_ATTN_SLOTS's
+// until a GPU checks that form against the interpreter (docs/benchmarks.md, session 38).
+#ifndef ETC_ATTN_FMA_SLOTS
+#define ETC_ATTN_FMA_SLOTS ETC_ATTN_SLOTS
+#endif
+static_assert(ETC_ATTN_SLOTS >= 1 && ETC_ATTN_FMA_SLOTS >= 1, "ETC_ATTN_SLOTS and ETC_ATTN_FMA_SLOTS must be at least 1");
 
 // The f32 scratch of one cache head's attention (AttnScratch) before its last array, rounded
 // up to 16 bytes; the ring follows it, and the last array (the per-warp partial o of the final
@@ -69,12 +76,17 @@ template <int D, int G>
 __host__ __device__ constexpr bool attn_mma_shape() {
   return ETC_ATTN_STAGE != 0 && ETC_ATTN_MMA != 0 && D % 16 == 0 && D >= 64 && G >= 4 && G <= 8;
 }
-// The K bytes of a staged block (as many of V follow): ETC_ATTN_BLOCK_KIB where the shape admits
-// tensor cores, else ETC_ATTN_FMA_BLOCK_KIB. Every use goes through this one function of D and
-// G, so the ring's size and its slots agree whichever form a call's dtypes pick.
+// The K bytes of a staged block (as many of V follow) and the ring's slots: ETC_ATTN_BLOCK_KIB
+// and ETC_ATTN_SLOTS where the shape admits tensor cores, else ETC_ATTN_FMA_BLOCK_KIB and
+// ETC_ATTN_FMA_SLOTS. Every use goes through these functions of D and G, so the ring's size and
+// its slots agree whichever form a call's dtypes pick.
 template <int D, int G>
 __host__ __device__ constexpr unsigned attn_stage_bytes() {
   return (attn_mma_shape<D, G>() ? ETC_ATTN_BLOCK_KIB : ETC_ATTN_FMA_BLOCK_KIB) * 1024u;
+}
+template <int D, int G>
+__host__ __device__ constexpr int attn_slots() {
+  return attn_mma_shape<D, G>() ? ETC_ATTN_SLOTS : ETC_ATTN_FMA_SLOTS;
 }
 // The ring's bytes (where the 16-byte path stages rows: ETC_ATTN_STAGE), and the per-warp
 // partial o of the final reduction, which shares them except in the tensor-core form over
@@ -82,7 +94,7 @@ __host__ __device__ constexpr unsigned attn_stage_bytes() {
 // reduction runs: that one follows the ring.
 template <int D, int G>
 __host__ __device__ constexpr unsigned attention_ring_bytes() {
-  return ETC_ATTN_STAGE != 0 ? 2u * kAttnSlots * attn_stage_bytes<D, G>() : 0u;
+  return ETC_ATTN_STAGE != 0 ? 2u * (unsigned)attn_slots<D, G>() * attn_stage_bytes<D, G>() : 0u;
 }
 template <int D, int G>
 __host__ __device__ constexpr unsigned attention_red_bytes() {
@@ -401,16 +413,16 @@ __device__ __forceinline__ unsigned attn_pack(float lo, float hi) {
   return attn_bits(from_f32<K>(lo)) | attn_bits(from_f32<K>(hi)) << 16;
 }
 
-// The ring of kAttnSlots slots (a block's K rows, then as many V rows, SB bytes each) over a
-// part of n positions, SR a block.
-template <class K, int SR, unsigned SB>
+// The ring of NS slots (a block's K rows, then as many V rows, SB bytes each) over a part of n
+// positions, SR a block.
+template <class K, int SR, unsigned SB, int NS>
 struct AttnRing {
   unsigned char* base;
   long long n;
   __device__ __forceinline__ long long blocks() const { return n > 0 ? (n + SR - 1) / SR : 0; }
   __device__ __forceinline__ int rows_in(long long blk) const { return (int)(n - blk * SR < SR ? n - blk * SR : SR); }
   __device__ __forceinline__ K* slot(long long blk, bool v) const {
-    return reinterpret_cast<K*>(base + (unsigned)(blk % kAttnSlots) * 2u * SB + (v ? SB : 0u));
+    return reinterpret_cast<K*>(base + (unsigned)(blk % NS) * 2u * SB + (v ? SB : 0u));
   }
 };
 
@@ -465,10 +477,10 @@ __device__ void attn_heads_mma(const Ctx& ctx, long long heads, long long qs, lo
   using K = bare_t<typename Rows::KT>;
   static_assert(same_v<bare_t<typename Rows::VT>, K>, "attention_decode: k and v of one dtype (V is read as K)");
   constexpr int PE = 16 / (int)sizeof(K), CPR = D / PE;  // 16-byte chunks per row
-  constexpr int SR = attn_stage_rows<D, G, K>(), NS = kAttnSlots, DT = D / 16;
+  constexpr int SR = attn_stage_rows<D, G, K>(), NS = attn_slots<D, G>(), DT = D / 16;
   static_assert(SR % 16 == 0 && CPR >= 8, "attention_decode: the tensor-core form needs blocks of whole 16-row tiles");
   static_assert(G >= 1 && G <= 8, "attention_decode: the tensor-core form has 8 head columns");
-  const AttnRing<K, SR, attn_stage_bytes<D, G>()> ring{ctx.smem + attention_scratch_bytes<D, G>(), n};
+  const AttnRing<K, SR, attn_stage_bytes<D, G>(), NS> ring{ctx.smem + attention_scratch_bytes<D, G>(), n};
   const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
   const long long nblk = ring.blocks(), total = hk * nblk;  // blocks a head, and of all heads
   auto at = [](int r, int cc) { return r * D + (cc ^ (r & 7)) * PE; };
@@ -652,11 +664,11 @@ __device__ void attn_head_mma(const Ctx& ctx, TQ* qp, long long qs, const Rows& 
                                [&](long long) { return AttnHeadMma<TQ, Rows, TO>{qp, rows, op, lsep}; });
 }
 
-// attn_head's 16-byte path with the rows staged in a ring of kAttnSlots shared-memory slots,
+// attn_head's 16-byte path with the rows staged in a ring of attn_slots shared-memory slots,
 // K and V of a block in a slot, each its own cp.async group: the ring's blocks are requested
 // first; then per block, wait for its K, scores, request the K of the block that takes the
 // slot next (K's half is free), wait for its V, softmax and o, request that block's V. The
-// groups complete in order and 2 * kAttnSlots - 1 are committed after the one waited for, so
+// groups complete in order and 2 * attn_slots - 1 are committed after the one waited for, so
 // a block's wait lets the ring's later blocks stay in flight. A row's 16-byte chunks are
 // stored XOR-swizzled by the row (with 8 or more a row), the layout attn_head_mma's ldmatrix
 // needs; with tensor cores (attn_mma) the work goes to attn_head_mma.
@@ -670,7 +682,7 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
   static_assert(Ln::L * Ln::R == 32, "attention_decode: lanes per row must divide 32");
   static_assert(same_v<bare_t<typename Rows::VT>, K>, "attention_decode: k and v of one dtype (V is read as K)");
   constexpr int SR = attn_stage_rows<D, G, K>(), CPR = D / Ln::PE;  // rows per block, 16-byte chunks per row
-  constexpr int NS = kAttnSlots;
+  constexpr int NS = attn_slots<D, G>();
   static_assert(SR >= 1, "attention_decode: ETC_ATTN_BLOCK_KIB and ETC_ATTN_FMA_BLOCK_KIB must hold a cache row");
   if constexpr (attn_mma<D, G, TQ, K>() && SR % 16 == 0) {  // whole 16-position tiles a block
     attn_head_mma<D, G>(ctx, qp, qs, rows, n, scale, op, os, lsep, ls);
@@ -678,7 +690,7 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
     const AttnScratch<D, G> sc(ctx);
     float* q_s = sc.q;
     float* s_s = sc.s;
-    const AttnRing<K, SR, attn_stage_bytes<D, G>()> ring{ctx.smem + attention_scratch_bytes<D, G>(), n};
+    const AttnRing<K, SR, attn_stage_bytes<D, G>(), NS> ring{ctx.smem + attention_scratch_bytes<D, G>(), n};
     const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
     const int c = lane % Ln::L, rg = lane / Ln::L;
     const long long nblk = ring.blocks();
