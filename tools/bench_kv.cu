@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
     return m;
   };
   std::printf("%-12s %-9s %6s %5s %9s %8s %6s\n", "layout", "copies", "block", "slots", "us", "TB/s", "x copy");
-  const char* names[] = {"cp.async", "bulk", "tma 2-d"};
+  const char* names[] = {"cp.async", "bulk", "tma2d"};
   for (int hm = 0; hm < 2; ++hm)
     for (Copy copy : {Copy::kCpAsync, Copy::kBulk, Copy::kTma2d})
       for (int kib : {16, 32, 48, 64})

@@ -413,6 +413,17 @@ if command -v nvcc >/dev/null 2>&1 &&
 else
   row "weight stream (tools/bench_stream.cu)" FAIL "$(tail -2 "$out/bench_stream.log" | tr '\n' ' ' | cut -c1-200)"
 fi
+# What one layer's KV cache streams at, read as attention reads it (tools/bench_kv.cu; B = 128,
+# 512 positions, D = 128): cp.async in 32 KiB blocks (attention.cuh's copies, 2 slots) and TMA
+# tensor copies of the same blocks, as ratios of a copy.
+if command -v nvcc >/dev/null 2>&1 &&
+   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/bench_kv.cu -o "$out/bench_kv" >"$out/bench_kv.log" 2>&1 &&
+   "$out/bench_kv" 128 128 512 >>"$out/bench_kv.log" 2>&1; then
+  kv_ratio() { awk -v c="$1" '$1 == "[B,S,HK,D]" && $2 == c && $3 == 32 && $5 == 2 {print $8; exit}' "$out/bench_kv.log"; }
+  row "KV stream, 32 KiB blocks: cp.async / TMA" INFO "$(kv_ratio cp.async) / $(kv_ratio tma2d) of the copy (bench_kv.log)"
+else
+  row "KV stream (tools/bench_kv.cu)" FAIL "$(tail -2 "$out/bench_kv.log" | tr '\n' ' ' | cut -c1-200)"
+fi
 # mlp weights: w_gate_up [16384, 2048] + w_down [2048, 8192] + ln [2048], bf16.
 wbytes=$(( (16384 * 2048 + 2048 * 8192 + 2048) * 2 ))
 for b in 1 3 16 64 128; do
