@@ -24,14 +24,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                               \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
+#include "bench_copies.cuh"
 
 constexpr int kHk = 8;    // cache heads
 constexpr int kS = 4097;  // cache positions a request (the samples' S)
@@ -40,44 +33,14 @@ constexpr int kMaxSlots = 4;
 
 enum class Copy { kCpAsync, kBulk, kTma2d };
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void cp16(void* s, const void* g) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(s)), "l"(g) : "memory");
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // At most n of this thread's groups still pending (n = 2 * slots - 1: one of 1 to 4 values).
 __device__ __forceinline__ void wait_pending(int n) {
   switch (n) {
-    case 1: asm volatile("cp.async.wait_group 1;\n" ::: "memory"); break;
-    case 3: asm volatile("cp.async.wait_group 3;\n" ::: "memory"); break;
-    case 5: asm volatile("cp.async.wait_group 5;\n" ::: "memory"); break;
-    default: asm volatile("cp.async.wait_group 7;\n" ::: "memory"); break;
+    case 1: wait_group<1>(); break;
+    case 3: wait_group<3>(); break;
+    case 5: wait_group<5>(); break;
+    default: wait_group<7>(); break;
   }
-}
-__device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned n) {
-  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(smem_addr(b)), "r"(n) : "memory");
-}
-__device__ __forceinline__ void mbar_expect(unsigned long long* b, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(smem_addr(b)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned phase) {
-  asm volatile(
-      "{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared.b64 p, [%0], %1;\n @!p bra W;\n}\n" ::"r"(smem_addr(b)),
-      "r"(phase)
-      : "memory");
-}
-__device__ __forceinline__ void bulk(void* s, const void* g, unsigned bytes, unsigned long long* b) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   smem_addr(s)),
-               "l"(g), "r"(bytes), "r"(smem_addr(b))
-               : "memory");
-}
-__device__ __forceinline__ void tma2d(void* s, const CUtensorMap* map, int x, int y, unsigned long long* b) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-          smem_addr(s)),
-      "l"(map), "r"(x), "r"(y), "r"(smem_addr(b))
-      : "memory");
 }
 
 struct Args {
@@ -221,29 +184,11 @@ int main(int argc, char** argv) {
   const double bytes = 2.0 * B * kHk * N * D * 2;  // K and V rows read
   std::printf("D %d, B %d, %d positions, %d cache heads, %d CTAs: %.1f MB of K and V a layer; copy %.2f TB/s -> floor %.1f us\n",
               D, B, N, kHk, sms, bytes / 1e6, copy_bw / 1e12, bytes / copy_bw * 1e6);
-  PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-  cudaDriverEntryPointQueryResult found;
-  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&encode), 12000,
-                                      cudaEnableDefault, &found));
-  if (found != cudaDriverEntryPointSuccess || !encode) {
-    std::fprintf(stderr, "cuTensorMapEncodeTiled: not found\n");
-    return 1;
-  }
   // A cache as 2-D rows (HK * D columns by B * S rows, or D by B * HK * S), boxes of D columns
   // by `rows` rows.
   auto tensor_map = [&](const unsigned short* base, bool hm, int rows) {
-    CUtensorMap m;
-    const cuuint64_t inner = hm ? D : (cuuint64_t)kHk * D, outer = (cuuint64_t)elems / inner;
-    const cuuint64_t dims[2] = {inner, outer}, strides[1] = {inner * 2};
-    const cuuint32_t box[2] = {(cuuint32_t)D, (cuuint32_t)rows}, estr[2] = {1, 1};
-    const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<unsigned short*>(base), dims, strides,
-                              box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-      std::fprintf(stderr, "cuTensorMapEncodeTiled (box %d x %d): error %d\n", D, rows, (int)r);
-      std::exit(1);
-    }
-    return m;
+    const unsigned long long inner = hm ? D : (unsigned long long)kHk * D;
+    return tensor_map_2d(base, inner, elems / inner, D, rows);
   };
   std::printf("%-12s %-9s %6s %5s %9s %8s %6s\n", "layout", "copies", "block", "slots", "us", "TB/s", "x copy");
   const char* names[] = {"cp.async", "bulk", "tma2d"};

@@ -20,26 +20,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                               \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ void cp16(void* s, const void* g) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(s)), "l"(g) : "memory");
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wait_group() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
+#include "bench_copies.cuh"
 
 // One CTA: rows [r0, r0 + R) of w [N, K] (u16), stage = SR rows x SC columns, S stages.
 // Step order as a matmul's: for each block of SR rows (TN), K in steps of SC (TK).
@@ -75,24 +56,6 @@ __global__ void __launch_bounds__(256) stream(const unsigned short* w, long long
 
 // The same stream with the TMA engine: each row's bytes of a stage are one bulk copy
 // (cp.async.bulk, issued by warp 0's lanes), a stage's copies complete on its mbarrier.
-__device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned n) {
-  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(smem_addr(b)), "r"(n) : "memory");
-}
-__device__ __forceinline__ void mbar_expect(unsigned long long* b, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(smem_addr(b)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned phase) {
-  asm volatile(
-      "{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared.b64 p, [%0], %1;\n @!p bra W;\n}\n" ::"r"(smem_addr(b)),
-      "r"(phase)
-      : "memory");
-}
-__device__ __forceinline__ void bulk(void* s, const void* g, unsigned bytes, unsigned long long* b) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   smem_addr(s)),
-               "l"(g), "r"(bytes), "r"(smem_addr(b))
-               : "memory");
-}
 
 // The consumer side of the bulk and tma forms: the stages' mbarriers set up, the first S stages
 // requested (issue(st) requests stage st, or nothing past the last), then each stage waited for,
@@ -139,13 +102,6 @@ __global__ void __launch_bounds__(256) stream_bulk(const unsigned short* w, long
 // columns by SR rows of the tensor map `map` (the whole [N, K] matrix), completing on the
 // stage's mbarrier.
 constexpr int kBox = 256;  // the most elements of a box's dimension
-__device__ __forceinline__ void tma2d(void* s, const CUtensorMap* map, int x, int y, unsigned long long* b) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-          smem_addr(s)),
-      "l"(map), "r"(x), "r"(y), "r"(smem_addr(b))
-      : "memory");
-}
 
 template <int S>
 __global__ void __launch_bounds__(256) stream_tma(const __grid_constant__ CUtensorMap map, long long K, int R, int SR,
@@ -229,29 +185,8 @@ int main(int argc, char** argv) {
   }
   unsigned* sink;
   CK(cudaMalloc(&sink, 4096 * sizeof(unsigned)));
-  // The driver's tensor-map encoder, without linking libcuda.
-  PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-  cudaDriverEntryPointQueryResult found;
-  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&encode), 12000,
-                                      cudaEnableDefault, &found));
-  if (found != cudaDriverEntryPointSuccess || !encode) {
-    std::fprintf(stderr, "cuTensorMapEncodeTiled: not found\n");
-    return 1;
-  }
   // A map of copy i with boxes of bw columns by rows rows.
-  auto tensor_map = [&](int i, int bw, int rows) {
-    CUtensorMap m;
-    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)N}, strides[1] = {(cuuint64_t)K * 2};
-    const cuuint32_t box[2] = {(cuuint32_t)bw, (cuuint32_t)rows}, estr[2] = {1, 1};
-    const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, w[i], dims, strides, box, estr,
-                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-      std::fprintf(stderr, "cuTensorMapEncodeTiled (box %d x %d): error %d\n", bw, rows, (int)r);
-      std::exit(1);
-    }
-    return m;
-  };
+  auto tensor_map = [&](int i, int bw, int rows) { return tensor_map_2d(w[i], K, N, bw, rows); };
   int4 *ca, *cb;
   const long long cbytes = 1LL << 30;
   CK(cudaMalloc(&ca, cbytes));

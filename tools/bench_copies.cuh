@@ -1,0 +1,86 @@
+// The copy primitives of the stream benchmarks (tools/bench_stream.cu, tools/bench_kv.cu):
+// cp.async 16-byte copies and their groups, mbarriers, cp.async.bulk and TMA tensor copies,
+// each as the inline PTX that etc's device headers use, and a CUDA error check.
+#pragma once
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#define CK(x)                                                                               \
+  do {                                                                                      \
+    cudaError_t e_ = (x);                                                                   \
+    if (e_ != cudaSuccess) {                                                                \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                         \
+    }                                                                                       \
+  } while (0)
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void cp16(void* s, const void* g) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(s)), "l"(g) : "memory");
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wait_group() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned n) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(smem_addr(b)), "r"(n) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(unsigned long long* b, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(smem_addr(b)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned phase) {
+  asm volatile(
+      "{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared.b64 p, [%0], %1;\n @!p bra W;\n}\n" ::"r"(smem_addr(b)),
+      "r"(phase)
+      : "memory");
+}
+// One bulk copy of `bytes` (a multiple of 16) to shared memory, completing on mbarrier b.
+__device__ __forceinline__ void bulk(void* s, const void* g, unsigned bytes, unsigned long long* b) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_addr(s)),
+               "l"(g), "r"(bytes), "r"(smem_addr(b))
+               : "memory");
+}
+// One TMA copy of the 2-D box at (x, y) of tensor map `map`, completing on mbarrier b.
+__device__ __forceinline__ void tma2d(void* s, const CUtensorMap* map, int x, int y, unsigned long long* b) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          smem_addr(s)),
+      "l"(map), "r"(x), "r"(y), "r"(smem_addr(b))
+      : "memory");
+}
+
+// A 2-D tensor map of 16-bit elements, `inner` by `outer` with rows `inner` elements apart, and
+// boxes of bw by rows elements, through the driver's encoder (found at run time, without linking
+// libcuda). Exits when the driver lacks it or refuses the map.
+inline CUtensorMap tensor_map_2d(const void* base, unsigned long long inner, unsigned long long outer, int bw, int rows) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    PFN_cuTensorMapEncodeTiled_v12000 f = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&f), 12000,
+                                        cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !f) {
+      std::fprintf(stderr, "cuTensorMapEncodeTiled: not found\n");
+      std::exit(1);
+    }
+    return f;
+  }();
+  CUtensorMap m;
+  const cuuint64_t dims[2] = {inner, outer}, strides[1] = {inner * 2};
+  const cuuint32_t box[2] = {(cuuint32_t)bw, (cuuint32_t)rows}, estr[2] = {1, 1};
+  const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(base), dims, strides, box, estr,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "cuTensorMapEncodeTiled (box %d x %d): error %d\n", bw, rows, (int)r);
+    std::exit(1);
+  }
+  return m;
+}
