@@ -26,10 +26,11 @@ constexpr int kAttnRowBatch = 4;
 // the weights): two rounds, 1909.6 / 1912.1 -> 1902.7 / 1906.5 us at B = 1, 2250.2 / 2254.1
 // -> 2142.2 / 2144.0 at B = 16, 6782.5 / 6741.5 -> 6637.5 / 6653.2 at B = 128.
 // Knobs (etcc --device-define): ETC_ATTN_STAGE=0 reads the rows straight from global memory
-// instead, 4 row steps of a warp at a time; ETC_ATTN_BLOCK_KIB the K bytes of a block
-// (ETC_ATTN_FMA_BLOCK_KIB those of calls whose shape has no tensor-core form), ETC_ATTN_SLOTS
-// the slots (ETC_ATTN_FMA_SLOTS those of calls without a tensor-core form); ETC_ATTN_EVICT_FIRST=0 copies the rows without L2::evict_first;
-// ETC_ATTN_MMA=0 computes scores and o with FMAs where tensor cores could (attn_mma).
+// instead, 4 row steps of a warp at a time; ETC_ATTN_BLOCK_KIB the K bytes of a block and
+// ETC_ATTN_SLOTS the ring's slots (ETC_ATTN_FMA_BLOCK_KIB and ETC_ATTN_FMA_SLOTS those of calls
+// whose shape has no tensor-core form); ETC_ATTN_EVICT_FIRST=0 copies the rows without
+// L2::evict_first; ETC_ATTN_MMA=0 computes scores and o with FMAs where tensor cores could
+// (attn_mma).
 #ifndef ETC_ATTN_STAGE
 #define ETC_ATTN_STAGE 1
 #endif
@@ -47,8 +48,8 @@ constexpr int kAttnRowBatch = 4;
 #endif
 // The K bytes of a block where the call's shape does not admit tensor cores (attn_mma_shape:
 // fewer than 4 query heads a cache head, as in Qwen3-0.6B). H200, Qwen3-0.6B decode at
-// positions 511, etc-run --bench 20, 32 against 16: B = 1 level, B = 16 / 64 / 128 -2.5 / -4.8 /
-// -6.1% (docs/benchmarks.md, session 37); 8: +7 to +13%.
+// positions 511, etc-run --bench 20, 32 against 16: B = 1 level, B = 16 / 64 / 128 -2.7 / -4.3 /
+// -6.7% (docs/benchmarks.md, session 38; session 37: -2.5 / -4.8 / -6.1%); 8: +7 to +13%.
 #ifndef ETC_ATTN_FMA_BLOCK_KIB
 #define ETC_ATTN_FMA_BLOCK_KIB 32
 #endif
@@ -60,7 +61,8 @@ constexpr int kAttnRowBatch = 4;
 #ifndef ETC_ATTN_FMA_SLOTS
 #define ETC_ATTN_FMA_SLOTS ETC_ATTN_SLOTS
 #endif
-static_assert(ETC_ATTN_SLOTS >= 1 && ETC_ATTN_FMA_SLOTS >= 1, "ETC_ATTN_SLOTS and ETC_ATTN_FMA_SLOTS must be at least 1");
+static_assert(ETC_ATTN_SLOTS >= 1 && ETC_ATTN_FMA_SLOTS >= 1,
+              "ETC_ATTN_SLOTS and ETC_ATTN_FMA_SLOTS must be at least 1");
 
 // The f32 scratch of one cache head's attention (AttnScratch) before its last array, rounded
 // up to 16 bytes; the ring follows it, and the last array (the per-warp partial o of the final
