@@ -12,9 +12,9 @@
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a tools/bench_kv.cu -o bench_kv
 //   ./bench_kv [D] [B] [N]   (default D = 128, B = 128, N = 512 positions: Qwen3-0.6B at KV 511)
 //
-// H200, session 38 (docs/benchmarks.md): the block's size sets the speed (D = 128: cp.async
-// 0.36 / 0.45 / 0.51x of the copy at 16 / 32 / 64 KiB blocks, TMA 2-D boxes 0.46 / 0.63 /
-// 0.77x), the slots do not (1, 2 or 3 within 2%), nor the layout.
+// H200, session 38 (docs/benchmarks.md): the block's size sets the speed (D = 128, one slot:
+// cp.async 0.37 / 0.46 / 0.52x of the copy at 16 / 32 / 64 KiB blocks, TMA 2-D boxes 0.45 /
+// 0.61 / 0.70x), the slots do not (1, 2 or 3 within 2%), nor the layout.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -68,19 +68,23 @@ __global__ void __launch_bounds__(kThreads) stream_kv(Args a, const __grid_const
   }
   const int row_bytes = a.D * 2, cpr = row_bytes / 16, sr = a.block_bytes / row_bytes;
   const int nblk = (a.N + sr - 1) / sr;
+  auto rows_in = [&](long long blk) { return (int)(a.N - blk * sr < sr ? a.N - blk * sr : sr); };
   const long long tasks = (long long)a.B * kHk;
   const long long my_tasks = tasks > blockIdx.x ? (tasks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
   // Block i of this CTA is block i % nblk of its (i / nblk)-th task; the ring drains at every
   // task's end, as etc's tasks do (running it on across tasks changed nothing measurable).
-  auto row_ptr = [&](bool v, long long task, long long pos) {
+  // Element offset of a task's row at position pos; the tensor maps see the caches as rows of
+  // `inner` elements (as main encodes them).
+  const long long inner = a.head_major ? a.D : (long long)kHk * a.D;
+  auto offset = [&](long long task, long long pos) {
     const long long b = task / kHk, g = task % kHk;
-    const long long off = a.head_major ? ((b * kHk + g) * kS + pos) * a.D : ((b * kS + pos) * kHk + g) * a.D;
-    return (v ? a.v : a.k) + off;
+    return a.head_major ? ((b * kHk + g) * kS + pos) * a.D : ((b * kS + pos) * kHk + g) * a.D;
   };
+  auto row_ptr = [&](bool v, long long task, long long pos) { return (v ? a.v : a.k) + offset(task, pos); };
   auto request = [&](bool v, long long i, long long limit) {
     if (i < limit) {
       const long long task = blockIdx.x + (i / nblk) * gridDim.x, blk = i % nblk;
-      const int rows = (int)(a.N - blk * sr < sr ? a.N - blk * sr : sr);
+      const int rows = rows_in(blk);
       unsigned char* dst = ring + (int)(i % a.slots) * 2 * a.block_bytes + (v ? a.block_bytes : 0);
       if (a.copy == Copy::kCpAsync) {
         for (int idx = threadIdx.x; idx < rows * cpr; idx += blockDim.x) {
@@ -96,10 +100,8 @@ __global__ void __launch_bounds__(kThreads) stream_kv(Args a, const __grid_const
           // A box is always sr rows: the last block's rows past N are read too (the cache has
           // room), so that the bytes expected are the box's.
           mbar_expect(b, sr * row_bytes);
-          const long long bb = task / kHk, g = task % kHk, pos = blk * sr;
-          const int x = a.head_major ? 0 : (int)(g * a.D);
-          const int y = (int)(a.head_major ? (bb * kHk + g) * kS + pos : bb * kS + pos);
-          tma2d(dst, v ? &vm : &km, x, y, b);
+          const long long off = offset(task, blk * sr);
+          tma2d(dst, v ? &vm : &km, (int)(off % inner), (int)(off / inner), b);
         }
       }
     }
@@ -120,7 +122,7 @@ __global__ void __launch_bounds__(kThreads) stream_kv(Args a, const __grid_const
       request(true, t0 + s, limit);
     }
     for (long long i = t0; i < limit; ++i) {
-      const int rows = (int)(a.N - (i % nblk) * sr < sr ? a.N - (i % nblk) * sr : sr);
+      const int rows = rows_in(i % nblk);
       const unsigned* ks = reinterpret_cast<const unsigned*>(ring + (int)(i % a.slots) * 2 * a.block_bytes);
       const unsigned* vs = ks + a.block_bytes / 4;
       wait_for(false, i);
