@@ -46,10 +46,13 @@ for n in $decode_models; do
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --schedule=dynamic -o "gpu-bundle/${n}_small_dynamic.fatbin"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --weight-prefetch -o "gpu-bundle/${n}_small_prefetch.fatbin"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"
-  # The attention form without tensor cores (Qwen3: 2 query heads a cache head) in one ring
-  # slot, not the default until these checks pass on a GPU (attention.cuh, ETC_ATTN_FMA_SLOTS).
+  # Attention tasks of several cache heads (heads_per_task = 0: the count by the batch).
+  python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --heads-per-task 0 >"gpu-bundle/${n}_small_heads0.etir"
+  "$build/etcc" "gpu-bundle/${n}_small_heads0.etir" -arch sm_90a -o "gpu-bundle/${n}_small_heads0.fatbin"
+  # Qwen3's attention (2 query heads a cache head) in the FMA form throughout, as before tensor
+  # cores took its calls of a block or more (attention.cuh, ETC_ATTN_MMA_MIN_G).
   if [ "$n" = qwen3_0_6b ]; then
-    "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_FMA_SLOTS=1 -o "gpu-bundle/${n}_small_fma1.fatbin"
+    "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_MMA_MIN_G=4 -o "gpu-bundle/${n}_small_fma.fatbin"
   fi
 done
 # The full Llama decode step with a timeline (etc-run --trace; about as long again to compile).

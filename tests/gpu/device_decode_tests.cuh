@@ -783,11 +783,13 @@ static void run_decode_tests() {
   // f32 caches: the staged 16-byte path without tensor cores (swizzled rows, 16 lanes a row).
   t_attention<64, 4, float, float>("vec_f32", 1, 1000, 777, 3, 32, 512, 0);
   t_attention<64, 4, float, float>("vec_f32", 2, 300, 300, 1, 32, 512, 0);
-  // Tensor-core scores and o (16-bit q and caches, 4 <= G <= 8): f16, eight query heads a
-  // cache head (the n8 side full); below 4 the staged FMA path with 16-bit rows (a part whose
-  // positions end mid-block).
+  // Tensor-core scores and o (16-bit q and caches, 2 <= G <= 8): f16, eight query heads a
+  // cache head (the n8 side full); G = 2 from a block of positions (128 rows) on, below that the
+  // staged FMA path with 16-bit rows (parts of 64 beside a whole call of 128; 127 throughout).
   t_attention<64, 4, f16, f16>("vec_mma_f16", 1, 1000, 777, 3, 32, 512, 0);
   t_attention<128, 8, bf16, bf16>("vec_mma_g8", 1, 600, 600, 2, 32, 1024, 0);
+  t_attention<128, 2, bf16, bf16>("vec_g2_block_edge", 2, 300, 128, 2, 32, 1024, 0);
+  t_attention<128, 2, bf16, float>("vec_g2_below_block", 2, 300, 127, 1, 32, 1024, 0);
   // Several cache heads a call on tensor cores (one ring through all heads): a head's blocks
   // ending mid-ring, a head of one block, of one position, of none, paddings of a block.
   t_attention<64, 4, bf16, bf16>("vec_mma_heads", 8, 1000, 511, 4, 32, 512, 0);
@@ -797,6 +799,7 @@ static void run_decode_tests() {
   t_attention<64, 4, bf16, bf16>("vec_mma_heads_n0", 2, 100, 0, 1, 32, 512, 0);
   t_attention<64, 4, f16, float>("vec_mma_heads", 2, 1000, 333, 3, 32, 256, 0);
   t_attention<128, 8, bf16, bf16>("vec_mma_g8_heads", 2, 600, 517, 2, 32, 2048, 0);
+  t_attention<128, 2, bf16, bf16>("vec_mma_g2_heads", 8, 600, 517, 2, 32, 1024, 0);
   t_attention<64, 1, bf16, float>("vec_fma_g1", 2, 700, 389, 1, 32, 128, 0);
 
   // Paged split-KV attention (shuffled page tables, pools larger than the request): lengths 0,

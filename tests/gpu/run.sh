@@ -156,10 +156,16 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for b in 7 33; do
     [ -f "$B/${n}_small_prefetch.fatbin" ] && decode_check "${n}_small_prefetch" "$B/${n}_small_prefetch.fatbin" $b mixed
   done
-  # The attention form without tensor cores in one ring slot (ETC_ATTN_FMA_SLOTS=1, Qwen3 only):
-  # split-KV parts at B = 1 and 7, one part a row at 33 and 128.
-  for bk in 1:long 7:mixed 33:short 128:mixed; do
-    [ -f "$B/${n}_small_fma1.fatbin" ] && decode_check "${n}_small_fma1" "$B/${n}_small_fma1.fatbin" "${bk%%:*}" "${bk##*:}"
+  # Attention tasks of several cache heads (heads_per_task = 0): 2 a task at B = 33 (short
+  # positions: Qwen3's heads one after another in the FMA form), 4 at 70 and 8 at 128 (one ring
+  # through the heads on tensor cores where a row is long enough).
+  for bk in 33:short 70:mixed 128:mixed; do
+    [ -f "$B/${n}_small_heads0.fatbin" ] && decode_check "${n}_small_heads0" "$B/${n}_small_heads0.fatbin" "${bk%%:*}" "${bk##*:}"
+  done
+  # Qwen3's attention in the FMA form throughout (ETC_ATTN_MMA_MIN_G=4): split-KV parts at B = 1
+  # and 7, one part a row at 128.
+  for bk in 1:long 7:mixed 128:mixed; do
+    [ -f "$B/${n}_small_fma.fatbin" ] && decode_check "${n}_small_fma" "$B/${n}_small_fma.fatbin" "${bk%%:*}" "${bk##*:}"
   done
   # Weights from a .safetensors in Hugging Face names (model.layers.0.self_attn.q_proj.weight).
   if python3 tools/gen_decode_weights.py "$n" --layers 2 --vocab 2048 -o "$out/${n}_small.safetensors" 2>"$out/weights_$n.log"; then

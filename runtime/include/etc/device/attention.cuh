@@ -46,18 +46,26 @@ constexpr int kAttnRowBatch = 4;
 #ifndef ETC_ATTN_MMA
 #define ETC_ATTN_MMA 1
 #endif
+// The fewest query heads a cache head for the tensor-core form (at most 8: the n8 side of its
+// products); below 4 a short call still takes the FMA form (attn_mma_min_rows).
+#ifndef ETC_ATTN_MMA_MIN_G
+#define ETC_ATTN_MMA_MIN_G 2
+#endif
+static_assert(ETC_ATTN_MMA_MIN_G >= 1 && ETC_ATTN_MMA_MIN_G <= 8, "ETC_ATTN_MMA_MIN_G must be 1 to 8");
 // The K bytes of a block where the call's shape does not admit tensor cores (attn_mma_shape:
-// fewer than 4 query heads a cache head, as in Qwen3-0.6B). H200, Qwen3-0.6B decode at
-// positions 511, etc-run --bench 20, 32 against 16: B = 1 level, B = 16 / 64 / 128 -2.7 / -4.3 /
-// -6.7% (docs/benchmarks.md, session 38; session 37: -2.5 / -4.8 / -6.1%); 8: +7 to +13%.
+// a single query head or more than 8 a cache head, D not a multiple of 16 or below 64). Measured
+// when Qwen3-0.6B's attention (G = 2) took the FMA form: H200, decode at positions 511, etc-run
+// --bench 20, 32 against 16: B = 1 level, B = 16 / 64 / 128 -2.7 / -4.3 / -6.7% (docs/
+// benchmarks.md, session 38; session 37: -2.5 / -4.8 / -6.1%); 8: +7 to +13%.
 #ifndef ETC_ATTN_FMA_BLOCK_KIB
 #define ETC_ATTN_FMA_BLOCK_KIB 32
 #endif
-// The slots of the ring where the call's shape does not admit tensor cores. H200, Qwen3-0.6B
-// decode at positions 511, etc-run --bench 20, one slot against two: B = 1 / 16 / 64 / 128
-// -0.4 / -3.1 / -6.4 / -6.0% (the kernel reserves its largest task's shared memory for every
-// task, and two slots of 32 KiB made attention that task); the default stays ETC_ATTN_SLOTS's
-// until a GPU checks that form against the interpreter (docs/benchmarks.md, session 38).
+// The slots of the ring where the call's shape does not admit tensor cores. Measured when
+// Qwen3-0.6B's attention took the FMA form: H200, decode at positions 511, etc-run --bench 20,
+// one slot against two: B = 1 / 16 / 64 / 128 -0.4 / -3.1 / -6.4 / -6.0% (the kernel reserves
+// its largest task's shared memory for every task, and two slots of 32 KiB made attention that
+// task; docs/benchmarks.md, session 38); the default stays ETC_ATTN_SLOTS's, unchecked on a GPU
+// with one.
 #ifndef ETC_ATTN_FMA_SLOTS
 #define ETC_ATTN_FMA_SLOTS ETC_ATTN_SLOTS
 #endif
@@ -76,15 +84,21 @@ __host__ __device__ constexpr unsigned attention_scratch_bytes() {
 // the rest at the call).
 template <int D, int G>
 __host__ __device__ constexpr bool attn_mma_shape() {
-  return ETC_ATTN_STAGE != 0 && ETC_ATTN_MMA != 0 && D % 16 == 0 && D >= 64 && G >= 4 && G <= 8;
+  return ETC_ATTN_STAGE != 0 && ETC_ATTN_MMA != 0 && D % 16 == 0 && D >= 64 && G >= ETC_ATTN_MMA_MIN_G && G <= 8;
 }
+// The fewest cache rows of a tensor-core block: a 16-row tile for each of 8 warps (the CTA of
+// etcc's megakernels), so that no warp idles through a block (the rows of 16-bit caches).
+constexpr int kAttnMmaBlockRows = 128;
 // The K bytes of a staged block (as many of V follow) and the ring's slots: ETC_ATTN_BLOCK_KIB
-// and ETC_ATTN_SLOTS where the shape admits tensor cores, else ETC_ATTN_FMA_BLOCK_KIB and
-// ETC_ATTN_FMA_SLOTS. Every use goes through these functions of D and G, so the ring's size and
-// its slots agree whichever form a call's dtypes pick.
+// (at least kAttnMmaBlockRows rows) and ETC_ATTN_SLOTS where the shape admits tensor cores, else
+// ETC_ATTN_FMA_BLOCK_KIB and ETC_ATTN_FMA_SLOTS. Every use goes through these functions of D and
+// G, so the ring's size and its slots agree whichever form a call's dtypes and length pick.
 template <int D, int G>
 __host__ __device__ constexpr unsigned attn_stage_bytes() {
-  return (attn_mma_shape<D, G>() ? ETC_ATTN_BLOCK_KIB : ETC_ATTN_FMA_BLOCK_KIB) * 1024u;
+  constexpr unsigned floor = (unsigned)(kAttnMmaBlockRows * D * 2);
+  return !attn_mma_shape<D, G>()                      ? ETC_ATTN_FMA_BLOCK_KIB * 1024u
+         : ETC_ATTN_BLOCK_KIB * 1024u >= floor ? ETC_ATTN_BLOCK_KIB * 1024u
+                                               : floor;
 }
 template <int D, int G>
 __host__ __device__ constexpr int attn_slots() {
@@ -393,15 +407,26 @@ __host__ __device__ constexpr int attn_stage_rows() {
 }
 
 // Whether the staged path computes scores and o with tensor cores (mma.sync m16n8k16): q and
-// the caches of one 16-bit dtype, rows of at least 8 16-byte chunks (the ring's swizzle), 4 to
-// 8 query heads a cache head (the n8 side of the products). H100, etc-run --bench, two rounds:
-// Llama-3.2-1B (G = 4) is faster with them (see the knobs above); Qwen3-0.6B (G = 2, 6 of the
-// 8 columns idle, and o's product done twice for p's two parts) slower: FMAs 1948.5 / 1949.7,
-// 2153.3 / 2161.8, 2869.6 / 2874.3 us at B = 1 / 4 / 16 against 2131.7 / 2132.7, 2319.1 /
-// 2321.8, 2929.4 / 2930.9 on tensor cores.
+// the caches of one 16-bit dtype, rows of at least 8 16-byte chunks (the ring's swizzle),
+// ETC_ATTN_MMA_MIN_G to 8 query heads a cache head (the n8 side of the products). Llama-3.2-1B
+// (G = 4) is faster with them at every B (H100, see the knobs above). Qwen3-0.6B (G = 2: 6 of
+// the 8 columns idle) was slower in blocks of 16 KiB (64 of its rows: half the warps idle);
+// in blocks of 128 rows (kAttnMmaBlockRows), H200, etc-run --bench 20 at positions 511 against
+// the FMA form: B = 1 / 16 / 64 / 128 +5.1 / -4.0 / -10.6 / -10.9% with every call on tensor
+// cores; +2.2 / -3.6 / -9.4 / -10.0% with calls shorter than a block in the FMA form
+// (attn_mma_min_rows: B = 1's split-KV parts of 64 positions; why B = 1 still pays 2.2%, its
+// attention running the same FMA code, is not known), and -29.1% at B = 128 in tasks of
+// several heads (heads_per_task = 0; docs/benchmarks.md, session 39).
 template <int D, int G, class TQ, class K>
 __host__ __device__ constexpr bool attn_mma() {
   return attn_mma_shape<D, G>() && sizeof(K) == 2 && same_v<bare_t<TQ>, K>;
+}
+// The fewest positions of a call that takes the tensor-core form where attn_mma admits it: with
+// fewer than 4 query heads a cache head, one block's (shorter calls, such as B = 1's split-KV
+// parts of 64 positions, leave warps idle and would pay 8 columns for G), else none.
+template <int D, int G, class K>
+__host__ __device__ constexpr long long attn_mma_min_rows() {
+  return G < 4 ? attn_stage_rows<D, G, K>() : 0;
 }
 
 // The bits of a 16-bit value, and two of them as the lower and upper halves of a register (an
@@ -686,9 +711,15 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
   constexpr int SR = attn_stage_rows<D, G, K>(), CPR = D / Ln::PE;  // rows per block, 16-byte chunks per row
   constexpr int NS = attn_slots<D, G>();
   static_assert(SR >= 1, "attention_decode: ETC_ATTN_BLOCK_KIB and ETC_ATTN_FMA_BLOCK_KIB must hold a cache row");
-  if constexpr (attn_mma<D, G, TQ, K>() && SR % 16 == 0) {  // whole 16-position tiles a block
+  constexpr bool kMma = attn_mma<D, G, TQ, K>() && SR % 16 == 0;  // whole 16-position tiles a block
+  if constexpr (kMma && attn_mma_min_rows<D, G, K>() == 0) {
     attn_head_mma<D, G>(ctx, qp, qs, rows, n, scale, op, os, lsep, ls);
   } else {
+    if constexpr (kMma)
+      if (n >= attn_mma_min_rows<D, G, K>()) {
+        attn_head_mma<D, G>(ctx, qp, qs, rows, n, scale, op, os, lsep, ls);
+        return;
+      }
     const AttnScratch<D, G> sc(ctx);
     float* q_s = sc.q;
     float* s_s = sc.s;
@@ -802,7 +833,7 @@ __device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool
     // Several cache heads on tensor cores: through one ring (attn_heads_mma), where the call
     // has the shared memory for it.
     if constexpr (attn_mma<D, G, TQ, K>() && attn_stage_rows<D, G, K>() % 16 == 0)
-      if (vec && hk > 1 && ctx.smem_bytes >= attention_decode_smem_bytes<D, G, HK>()) {
+      if (vec && hk > 1 && n >= attn_mma_min_rows<D, G, K>() && ctx.smem_bytes >= attention_decode_smem_bytes<D, G, HK>()) {
         attn_heads_mma<D, G, true, TQ, TO>(ctx, hk, q.stride[0], n, scale, o.stride[0], lse.stride[0], [&](long long g) {
           return AttnHeadMma<TQ, Rows, TO>{q.ptr + g * G * D * q.stride[0], rows(g), o.ptr + g * G * D * o.stride[0],
                                            lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr};
