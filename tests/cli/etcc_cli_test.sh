@@ -177,12 +177,13 @@ if device_knobs; then
     if [ -s "$tmp/attn_knobs.fatbin" ]; then pass; else fail "attention-knobs: no fatbin"; fi
   # Qwen3's attention (2 query heads a cache head) is on tensor cores: a Qwen3 layer reserves a
   # ring of 2 slots (ETC_ATTN_SLOTS) of 128-row blocks (kAttnMmaBlockRows: 32 KiB of K and of V
-  # at D = 128, above ETC_ATTN_BLOCK_KIB's 16), one slot with ETC_ATTN_SLOTS=1.
+  # at D = 128, above ETC_ATTN_BLOCK_KIB's 16), one slot with ETC_ATTN_SLOTS=1 (compiled with
+  # the tensor-core form outlined, ETC_ATTN_MMA_OUTLINE=1, as well).
   python3 tools/gen_decode_sample.py qwen3_0_6b --layers 1 --vocab 2048 >"$tmp/q1.etir"
   LIMIT=300 run attention-mma-g2 0 "$tmp/q1.etir" -arch sm_90a --resource-usage -o "$tmp/q1.fatbin" &&
     smem_is attention-mma-g2 etc_main_attention_decode_o_0_whole 16+134176
   LIMIT=300 run attention-mma-g2-slots 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_SLOTS=1 \
-    -o "$tmp/q1.fatbin" && smem_is attention-mma-g2-slots etc_main_attention_decode_o_0_whole 16+68640
+    --device-define ETC_ATTN_MMA_OUTLINE=1 -o "$tmp/q1.fatbin" && smem_is attention-mma-g2-slots etc_main_attention_decode_o_0_whole 16+68640
   # With ETC_ATTN_MMA_MIN_G=4 it takes the FMA form, whose blocks and slots are
   # ETC_ATTN_FMA_BLOCK_KIB's and ETC_ATTN_FMA_SLOTS': one slot of 16 KiB of K and of V.
   LIMIT=300 run attention-fma-block 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_MIN_G=4 \

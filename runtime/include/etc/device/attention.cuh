@@ -690,6 +690,18 @@ __device__ void attn_head_mma(const Ctx& ctx, TQ* qp, long long qs, const Rows& 
   attn_heads_mma<D, G, false, TQ, TO>(ctx, 1, qs, n, scale, os, ls,
                                [&](long long) { return AttnHeadMma<TQ, Rows, TO>{qp, rows, op, lsep}; });
 }
+// ETC_ATTN_MMA_OUTLINE=1: where a call may take either form (G below 4), the tensor-core form as
+// a function of its own rather than inlined beside the FMA form. For measuring whether sharing
+// one function body is what costs Qwen3-0.6B 2.2% at B = 1, where only the FMA form runs
+// (docs/benchmarks.md, session 39).
+#ifndef ETC_ATTN_MMA_OUTLINE
+#define ETC_ATTN_MMA_OUTLINE 0
+#endif
+template <int D, int G, class TQ, class Rows, class TO>
+__device__ __noinline__ void attn_head_mma_outlined(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long n,
+                                                    float scale, TO* op, long long os, float* lsep, long long ls) {
+  attn_head_mma<D, G>(ctx, qp, qs, rows, n, scale, op, os, lsep, ls);
+}
 
 // attn_head's 16-byte path with the rows staged in a ring of attn_slots shared-memory slots,
 // K and V of a block in a slot, each its own cp.async group: the ring's blocks are requested
@@ -717,7 +729,10 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
   } else {
     if constexpr (kMma)
       if (n >= attn_mma_min_rows<D, G, K>()) {
-        attn_head_mma<D, G>(ctx, qp, qs, rows, n, scale, op, os, lsep, ls);
+        if constexpr (ETC_ATTN_MMA_OUTLINE != 0)
+          attn_head_mma_outlined<D, G>(ctx, qp, qs, rows, n, scale, op, os, lsep, ls);
+        else
+          attn_head_mma<D, G>(ctx, qp, qs, rows, n, scale, op, os, lsep, ls);
         return;
       }
     const AttnScratch<D, G> sc(ctx);
