@@ -16,7 +16,10 @@ bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::
                   bool profile, const EmitOptions& options) {
   std::optional<ProfileLayout> layout;
   if (profile) layout = profileLayout(m);
-  std::string descriptor = buildDescriptor(m, targets, ir::printModule(m), layout ? &*layout : nullptr);
+  const std::string ir_text = ir::printModule(m);
+  auto descriptor = [&](const std::vector<ir::Expr>& derived) {
+    return buildDescriptor(m, targets, ir_text, layout ? &*layout : nullptr, derived);
+  };
   return emitCuda(m, descriptor, cuda, diags, layout ? &*layout : nullptr, options);
 }
 

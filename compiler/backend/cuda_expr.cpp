@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
+#include "compiler/backend/derived_syms.h"
+
 #include "compiler/ir/expr_internal.h"
 
 namespace etc::backend {
@@ -63,6 +67,8 @@ Expr dataBound(const Module& m, const Expr& e) {
 }
 
 std::string cudaExpr(const Module& m, const Expr& e, const CudaNames& names) {
+  if (names.derived)
+    if (std::optional<size_t> k = names.derived->intern(e)) return fmt::format("etc_d{}", *k);
   switch (e->kind) {
     case ExprKind::Int:
       return e->value == INT64_MIN ? "(-9223372036854775807LL - 1)" : fmt::format("{}LL", e->value);
@@ -118,7 +124,43 @@ std::string symLocals(const Module& m, std::string_view indent) {
   std::string out;
   for (size_t k = 0; k < m.syms.size(); ++k)
     out += fmt::format("{}[[maybe_unused]] const long long etc_s{} = p.sym[{}];\n", indent, k, k);
-  return out;
+  return out + fmt::format("{}{}\n", indent, kDerivedLocalsMark);
+}
+
+bool resolveDerivedLocals(std::string& code) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  // The etc_d<k> in code[from, to).
+  auto uses = [&](size_t from, size_t to) {
+    std::set<long> ks;
+    for (size_t at = code.find("etc_d", from); at < to; at = code.find("etc_d", at + 1)) {
+      size_t j = at + 5;
+      if ((at > 0 && word(code[at - 1])) || j >= code.size() || !std::isdigit(static_cast<unsigned char>(code[j]))) continue;
+      long k = 0;
+      for (; j < code.size() && std::isdigit(static_cast<unsigned char>(code[j])); ++j) k = k * 10 + (code[j] - '0');
+      if (j < code.size() && word(code[j])) continue;
+      ks.insert(k);
+    }
+    return ks;
+  };
+  std::vector<size_t> marks;
+  for (size_t at = code.find(kDerivedLocalsMark); at != std::string::npos; at = code.find(kDerivedLocalsMark, at + 1))
+    marks.push_back(at);
+  if (!uses(0, marks.empty() ? code.size() : marks.front()).empty()) return false;
+  std::string out;
+  size_t copied = 0;
+  for (size_t i = 0; i < marks.size(); ++i) {
+    const size_t line = code.rfind('\n', marks[i]) + 1;  // the mark's indent
+    const std::string indent = code.substr(line, marks[i] - line);
+    out.append(code, copied, line - copied);
+    std::string decls;
+    for (long k : uses(marks[i], i + 1 < marks.size() ? marks[i + 1] : code.size()))
+      decls += fmt::format("{}[[maybe_unused]] const long long etc_d{} = p.derived[{}];\n", indent, k, k);
+    out += decls;
+    copied = marks[i] + kDerivedLocalsMark.size() + 1;  // the mark and its newline
+  }
+  out.append(code, copied, std::string::npos);
+  code = std::move(out);
+  return true;
 }
 
 }  // namespace etc::backend

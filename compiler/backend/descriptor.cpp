@@ -61,10 +61,10 @@ std::vector<SchedLayout> schedLayout(const Module& m, int64_t* total_words) {
   return out;
 }
 
-int64_t paramsBytes(const Module& m) {
+int64_t paramsBytes(const Module& m, size_t nderived) {
   int64_t ns = std::max<int64_t>(1, static_cast<int64_t>(m.syms.size()));
   int64_t nt = std::max<int64_t>(1, static_cast<int64_t>(m.tensors.size()));
-  return 8 * (ns + nt) + ETC_PARAMS_TAIL_BYTES;
+  return 8 * (ns + nt) + ETC_PARAMS_TAIL_BYTES + 8 * static_cast<int64_t>(nderived);
 }
 
 namespace {
@@ -101,7 +101,7 @@ json shapeJson(const std::vector<Expr>& shape, bool text) {
 }  // namespace
 
 std::string buildDescriptor(const Module& m, const std::vector<Target>& targets, std::string_view ir_text,
-                            const ProfileLayout* profile) {
+                            const ProfileLayout* profile, const std::vector<Expr>& derived) {
   json d;
   d["format"] = "etc.module";
   d["abi"] = ETC_ABI_VERSION;
@@ -161,7 +161,12 @@ std::string buildDescriptor(const Module& m, const std::vector<Target>& targets,
     graphs.push_back(gj);
   }
   d["graphs"] = graphs;
-  d["params_bytes"] = paramsBytes(m);
+  if (!derived.empty()) {
+    json dj = json::array();
+    for (const Expr& e : derived) dj.push_back({{"expr", exprJson(e)}, {"text", toString(e)}});
+    d["derived"] = dj;
+  }
+  d["params_bytes"] = paramsBytes(m, derived.size());
   d["ir"] = std::string(ir_text);
   return d.dump();
 }

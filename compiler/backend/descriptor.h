@@ -37,12 +37,13 @@ std::vector<SchedLayout> schedLayout(const ir::Module& m, int64_t* total_words);
 int64_t maxTasks(const ir::Module& m, const ir::Kernel& k);
 
 // Bytes of the kernel parameter block (abi.h): 8 per sym and per tensor (at least one each),
-// plus the fixed tail.
-int64_t paramsBytes(const ir::Module& m);
+// the fixed tail, then 8 per derived sym.
+int64_t paramsBytes(const ir::Module& m, size_t nderived = 0);
 
 struct ProfileLayout;
 // With `profile` (etcc --profile), the counter area also holds the timeline records.
+// `derived`: the sym-only expressions whose values follow the tail (DerivedSyms).
 std::string buildDescriptor(const ir::Module& m, const std::vector<Target>& targets, std::string_view ir_text,
-                            const ProfileLayout* profile = nullptr);
+                            const ProfileLayout* profile = nullptr, const std::vector<ir::Expr>& derived = {});
 
 }  // namespace etc::backend

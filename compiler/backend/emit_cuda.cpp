@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "compiler/backend/cuda_expr.h"
+#include "compiler/backend/derived_syms.h"
 #include "compiler/backend/descriptor.h"
 #include "compiler/backend/fused_rows.h"
 #include "compiler/backend/profile.h"
@@ -48,12 +49,13 @@ class Emitter {
       : m_(m), diags_(diags), profile_(profile), weight_prefetch_(options.weight_prefetch),
         parallel_waits_(options.parallel_waits),
         share_task_code_(options.share_task_code),
-        defines_(options.defines) {
+        derived_syms_(options.derived_syms),
+        defines_(options.defines), derived_(m) {
     layout_ = eventLayout(m, nullptr);
     sched_ = schedLayout(m, nullptr);
   }
 
-  bool run(std::string_view descriptor, std::string& out) {
+  bool run(const DescriptorFn& descriptor, std::string& out) {
     for (size_t k = 0; k < m_.kernels.size(); ++k)
       if (sched_[k].offset >= 0 && sched_[k].max_tasks >= (1LL << 31)) {
         diags_.error({}, fmt::format("kernel {} has up to {} tasks; the dynamic schedule's queue holds at most 2^31 - 1",
@@ -67,7 +69,7 @@ class Emitter {
       out_ += fmt::format("#define {} {}  // etcc --device-define\n", d.substr(0, eq), d.substr(eq + 1));
     }
     out_ += "#include \"etc/device/etc.cuh\"\n#include \"etc/device/sched.cuh\"\n\n";
-    emitParams();
+    const size_t params_at = out_.size();  // EtcParams goes here once the code has taken its derived syms
     out_ += "namespace {\n\n";
     out_ += "__host__ __device__ constexpr unsigned etc_umax(unsigned a, unsigned b) { return a > b ? a : b; }\n\n";
     out_ += "// How a task function runs: in its own kernel (no events), in a megakernel with the static\n"
@@ -91,20 +93,39 @@ class Emitter {
       if (sched_[k].offset >= 0 && !emitReady(k)) return false;
     out_ += "}  // namespace\n\n";
     for (uint32_t k = 0; k < m_.kernels.size(); ++k) emitKernel(k);
-    emitDescriptor(descriptor);
+    if (!resolveDerivedLocals(out_)) {
+      diags_.error({}, "internal error: a derived sym is used outside a function that declares the syms");
+      return false;
+    }
+    out_.insert(params_at, paramsStruct());
+    emitDescriptor(descriptor(derived_.exprs()));
     out = std::move(out_);
     return true;
   }
 
  private:
-  void emitParams() {
+  std::string paramsStruct() const {
     size_t ns = std::max<size_t>(1, m_.syms.size()), nt = std::max<size_t>(1, m_.tensors.size());
-    out_ += "// Kernel parameters: the layout of etc/abi.h for this module.\n";
-    out_ += fmt::format(
+    const size_t nd = derived_.exprs().size();
+    std::string out = "// Kernel parameters: the layout of etc/abi.h for this module.\n";
+    out += fmt::format(
         "struct EtcParams {{\n  long long sym[{}];\n  void* tensor[{}];\n  unsigned int* events;\n  EtcError* error;\n"
-        "  long long watchdog_ns;\n  unsigned int flags;\n  unsigned int pad_;\n}};\n",
+        "  long long watchdog_ns;\n  unsigned int flags;\n  unsigned int pad_;\n",
         ns, nt);
-    out_ += fmt::format("static_assert(sizeof(EtcParams) == {}, \"EtcParams layout\");\n\n", paramsBytes(m_));
+    if (nd) {
+      out += fmt::format("  long long derived[{}];  // the descriptor's \"derived\", by the runtime:\n", nd);
+      for (size_t k = 0; k < nd; ++k) out += fmt::format("  //   etc_d{} = {}\n", k, toString(derived_.exprs()[k]));
+    }
+    out += "};\n";
+    out += fmt::format("static_assert(sizeof(EtcParams) == {}, \"EtcParams layout\");\n\n", paramsBytes(m_, nd));
+    return out;
+  }
+
+  CudaNames namesWith(std::function<std::string(uint32_t)> coord) {
+    CudaNames names;
+    names.coord = std::move(coord);
+    names.derived = derived_syms_ ? &derived_ : nullptr;
+    return names;
   }
 
   // ---- views --------------------------------------------------------------------------------
@@ -200,16 +221,14 @@ class Emitter {
 
   // The element's count in a megakernel: data-dependent terms at their bounds (dataBound).
   std::string initAt(const Event& e) {
-    CudaNames names;
-    names.coord = [](uint32_t id) { return fmt::format("e{}", id); };
+    CudaNames names = namesWith([](uint32_t id) { return fmt::format("e{}", id); });
     return cudaExpr(m_, dataBound(m_, e.init), names);
   }
 
   // Grid extents: as the data says (unfused kernels, existence checks) and at their bounds
   // (megakernel numbering).
   std::string extent(const Task& t, size_t k, bool at_bound) {
-    CudaNames names;
-    names.coord = [](uint32_t) { return std::string("0LL"); };
+    CudaNames names = namesWith([](uint32_t) { return std::string("0LL"); });
     return cudaExpr(m_, at_bound ? dataBound(m_, t.grid[k]) : t.grid[k], names);
   }
   static bool dataDependent(const Task& t) {
@@ -244,8 +263,7 @@ class Emitter {
   // task past the actual extent (read once its waits are done) skips its ops but notifies.
   bool emitTask(uint32_t ti) {
     const Task& t = m_.tasks[ti];
-    CudaNames names;
-    names.coord = [](uint32_t id) { return coordVar(id); };
+    CudaNames names = namesWith([](uint32_t id) { return coordVar(id); });
     std::string body;
     body += fmt::format("// task @{} grid [", t.name);
     for (size_t k = 0; k < t.grid.size(); ++k) body += (k ? ", " : "") + toString(t.grid[k]);
@@ -582,8 +600,7 @@ class Emitter {
   // the pending count at which it becomes ready.
   std::string waitsFunction(uint32_t ti) {
     const Task& t = m_.tasks[ti];
-    CudaNames names;
-    names.coord = [](uint32_t id) { return coordVar(id); };
+    CudaNames names = namesWith([](uint32_t id) { return coordVar(id); });
     std::string out = fmt::format("__device__ __noinline__ unsigned waits_{}(const EtcParams& p, long long t) {{\n", t.name);
     out += "  (void)p;\n" + symLocals(m_, "  ") + coordDecode(t, "t", "  ") + "  unsigned n = 0;\n";
     for (const TaskStmt& st : t.body)
@@ -600,8 +617,7 @@ class Emitter {
   // element and count) instead of a bare "the queue stayed empty".
   std::string diagnoseFunction(uint32_t ti) {
     const Task& t = m_.tasks[ti];
-    CudaNames names;
-    names.coord = [](uint32_t id) { return coordVar(id); };
+    CudaNames names = namesWith([](uint32_t id) { return coordVar(id); });
     std::string out = fmt::format("__device__ __noinline__ void diagnose_{}(const EtcParams& p, long long t) {{\n", t.name);
     out += "  (void)p;\n" + symLocals(m_, "  ") + coordDecode(t, "t", "  ");
     for (const TaskStmt& st : t.body)
@@ -645,8 +661,7 @@ class Emitter {
   std::string readyCandidates(uint32_t ti, const WaitStmt& w, const std::string& base) {
     const Task& t = m_.tasks[ti];
     const Slice& s = w.event;
-    CudaNames names;
-    names.coord = [](uint32_t id) { return coordVar(id); };
+    CudaNames names = namesWith([](uint32_t id) { return coordVar(id); });
     // Coordinates fixed by a point index that is exactly that coordinate.
     std::vector<int> fixed(t.grid.size(), -1);
     for (size_t d = 0; d < s.dims.size(); ++d)
@@ -1251,7 +1266,9 @@ class Emitter {
   bool weight_prefetch_;          // etcc --weight-prefetch turns it on
   bool parallel_waits_;           // etcc --parallel-waits
   bool share_task_code_;          // etcc --share-task-code
+  bool derived_syms_;             // etcc --no-derived-syms turns it off
   const std::vector<std::string>& defines_;  // etcc --device-define NAME=VALUE
+  DerivedSyms derived_;
   std::vector<EventLayout> layout_;
   std::vector<SchedLayout> sched_;
   std::string out_;
@@ -1267,7 +1284,7 @@ class Emitter {
 
 }  // namespace
 
-bool emitCuda(const ir::Module& m, std::string_view descriptor, std::string& out, DiagnosticEngine& diags,
+bool emitCuda(const ir::Module& m, const DescriptorFn& descriptor, std::string& out, DiagnosticEngine& diags,
               const ProfileLayout* profile, const EmitOptions& options) {
   return Emitter(m, diags, profile, options).run(descriptor, out);
 }

@@ -4,7 +4,9 @@
 // etc/abi.h and the embedded descriptor. See docs/backend.md.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "compiler/ir/ir.h"
@@ -19,13 +21,17 @@ struct EmitOptions {
   bool weight_prefetch = false;      // static-schedule matmul tasks load weights before their waits (--weight-prefetch)
   bool parallel_waits = false;       // a static task's consecutive waits checked as one group
   bool share_task_code = true;       // one function per distinct task code ("Shared task code")
+  bool derived_syms = true;          // sym-only divisions, mins and maxes once per binding ("Derived syms")
   std::vector<std::string> defines;  // NAME=VALUE before the device headers (--device-define)
 };
+
+// The descriptor to embed, given the derived syms that the code reads (in EtcParams.derived).
+using DescriptorFn = std::function<std::string(const std::vector<ir::Expr>& derived)>;
 
 // Returns false after reporting (e.g. an op that has no device kernel). With `profile`, every
 // task run of a megakernel writes a timeline record (etc/device/profile.cuh); without, the
 // code has no trace of profiling.
-bool emitCuda(const ir::Module& m, std::string_view descriptor, std::string& out, DiagnosticEngine& diags,
+bool emitCuda(const ir::Module& m, const DescriptorFn& descriptor, std::string& out, DiagnosticEngine& diags,
               const ProfileLayout* profile = nullptr, const EmitOptions& options = {});
 
 }  // namespace etc::backend

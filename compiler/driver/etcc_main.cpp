@@ -51,6 +51,7 @@ struct Options {
   bool parallel_waits = false;           // --parallel-waits
   std::vector<std::string> device_defines;  // --device-define NAME=VALUE
   bool share_task_code = true;           // --share-task-code (default) / --no-share-task-code
+  bool derived_syms = true;              // --derived-syms (default) / --no-derived-syms
   bool no_merge_tasks = false;           // --no-merge-tasks
   bool fold_attention = false;           // --fold-attention
   bool no_gated_matmul = false;          // --no-gated-matmul
@@ -161,6 +162,7 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   eo.weight_prefetch = opt.weight_prefetch;
   eo.parallel_waits = opt.parallel_waits;
   eo.share_task_code = opt.share_task_code;
+  eo.derived_syms = opt.derived_syms;
   eo.defines = opt.device_defines;
   if (!etc::backend::generateCuda(m, targets, cuda, diags, opt.profile, eo)) return false;
   if (opt.verbose)
@@ -368,6 +370,10 @@ int main(int argc, char** argv) {
                "one function for tasks whose code differs only in tensors, events and constants (a model's layers; "
                "the default): a fatbin about 40% smaller, so a faster module load, at a step as fast within 0.5% "
                "(Llama-3.2-1B decode, H100); --no-share-task-code gives every task its own function");
+  app.add_flag("--derived-syms,!--no-derived-syms", opt.derived_syms,
+               "sym-only index math of the generated code that divides or takes a min or max (cdiv(16, B), say) is "
+               "evaluated by the runtime once per binding and read from the kernel parameters, rather than by every "
+               "task (the default); --no-derived-syms keeps it in the code");
   app.add_flag("--no-merge-tasks", opt.no_merge_tasks,
                "keep every task grid that lower-ops made (skip the merge-tasks pass): for measuring what the merges "
                "gain");

@@ -132,9 +132,10 @@ const char* roleName(etc_role r) {
   return "?";
 }
 
-int64_t paramsBytes(size_t nsyms, size_t ntensors) {
+int64_t paramsBytes(size_t nsyms, size_t ntensors, size_t nderived) {
   // abi.h: at least one slot each, even for a module with no syms or tensors.
-  return 8 * static_cast<int64_t>(std::max<size_t>(nsyms, 1) + std::max<size_t>(ntensors, 1)) + ETC_PARAMS_TAIL_BYTES;
+  return 8 * static_cast<int64_t>(std::max<size_t>(nsyms, 1) + std::max<size_t>(ntensors, 1) + nderived) +
+         ETC_PARAMS_TAIL_BYTES;
 }
 
 std::vector<std::string> Descriptor::symNames() const {
@@ -260,11 +261,27 @@ Descriptor parseDescriptor(std::string_view json_text) {
   }
   if (d.graphs.empty()) bad("the module has no graphs");
 
+  if (j.contains("derived"))
+    for (const json& x : array(j, "derived", top)) {
+      const std::string where = "derived sym " + std::to_string(d.derived.size());
+      if (!x.is_object()) bad(where + " is not an object");
+      const json& e = field(x, "expr", where);
+      try {
+        checkExpr(e, d.syms.size());
+      } catch (const Error& err) {
+        bad(where + ": " + err.what());
+      }
+      d.derived.push_back(e);
+      d.derived_text.push_back(exprToText(e, sym_names));
+    }
+
   d.params_bytes = integer(j, "params_bytes", top);
-  int64_t want = paramsBytes(d.syms.size(), d.tensors.size());
+  int64_t want = paramsBytes(d.syms.size(), d.tensors.size(), d.derived.size());
   if (d.params_bytes != want)
     bad("params_bytes is " + std::to_string(d.params_bytes) + " but " + std::to_string(d.syms.size()) + " syms and " +
-        std::to_string(d.tensors.size()) + " tensors make " + std::to_string(want) + " (abi.h EtcParams)");
+        std::to_string(d.tensors.size()) + " tensors" +
+        (d.derived.empty() ? std::string() : " and " + std::to_string(d.derived.size()) + " derived syms") + " make " +
+        std::to_string(want) + " (abi.h EtcParams)");
   if (j.contains("profile")) d.profile = parseProfile(j["profile"], d);
   return d;
 }

@@ -71,6 +71,10 @@ struct Descriptor {
   std::vector<TaskDesc> tasks;
   std::vector<GraphDesc> graphs;
   int64_t params_bytes = 0;
+  // Derived syms (etcc's DerivedSyms): sym-only expressions whose values EtcParams holds after
+  // its tail, evaluated at each binding of the syms.
+  std::vector<nlohmann::json> derived;
+  std::vector<std::string> derived_text;  // rendered from `derived`
   ProfileDesc profile;
 
   std::vector<std::string> symNames() const;
@@ -89,7 +93,7 @@ bool parseDtype(std::string_view name, etc_dtype* out);
 int dtypeBytes(etc_dtype t);
 const char* roleName(etc_role r);    // "input", ...
 
-// The abi.h EtcParams size for a module with these many syms and tensors.
-int64_t paramsBytes(size_t nsyms, size_t ntensors);
+// The abi.h EtcParams size for a module with these many syms, tensors and derived syms.
+int64_t paramsBytes(size_t nsyms, size_t ntensors, size_t nderived = 0);
 
 }  // namespace etc::rt

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "expr_eval.h"
 #include "rt_error.h"
 
 namespace etc::rt {
@@ -28,6 +29,18 @@ std::vector<unsigned char> buildParams(const Descriptor& d, const std::vector<in
   put<uint64_t>(buf, tail + 8, error);
   put<int64_t>(buf, tail + 16, watchdog_ns);
   put<uint32_t>(buf, tail + 24, flags);
+  for (size_t i = 0; i < d.derived.size(); ++i) {
+    int64_t v = 0;
+    try {
+      v = evalExpr(d.derived[i], syms);
+    } catch (const Error& e) {
+      // etcc keeps a derived sym only where the sym ranges prove it evaluable, and binding
+      // checks the ranges: failing here means a descriptor that etcc did not write.
+      fail(ETC_STATUS_BAD_DESCRIPTOR, "descriptor: derived sym " + std::to_string(i) + " (" + d.derived_text[i] +
+                                          "): " + e.what());
+    }
+    put<int64_t>(buf, tail + ETC_PARAMS_TAIL_BYTES + 8 * i, v);
+  }
   return buf;
 }
 

@@ -153,18 +153,23 @@ run notify-block 0 --emit=cuda samples/llama_layer.etir &&
           fast && /^    \} else \{$/ {fast = 0} /notify_add\(/ && !fast {stray = 1}
           END {exit !(bad || stray)}' "$tmp/out"; then
     fail "notify-block: a checked notify in the fast path, or an add outside it"; else pass; fi
-# Index math: a divisor known only at run time takes the _rt helpers (cdiv(16, B) in the decode
-# layer's attention grids), a constant one the plain helpers; ETC_INDEX_DIV32=1 (their 32-bit
-# path) compiles.
-run index-div 0 --emit=cuda samples/llama_layer.etir && stdout_has index-div "etc::dev::cdiv_rt(16LL, etc_s0)" &&
-  stdout_has index-div "etc::dev::cdiv(etc_s0, 4LL)"
-# Syms are read once per function into locals: p.sym appears only in their declarations (a use
-# of p.sym in an expression is loaded again after every wait's and notify's asm).
+# Index math left in the code (--no-derived-syms): a divisor known only at run time takes the _rt
+# helpers (cdiv(16, B) in the decode layer's attention grids), a constant one the plain helpers;
+# ETC_INDEX_DIV32=1 (their 32-bit path) compiles.
+run index-div 0 --emit=cuda --no-derived-syms samples/llama_layer.etir &&
+  stdout_has index-div "etc::dev::cdiv_rt(16LL, etc_s0)" && stdout_has index-div "etc::dev::cdiv(etc_s0, 4LL)"
+# Syms and derived syms are read once per function into locals: p.sym and p.derived appear only in
+# their declarations (a use of p.sym in an expression is loaded again after every wait's and
+# notify's asm).
 for sched in static dynamic; do
   for f in samples/moe_block.etir samples/llama_layer_paged.etir; do
     run "sym-locals-$sched" 0 --emit=cuda --schedule=$sched "$f" &&
       if grep 'p\.sym\[' "$tmp/out" | grep -qv '\[\[maybe_unused\]\] const long long etc_s[0-9]* = p\.sym\[[0-9]*\];'; then
-        fail "sym-locals-$sched: $f uses p.sym outside the locals"; else pass; fi
+        fail "sym-locals-$sched: $f uses p.sym outside the locals"
+      elif ! grep -q 'p\.derived\[' "$tmp/out"; then
+        fail "sym-locals-$sched: $f reads no derived sym"
+      elif grep 'p\.derived\[' "$tmp/out" | grep -qv '\[\[maybe_unused\]\] const long long etc_d[0-9]* = p\.derived\[[0-9]*\];'; then
+        fail "sym-locals-$sched: $f uses p.derived outside the locals"; else pass; fi
   done
 done
 if device_knobs; then
@@ -216,6 +221,15 @@ run share-task-code-default 0 --emit=cuda "$tmp/l2.etir" &&
   stdout_has share-task-code-default "// the code of 6 tasks: @matmul_q_0 @matmul_k_0 @matmul_v_0 @matmul_q_1 @matmul_k_1 @matmul_v_1"
 run no-share-task-code 0 --emit=cuda --no-share-task-code "$tmp/l2.etir" &&
   if grep -q "// the code of" "$tmp/out"; then fail "no-share-task-code: tasks share code"; else pass; fi
+# Derived syms (the default): sym-only index math that divides or takes a min or max is read from
+# the kernel parameters, which the runtime fills once per binding (the descriptor's "derived"), in
+# locals of each function that uses them; --no-derived-syms keeps it in the code.
+run derived-syms 0 --emit=cuda "$tmp/l2.etir" &&
+  stdout_has derived-syms "  //   etc_d6 = min(cdiv(16, B), 8)" &&
+  stdout_has derived-syms "  [[maybe_unused]] const long long etc_d6 = p.derived[6];" &&
+  stdout_has derived-syms "static_assert(sizeof(EtcParams) == "
+run no-derived-syms 0 --emit=cuda --no-derived-syms "$tmp/l2.etir" &&
+  if grep -q "p\.derived\|etc_d[0-9]\|ETC_DERIVED" "$tmp/out"; then fail "no-derived-syms: the code reads derived syms"; else pass; fi
 # Row forms (etc/device/rows.cuh) where a decode tile's row length is a constant, each falling
 # back to the generic op in a function of its own; none for a row of symbolic length.
 run row-forms 0 --emit=cuda --no-gated-matmul "$tmp/l2.etir" &&

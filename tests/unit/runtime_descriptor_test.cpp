@@ -100,6 +100,15 @@ TEST(RuntimeDescriptor, RejectsBadDescriptors) {
   j["params_bytes"] = 88;
   EXPECT_EQ(rejection(j), "descriptor: params_bytes is 88 but 2 syms and 4 tensors make 80 (abi.h EtcParams)");
   j = sampleDescriptor();
+  j["derived"] = json::array({{{"expr", json::array({"cdiv", 16, json::array({"sym", 0})})}}});
+  EXPECT_EQ(rejection(j),
+            "descriptor: params_bytes is 80 but 2 syms and 4 tensors and 1 derived syms make 88 (abi.h EtcParams)");
+  j["derived"][0]["expr"] = json::array({"cdiv", 16, json::array({"sym", 5})});
+  j["params_bytes"] = 88;
+  EXPECT_EQ(rejection(j), "descriptor: derived sym 0: bad shape expression [\"sym\",5]: sym index out of range (the module has 2 syms)");
+  j["derived"][0] = 3;
+  EXPECT_EQ(rejection(j), "descriptor: derived sym 0 is not an object");
+  j = sampleDescriptor();
   j["ir"] = 5;
   EXPECT_EQ(rejection(j), "descriptor: the descriptor: \"ir\" is not a string");
 }
@@ -107,6 +116,7 @@ TEST(RuntimeDescriptor, RejectsBadDescriptors) {
 TEST(RuntimeDescriptor, ParamsBytesFollowsAbiLayout) {
   EXPECT_EQ(etc::rt::paramsBytes(0, 0), 8 * 2 + 32);
   EXPECT_EQ(etc::rt::paramsBytes(2, 4), 8 * 6 + 32);
+  EXPECT_EQ(etc::rt::paramsBytes(2, 4, 3), 8 * 9 + 32);
 }
 
 }  // namespace

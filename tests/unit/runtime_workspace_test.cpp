@@ -94,4 +94,43 @@ TEST(RuntimeParams, EmptyModuleKeepsOneSlotEach) {
   EXPECT_EQ(events, 0xE0);
 }
 
+TEST(RuntimeParams, DerivedSymsFollowTheTail) {
+  using J = nlohmann::json;
+  J j = etc::rt::testing::sampleDescriptor();
+  J b = J::array({"sym", 0}), n = J::array({"sym", 1});
+  j["derived"] = J::array({{{"expr", J::array({"cdiv", 16, b})}},
+                           {{"expr", J::array({"mul", n, J::array({"min", J::array({"add", J::array({"cdiv", 16, b}), -1}), 1})})}}});
+  j["params_bytes"] = 96;
+  etc::rt::Descriptor d = etc::rt::parseDescriptor(j.dump());
+  EXPECT_EQ(d.derived_text, (std::vector<std::string>{"cdiv(16, B)", "N * min(cdiv(16, B) + -1, 1)"}));
+  auto derived = [&](int64_t B, int64_t N, size_t k) {
+    std::vector<unsigned char> p = etc::rt::buildParams(d, {B, N}, {0x10, 0x20, 0x30, 0x40}, 0xE0, 0xF0, 5, 0);
+    EXPECT_EQ(p.size(), 96u);
+    int64_t v;
+    std::memcpy(&v, p.data() + 80 + 8 * k, 8);
+    return v;
+  };
+  EXPECT_EQ(derived(3, 1000, 0), 6);
+  EXPECT_EQ(derived(3, 1000, 1), 1000);
+  EXPECT_EQ(derived(16, 1000, 0), 1);
+  EXPECT_EQ(derived(16, 1000, 1), 0);
+  EXPECT_EQ(derived(128, 7, 0), 1);
+}
+
+TEST(RuntimeParams, ADerivedSymThatCannotBeEvaluatedIsABadDescriptor) {
+  using J = nlohmann::json;
+  J j = etc::rt::testing::sampleDescriptor();
+  j["derived"] = J::array({{{"expr", J::array({"div", 16, J::array({"add", J::array({"sym", 0}), -4})})}}});
+  j["params_bytes"] = 88;
+  etc::rt::Descriptor d = etc::rt::parseDescriptor(j.dump());
+  EXPECT_EQ(etc::rt::buildParams(d, {5, 1}, {0, 0, 0, 0}, 0, 0, 0, 0).size(), 88u);
+  try {
+    etc::rt::buildParams(d, {4, 1}, {0, 0, 0, 0}, 0, 0, 0, 0);
+    ADD_FAILURE();
+  } catch (const etc::rt::Error& e) {
+    EXPECT_EQ(e.status(), ETC_STATUS_BAD_DESCRIPTOR);
+    EXPECT_STREQ(e.what(), "descriptor: derived sym 0 (16 / (B + -4)): shape expression divides by zero (in div)");
+  }
+}
+
 }  // namespace

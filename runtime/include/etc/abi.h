@@ -49,7 +49,9 @@ typedef struct EtcError {
  *     long long watchdog_ns;      // +16: spin budget of one wait
  *     unsigned int flags;         // +24: ETC_FLAG_*
  *     unsigned int pad_;          // +28
- *   };                            // size 8*(NS+NT) + 32, alignment 8
+ *     long long derived[ND];      // +32: only where the descriptor lists ND > 0 "derived" syms:
+ *                                 //   sym-only expressions, evaluated by the runtime per binding
+ *   };                            // size 8*(NS+NT) + 32 + 8*ND, alignment 8
  *
  * and every kernel is `extern "C" __global__ void NAME(const __grid_constant__ EtcParams p)`.
  * The runtime fills a byte buffer of that layout and passes its address as the one entry of
