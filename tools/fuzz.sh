@@ -1,21 +1,19 @@
 #!/usr/bin/env bash
-# Runs one libFuzzer target of build-fuzz (see tests/CMakeLists.txt; ETC_FUZZ_BUILD names another
-# build directory configured with -DETC_FUZZ=ON, as tools/test.sh's build-asan) for SECONDS from a
-# copy of its committed corpus, and prints libFuzzer's final statistics. A crash leaves its input
-# in <build>/findings/<target>/ and makes this script fail; commit that input to
+# Runs one libFuzzer target of build-fuzz (see tests/CMakeLists.txt) for SECONDS from a copy of
+# its committed corpus, and prints libFuzzer's final statistics. A crash leaves its input in
+# build-fuzz/findings/<target>/ and makes this script fail; commit that input to
 # tests/fuzz/<target>/corpus/ as a regression test once fixed.
 #   tools/fuzz.sh TARGET [SECONDS]      TARGET: frontend, fatbin, npy or safetensors
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: tools/fuzz.sh frontend|fatbin|npy|safetensors [SECONDS]}
 seconds=${2:-600}
-build=${ETC_FUZZ_BUILD:-build-fuzz}
-binary=$build/tests/etc_fuzz_$target
+binary=build-fuzz/tests/etc_fuzz_$target
 if [ ! -x "$binary" ]; then
-  echo "fuzz: $binary is missing; build it: CC=clang CXX=clang++ cmake -S . -B $build -DETC_FUZZ=ON && cmake --build $build --target etc_fuzz_$target" >&2
+  echo "fuzz: $binary is missing; build it: CC=clang CXX=clang++ cmake -S . -B build-fuzz -DETC_FUZZ=ON && cmake --build build-fuzz --target etc_fuzz_$target" >&2
   exit 1
 fi
-findings=$build/findings/$target
+findings=build-fuzz/findings/$target
 mkdir -p "$findings"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

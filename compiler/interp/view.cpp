@@ -20,6 +20,10 @@ void put(const View& v, int64_t off, T x) {
 
 }  // namespace
 
+void View::advance(int64_t elems) {
+  if (base) base += elems * ir::dtypeBytes(dtype);
+}
+
 View View::whole(HostTensor& t) {
   View v;
   v.dtype = t.dtype;
@@ -38,7 +42,7 @@ int64_t View::numel() const {
 
 View View::at(int dim, int64_t index) const {
   View v = *this;
-  v.base += index * strides[dim] * ir::dtypeBytes(dtype);
+  v.advance(index * strides[dim]);
   v.shape.erase(v.shape.begin() + dim);
   v.strides.erase(v.strides.begin() + dim);
   return v;
@@ -46,7 +50,7 @@ View View::at(int dim, int64_t index) const {
 
 View View::range(int dim, int64_t lo, int64_t hi) const {
   View v = *this;
-  v.base += lo * strides[dim] * ir::dtypeBytes(dtype);
+  v.advance(lo * strides[dim]);
   v.shape[dim] = hi - lo;
   return v;
 }
@@ -59,7 +63,7 @@ View View::lead(int64_t r, int keep) const {
     off += (r % shape[d]) * strides[d];
     r /= shape[d];
   }
-  v.base += off * ir::dtypeBytes(dtype);
+  v.advance(off);
   v.shape.erase(v.shape.begin(), v.shape.begin() + drop);
   v.strides.erase(v.strides.begin(), v.strides.begin() + drop);
   return v;

@@ -31,6 +31,11 @@ struct View {
   // The last dimension's extent (1 for a scalar) and the number of rows before it.
   int64_t lastDim() const { return shape.empty() ? 1 : shape.back(); }
   int64_t rows() const { return numel() / (lastDim() ? lastDim() : 1); }
+
+ private:
+  // base moved by `elems` elements. A view of an empty tensor keeps its null base: it has no
+  // element to point at, and offsetting a null pointer is undefined (clang's UBSan says so).
+  void advance(int64_t elems);
 };
 
 // Calls f(offset) for every element of v in row-major order; offsets are in elements.

@@ -48,6 +48,22 @@ const double kTie = std::ldexp(1, -8);  // half a bf16 ulp at 1
 
 // ---- copy, fill, cast ----------------------------------------------------------------------
 
+TEST(InterpView, ViewsOfAnEmptyTensorKeepANullBase) {
+  // An empty tensor has no bytes; offsetting its null base would be undefined behaviour (the
+  // decode pipeline's cache that may be empty slices one so).
+  HostTensor t{F::BF16, {0, 4, 8}, {}};
+  View v = View::whole(t);
+  ASSERT_EQ(v.base, nullptr);
+  EXPECT_EQ(v.range(1, 2, 4).base, nullptr);
+  EXPECT_EQ(v.range(1, 2, 4).shape, (Ints{0, 2, 8}));
+  EXPECT_EQ(v.at(2, 3).base, nullptr);
+  HostTensor u{F::F32, {2, 3}, std::vector<uint8_t>(24)};
+  View w = View::whole(u);
+  EXPECT_EQ(w.range(1, 1, 3).base, w.base + 4);
+  EXPECT_EQ(w.at(0, 1).base, w.base + 12);
+  EXPECT_EQ(w.lead(1, 1).base, w.base + 12);
+}
+
 TEST(InterpOps, CopyIsBitExactAndStrided) {
   HostTensor x = makeTensor(F::F32, {3, 2}, {1, 2, 3, 4, 5, 6});
   uint32_t payload_nan = 0x7FC00123;
