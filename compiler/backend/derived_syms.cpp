@@ -16,12 +16,6 @@ bool nonlinear(const Expr& e) {
   return false;
 }
 
-bool symsOnly(const Expr& e) {
-  bool only = true;
-  forEachLeaf(e, [&](const ExprNode& leaf) { only = only && (leaf.kind == ExprKind::Sym || leaf.kind == ExprKind::Const); });
-  return only;
-}
-
 // Over the sym ranges, no divisor of e can be zero and no node can leave int64: the host's
 // exact evaluation (which reports both) then cannot fail for any sym values the runtime binds.
 bool safe(const Expr& e, const RangeEnv& env) {
@@ -42,7 +36,7 @@ DerivedSyms::DerivedSyms(const Module& m) : env_(m.symRanges()) {}
 
 std::optional<size_t> DerivedSyms::intern(const Expr& e0) {
   if (e0->ops.empty() || e0->kind == ExprKind::Load || e0->kind == ExprKind::Bounded) return std::nullopt;
-  if (!symsOnly(e0) || !nonlinear(e0)) return std::nullopt;
+  if (hasCoord(e0) || hasLoad(e0) || !nonlinear(e0)) return std::nullopt;
   Expr e = inlineConsts(e0);
   if (asInt(e)) return std::nullopt;  // named consts only: the CUDA compiler folds it
   auto [lo, hi] = by_hash_.equal_range(e->hash);
