@@ -25,7 +25,10 @@ env -u ETC_RUNTIME_LIB PYTHONPATH="$prefix/lib/python" python3 -c 'import etc; a
 
 cp -r "$src/tests/build/consumer" "$tmp/consumer"
 proj="$tmp/consumer"
-cmake -S "$proj" -B "$tmp/cb" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/configure.log" 2>&1 ||
+# ETC_CONSUMER_LINK_FLAGS: what a program linked to this build's libetcrt.so needs (the
+# sanitizer flags of a sanitized build, tests/CMakeLists.txt).
+cmake -S "$proj" -B "$tmp/cb" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_EXE_LINKER_FLAGS="${ETC_CONSUMER_LINK_FLAGS:-}" \
+  >"$tmp/configure.log" 2>&1 ||
   { sed 's/^/  | /' "$tmp/configure.log"; fail "configure"; }
 build_consumer() { cmake --build "$tmp/cb" >"$tmp/build.log" 2>&1 || { sed 's/^/  | /' "$tmp/build.log"; fail "build ($1)"; }; }
 fatbin="$tmp/cb/fatbins/model.fatbin"

@@ -36,10 +36,6 @@ smem_is() {  # NAME KERNEL STATIC+DYNAMIC: the kernel's shared memory in --resou
   if ! awk -v k="$2" -v m="$3" '$1 == k && $5 == m { found = 1 } END { exit !found }' "$tmp/err"; then
     fail "$1: $2 does not reserve $3 bytes"; grep -F -- "$2" "$tmp/err" | sed 's/^/  | /' | head -5; else pass; fi
 }
-# Cases whose only point is a device-header knob's NVRTC compile: the sanitized build's run skips
-# them (ETC_CLI_NO_DEVICE_KNOBS, tests/CMakeLists.txt): NVRTC is not instrumented, and a knob
-# takes no path through etcc that the other cases do not (only minutes of CI there).
-device_knobs() { [ -z "${ETC_CLI_NO_DEVICE_KNOBS:-}" ]; }
 stdout_has() {
   if ! grep -qF -- "$2" "$tmp/out"; then fail "$1: stdout lacks '$2'"; sed 's/^/  | /' "$tmp/out" | head -10; else pass; fi
 }
@@ -143,9 +139,7 @@ run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-def
   if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then
     fail "device-define: the defines do not come first"; head -5 "$tmp/out"; else pass; fi
 # ETC_MM_PREFETCH_STAGES (a weight prefetch, --weight-prefetch, of fewer stages than the ring's S - 1) compiles.
-if device_knobs; then
-  LIMIT=300 run prefetch-stages-nvrtc 0 samples/llama_layer.etir -arch sm_90a --weight-prefetch --device-define ETC_MM_PREFETCH_STAGES=1 -o "$tmp/pf1.fatbin"
-fi
+LIMIT=300 run prefetch-stages-nvrtc 0 samples/llama_layer.etir -arch sm_90a --weight-prefetch --device-define ETC_MM_PREFETCH_STAGES=1 -o "$tmp/pf1.fatbin"
 # A run of static notifies is one block: every plain add before the debug branch's checked
 # notifies (a task whose statements' adds were spread between their debug loops was slower).
 run notify-block 0 --emit=cuda samples/llama_layer.etir &&
@@ -172,34 +166,32 @@ for sched in static dynamic; do
         fail "sym-locals-$sched: $f uses p.derived outside the locals"; else pass; fi
   done
 done
-if device_knobs; then
-  LIMIT=300 run index-div32 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_INDEX_DIV32=1 -o "$tmp/div32.fatbin" &&
-    if [ -s "$tmp/div32.fatbin" ]; then pass; else fail "index-div32: no fatbin"; fi
-  # The decode attention's knobs other than the defaults (FMA scores and o, plain cache copies, one
-  # 32 KiB slot) still compile: the default paths compile with every sample.
-  LIMIT=300 run attention-knobs 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_ATTN_MMA=0 --device-define ETC_ATTN_EVICT_FIRST=0 \
-    --device-define ETC_ATTN_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=32 -o "$tmp/attn_knobs.fatbin" &&
-    if [ -s "$tmp/attn_knobs.fatbin" ]; then pass; else fail "attention-knobs: no fatbin"; fi
-  # Qwen3's attention (2 query heads a cache head) is on tensor cores: a Qwen3 layer reserves a
-  # ring of 2 slots (ETC_ATTN_SLOTS) of 128-row blocks (kAttnMmaBlockRows: 32 KiB of K and of V
-  # at D = 128, above ETC_ATTN_BLOCK_KIB's 16), one slot with ETC_ATTN_SLOTS=1 (compiled with
-  # the tensor-core form outlined, ETC_ATTN_MMA_OUTLINE=1, as well).
-  python3 tools/gen_decode_sample.py qwen3_0_6b --layers 1 --vocab 2048 >"$tmp/q1.etir"
-  LIMIT=300 run attention-mma-g2 0 "$tmp/q1.etir" -arch sm_90a --resource-usage -o "$tmp/q1.fatbin" &&
-    smem_is attention-mma-g2 etc_main_attention_decode_o_0_whole 16+134176
-  LIMIT=300 run attention-mma-g2-slots 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_SLOTS=1 \
-    --device-define ETC_ATTN_MMA_OUTLINE=1 -o "$tmp/q1.fatbin" && smem_is attention-mma-g2-slots etc_main_attention_decode_o_0_whole 16+68640
-  # With ETC_ATTN_MMA_MIN_G=4 it takes the FMA form, whose blocks and slots are
-  # ETC_ATTN_FMA_BLOCK_KIB's and ETC_ATTN_FMA_SLOTS': one slot of 16 KiB of K and of V.
-  LIMIT=300 run attention-fma-block 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_MIN_G=4 \
-    --device-define ETC_ATTN_FMA_BLOCK_KIB=16 --device-define ETC_ATTN_FMA_SLOTS=1 -o "$tmp/q1.fatbin" &&
-    smem_is attention-fma-block etc_main_attention_decode_o_0_whole 16+35872
-  # A Llama layer (4 a cache head) keeps its ring whatever the FMA knobs say, and blocks of
-  # 128 rows (16 KiB at D = 64) where ETC_ATTN_BLOCK_KIB asks for fewer.
-  LIMIT=300 run attention-fma-block-mma 0 samples/llama_layer.etir -arch sm_90a --resource-usage \
-    --device-define ETC_ATTN_FMA_BLOCK_KIB=16 --device-define ETC_ATTN_FMA_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=8 \
-    -o "$tmp/ll.fatbin" && smem_is attention-fma-block-mma etc_main_attention_decode_attn_whole 16+70720
-fi
+LIMIT=300 run index-div32 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_INDEX_DIV32=1 -o "$tmp/div32.fatbin" &&
+  if [ -s "$tmp/div32.fatbin" ]; then pass; else fail "index-div32: no fatbin"; fi
+# The decode attention's knobs other than the defaults (FMA scores and o, plain cache copies, one
+# 32 KiB slot) still compile: the default paths compile with every sample.
+LIMIT=300 run attention-knobs 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_ATTN_MMA=0 --device-define ETC_ATTN_EVICT_FIRST=0 \
+  --device-define ETC_ATTN_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=32 -o "$tmp/attn_knobs.fatbin" &&
+  if [ -s "$tmp/attn_knobs.fatbin" ]; then pass; else fail "attention-knobs: no fatbin"; fi
+# Qwen3's attention (2 query heads a cache head) is on tensor cores: a Qwen3 layer reserves a
+# ring of 2 slots (ETC_ATTN_SLOTS) of 128-row blocks (kAttnMmaBlockRows: 32 KiB of K and of V
+# at D = 128, above ETC_ATTN_BLOCK_KIB's 16), one slot with ETC_ATTN_SLOTS=1 (compiled with
+# the tensor-core form outlined, ETC_ATTN_MMA_OUTLINE=1, as well).
+python3 tools/gen_decode_sample.py qwen3_0_6b --layers 1 --vocab 2048 >"$tmp/q1.etir"
+LIMIT=300 run attention-mma-g2 0 "$tmp/q1.etir" -arch sm_90a --resource-usage -o "$tmp/q1.fatbin" &&
+  smem_is attention-mma-g2 etc_main_attention_decode_o_0_whole 16+134176
+LIMIT=300 run attention-mma-g2-slots 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_SLOTS=1 \
+  --device-define ETC_ATTN_MMA_OUTLINE=1 -o "$tmp/q1.fatbin" && smem_is attention-mma-g2-slots etc_main_attention_decode_o_0_whole 16+68640
+# With ETC_ATTN_MMA_MIN_G=4 it takes the FMA form, whose blocks and slots are
+# ETC_ATTN_FMA_BLOCK_KIB's and ETC_ATTN_FMA_SLOTS': one slot of 16 KiB of K and of V.
+LIMIT=300 run attention-fma-block 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_MIN_G=4 \
+  --device-define ETC_ATTN_FMA_BLOCK_KIB=16 --device-define ETC_ATTN_FMA_SLOTS=1 -o "$tmp/q1.fatbin" &&
+  smem_is attention-fma-block etc_main_attention_decode_o_0_whole 16+35872
+# A Llama layer (4 a cache head) keeps its ring whatever the FMA knobs say, and blocks of
+# 128 rows (16 KiB at D = 64) where ETC_ATTN_BLOCK_KIB asks for fewer.
+LIMIT=300 run attention-fma-block-mma 0 samples/llama_layer.etir -arch sm_90a --resource-usage \
+  --device-define ETC_ATTN_FMA_BLOCK_KIB=16 --device-define ETC_ATTN_FMA_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=8 \
+  -o "$tmp/ll.fatbin" && smem_is attention-fma-block-mma etc_main_attention_decode_attn_whole 16+70720
 # heads_per_task = 2: the one-part grid's tasks each take two cache heads (attention_decode over
 # several heads through one ring on the device) and compile.
 sed 's/{ head_dim = HEAD }/{ head_dim = HEAD, heads_per_task = 2 }/' samples/llama_layer.etir >"$tmp/heads2.etir"
