@@ -13,8 +13,10 @@ Correctness, for every batch B and KV length: the megakernel's logits against a 
 PyTorch reference (relative L2, tolerance 2e-2) and its argmax tokens against the reference's
 argmax (at least 99% equal), each request at its own position (requests' lengths differ).
 
-Timing, for every batch B at --bench-kv: PyTorch eager (bf16), PyTorch replayed as a CUDA graph
-(and the capture time), etc unfused, etc unfused under a CUDA graph, etc megakernel, and the
+Timing, for every batch B at --bench-kv: PyTorch eager (bf16, attention through the fused SDPA
+kernel), PyTorch replayed as a CUDA graph (and the capture time), at the batches of
+--compile-batches the same under torch.compile replayed as a CUDA graph (and the compile time),
+etc unfused, etc unfused under a CUDA graph, etc megakernel, and the
 floor: the bytes that must move (weights once, the KV cache read, the new KV written) over the
 measured device-to-device copy bandwidth. Device events, median of --iters launches after
 warm-up. Prints one table; exit 1 if a correctness check fails, 77 without PyTorch or a GPU.
@@ -113,7 +115,7 @@ class TorchDecode:
         B, hq, hk, d = tokens.shape[0], c["hq"], c["hk"], c["d"]
         rows = torch.arange(B, device="cuda")
         res = w["model.embed_tokens.weight"][tokens.long()]
-        mask = torch.arange(kv_max, device="cuda")[None, :] > pos.long()[:, None]  # [B, L]
+        keep = torch.arange(kv_max, device="cuda")[None, :] <= pos.long()[:, None]  # [B, L]: positions read
         h = rmsnorm(res, w["model.layers.0.input_layernorm.weight"], eps)
         for layer in range(c["layers"]):
             p = f"model.layers.{layer}."
@@ -126,12 +128,14 @@ class TorchDecode:
             q, k = self.rope(q, pos, hq), self.rope(k, pos, hk)
             k_cache[layer][rows, pos.long()] = k.to(k_cache[layer].dtype)
             v_cache[layer][rows, pos.long()] = v.to(v_cache[layer].dtype)
-            kc = k_cache[layer][:, :kv_max].view(B, kv_max, hk, d).to(self.dtype)
-            vc = v_cache[layer][:, :kv_max].view(B, kv_max, hk, d).to(self.dtype)
+            # Grouped-query attention as a PyTorch user writes it in the model's dtype: the
+            # fused SDPA kernel, each cache head's G query heads as G query rows against that
+            # head's positions (no copy of the cache, no float32 detour).
+            kc = k_cache[layer][:, :kv_max].view(B, kv_max, hk, d).transpose(1, 2).to(self.dtype)
+            vc = v_cache[layer][:, :kv_max].view(B, kv_max, hk, d).transpose(1, 2).to(self.dtype)
             qg = q.view(B, hk, hq // hk, d)
-            s = torch.einsum("bgrd,blgd->bgrl", qg.float(), kc.float()) / d ** 0.5
-            s = s.masked_fill(mask[:, None, None, :], float("-inf")).softmax(-1)
-            o = torch.einsum("bgrl,blgd->bgrd", s, vc.float()).reshape(B, hq * d).to(self.dtype)
+            o = torch.nn.functional.scaled_dot_product_attention(qg, kc, vc, attn_mask=keep[:, None, None, :])
+            o = o.reshape(B, hq * d)
             attn = o @ w[p + "self_attn.o_proj.weight"].T
             res = res + attn
             h2 = rmsnorm(res, w[p + "post_attention_layernorm.weight"], eps)
@@ -201,11 +205,47 @@ def time_us(fn, iters, warmup=5):
     return ts[len(ts) // 2], ts[0], ts[-1]
 
 
+def graph_of(fn, args):
+    """fn(*args) captured as a CUDA graph, after a warm-up call on a side stream: the graph and
+    the capture's milliseconds."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn(*args)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    t = time.perf_counter()
+    with torch.cuda.graph(graph):
+        fn(*args)
+    torch.cuda.synchronize()
+    return graph, (time.perf_counter() - t) * 1e3
+
+
+def time_compiled(step, args, iters):
+    """The step under torch.compile (Inductor's fused kernels, compiled for these shapes),
+    replayed as a CUDA graph: its median us and the compile time (first call) in seconds."""
+    torch._dynamo.reset()
+    fn = torch.compile(step, dynamic=False)
+    t = time.perf_counter()
+    fn(*args)
+    torch.cuda.synchronize()
+    compile_s = time.perf_counter() - t
+    graph, _ = graph_of(fn, args)
+    us = time_us(graph.replay, iters)[0]
+    del graph
+    return us, compile_s
+
+
 def copy_bandwidth():
+    """Bytes per second of a 1 GiB device-to-device copy, read + write: the best of three
+    medians of 20 copies. The floor divides by it, so a copy timed while the GPU is still
+    ramping up would flatter every ratio (one call's single median was 3.75 TB/s where
+    another's was 4.09)."""
     x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     y = torch.empty_like(x)
-    med, _, _ = time_us(lambda: y.copy_(x), 20, 3)
-    return 2 * x.numel() / (med * 1e-6)  # bytes per second, read + write
+    best = min(time_us(lambda: y.copy_(x), 20, 10)[0] for _ in range(3))
+    return 2 * x.numel() / (best * 1e-6)
 
 
 def floor_bytes(cfg, weights, batch, pos):
@@ -232,11 +272,15 @@ def main():
     ap.add_argument("--kv", default="1,511,4096", help="KV lengths checked for correctness")
     ap.add_argument("--bench-kv", type=int, default=512, help="KV length of the timed runs (0: no timing)")
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--compile-batches", default="",
+                    help="time the bf16 model under torch.compile, replayed as a CUDA graph, at these batches "
+                         "(each compiles for about half a minute)")
     ap.add_argument("--json", help="write every number here too")
     a = ap.parse_args()
     cfg = MODELS[a.model]
     batches = [int(x) for x in a.batches.split(",")]
     kvs = [int(x) for x in a.kv.split(",") if x]
+    compile_batches = {int(x) for x in a.compile_batches.split(",") if x}
 
     # Warm-up as a user sees it: the weights file to the GPU, the fatbin loaded, one step.
     t0 = time.perf_counter()
@@ -299,8 +343,8 @@ def main():
         eager = TorchDecode(cfg, host, torch.bfloat16)
         print(f"\n{cfg['title']} decode step, KV {a.bench_kv}, {torch.cuda.get_device_name()}, copy {bw / 1e12:.2f} TB/s; "
               f"median us over {a.iters} runs")
-        print(f"{'B':>4} {'floor':>8} {'eager':>8} {'graph':>8} {'capture':>8} {'unfused':>8} {'unf+graph':>9} "
-              f"{'mega':>8} {'mega/floor':>10}")
+        print(f"{'B':>4} {'floor':>8} {'eager':>8} {'graph':>8} {'capture':>8} {'compiled':>8} {'compile':>8} "
+              f"{'unfused':>8} {'unf+graph':>9} {'mega':>8} {'mega/floor':>10}")
         for B in batches:
             tokens = torch.randint(0, cfg["vocab"], (B,), device="cuda", dtype=torch.int32)
             pos = positions(B, a.bench_kv)
@@ -310,27 +354,19 @@ def main():
             kc, vc = caches(cfg, B, 5)
             row = dict(B=B, floor=floor_bytes(cfg, weights, B, pos) / bw * 1e6)
             row["eager"] = time_us(lambda: eager.step(tokens, pos, kc, vc, kv_max), max(5, a.iters // 5))[0]
-            graph = torch.cuda.CUDAGraph()
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                eager.step(tokens, pos, kc, vc, kv_max)  # warm-up on the side stream before capture
-            torch.cuda.current_stream().wait_stream(s)
-            torch.cuda.synchronize()
-            tc = time.perf_counter()
-            with torch.cuda.graph(graph):
-                eager.step(tokens, pos, kc, vc, kv_max)
-            torch.cuda.synchronize()
-            row["capture_ms"] = (time.perf_counter() - tc) * 1e3
+            graph, row["capture_ms"] = graph_of(eager.step, (tokens, pos, kc, vc, kv_max))
             row["graph"] = time_us(graph.replay, a.iters)[0]
             del graph
+            if B in compile_batches:
+                row["compiled"], row["compile_s"] = time_compiled(eager.step, (tokens, pos, kc, vc, kv_max), a.iters)
             mine.bind(tokens, pos, kc, vc)
             for mode, key in (("unfused", "unfused"), ("unfused-graph", "unfused_graph"), ("mega", "mega")):
                 row[key] = time_us(lambda: mine.launch(mode), a.iters)[0]
             mine.m.check_error()
             results["bench"].append(row)
+            compiled = f"{row['compiled']:>8.1f} {row['compile_s']:>7.1f}s" if "compiled" in row else f"{'-':>8} {'-':>8}"
             print(f"{B:>4} {row['floor']:>8.1f} {row['eager']:>8.1f} {row['graph']:>8.1f} {row['capture_ms']:>6.1f}ms "
-                  f"{row['unfused']:>8.1f} {row['unfused_graph']:>9.1f} {row['mega']:>8.1f} "
+                  f"{compiled} {row['unfused']:>8.1f} {row['unfused_graph']:>9.1f} {row['mega']:>8.1f} "
                   f"{row['mega'] / row['floor']:>9.2f}x", flush=True)
     if a.json:
         with open(a.json, "w") as f:

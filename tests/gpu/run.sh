@@ -43,7 +43,8 @@ row() {
 # runs, so one call fits a device time limit. LOGS_TGZ=FILE packs every log into one archive, renewed
 # after every row (a lent GPU machine returns only a few files, and nothing of a killed command's pipe).
 # The decode section takes DECODE_MODELS, DECODE_BATCHES and DECODE_KV (default: both models, every B,
-# KV 1, 511 and 4096); the decodecheck section takes DECODE_MODELS too (both models' checks take
+# KV 1, 511 and 4096) and DECODE_COMPILE_BATCHES (the batches that also time PyTorch under
+# torch.compile: about half a minute of compiling each; default none); the decodecheck section takes DECODE_MODELS too (both models' checks take
 # longer than a lent machine's 600 s command, with the check section before them).
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
@@ -336,7 +337,8 @@ if want decode; then
     if python3 tools/gen_decode_weights.py "$model" -o "$w" >"$log" 2>&1 &&
        ETC_RUNTIME_LIB="$B/libetcrt.so" PYTHONPATH=python PYTHONUNBUFFERED=1 python3 tools/compare_decode.py "$model" \
          --fatbin "$B/$model.fatbin" --weights "$w" --batches "${DECODE_BATCHES:-1,2,4,8,16,32,64,128}" \
-         --kv "${DECODE_KV:-1,511,4096}" --json "$out/decode_$model.json" >>"$log" 2>&1; then
+         --kv "${DECODE_KV:-1,511,4096}" --compile-batches "${DECODE_COMPILE_BATCHES:-}" \
+         --json "$out/decode_$model.json" >>"$log" 2>&1; then
       row "decode $model vs PyTorch (B x KV)" PASS "$(grep -c '^check.* ok$' "$log") checks; $(grep -m1 '^warm-up' "$log" | cut -c1-220)"
     else
       row "decode $model vs PyTorch (B x KV)" FAIL "$(grep -m2 -E 'FAIL|Error|error' "$log" | tr '\n' ' ' | cut -c1-200)"
