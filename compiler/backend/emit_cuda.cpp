@@ -1167,10 +1167,15 @@ class Emitter {
     out_ += k.tasks.empty() ? std::string("  const long long total = 0LL;\n")
                             : fmt::format("  const long long total = ends[{}];\n", k.tasks.size() - 1);
     // The task of number g in grid `kind`, called; on_fail when it reports an error.
+    // A task function's kernel parameter only names the dynamic schedule's etc_ready, which
+    // the unfused form never calls: every unfused kernel takes instantiation 0, one per task
+    // function instead of one per kernel (Qwen3-0.6B: 341 copies were 1.75 MB of its 3.95 MB
+    // of sm_90a code, which every module load and every NVRTC compile paid for).
+    const uint32_t instance = k.mega ? ki : 0;
     auto dispatch = [&](const std::string& indent, const std::string& on_fail) {
       return gridSwitch(k, indent, [&](size_t i) {
         const TaskCall& tc = task_calls_[k.tasks[i]];
-        std::string call = fmt::format("{0}    if (!{1}<{2}, {3}>(p, ctx, t{4})) {5}\n", indent, tc.function, mode, ki,
+        std::string call = fmt::format("{0}    if (!{1}<{2}, {3}>(p, ctx, t{4})) {5}\n", indent, tc.function, mode, instance,
                                        tc.args, on_fail);
         return profile_ && k.mega ? profiled(k.tasks[i], indent + "    ", call) : call;
       });

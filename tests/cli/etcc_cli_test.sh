@@ -140,6 +140,12 @@ run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-def
     fail "device-define: the defines do not come first"; head -5 "$tmp/out"; else pass; fi
 # ETC_MM_PREFETCH_STAGES (a weight prefetch, --weight-prefetch, of fewer stages than the ring's S - 1) compiles.
 LIMIT=300 run prefetch-stages-nvrtc 0 samples/llama_layer.etir -arch sm_90a --weight-prefetch --device-define ETC_MM_PREFETCH_STAGES=1 -o "$tmp/pf1.fatbin"
+# Every unfused kernel calls its task function's instantiation 0 (one copy of each task's code
+# for the unfused form, not one per kernel); the megakernel keeps its own.
+run unfused-instances 0 --emit=cuda samples/llama_layer.etir &&
+  if grep -q '<kUnfused, [1-9]' "$tmp/out" || ! grep -q '<kUnfused, 0>' "$tmp/out" || ! grep -q '<kStatic, 0>' "$tmp/out"; then
+    fail "unfused-instances: unfused kernels do not all take instantiation 0"; grep -m3 '<kUnfused' "$tmp/out" | sed 's/^/  | /'
+  else pass; fi
 # A run of static notifies is one block: every plain add before the debug branch's checked
 # notifies (a task whose statements' adds were spread between their debug loops was slower).
 run notify-block 0 --emit=cuda samples/llama_layer.etir &&
