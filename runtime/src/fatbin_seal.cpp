@@ -1,6 +1,7 @@
 #include "fatbin_seal.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <string>
 
@@ -11,7 +12,10 @@ namespace etc::rt {
 
 namespace {
 
-constexpr char kMagic[8] = {'E', 'T', 'C', 'S', 'E', 'A', 'L', '1'};
+// "ETCSEAL" and the seal's version: '1' (FNV-1a 64) or '2' (sealDigest, what sealFatbin writes).
+constexpr char kMagic[8] = {'E', 'T', 'C', 'S', 'E', 'A', 'L', '2'};
+constexpr size_t kVersionAt = 7;
+constexpr uint64_t kFnvBasis = 1469598103934665603ull, kFnvPrime = 1099511628211ull;
 
 void putLe(std::vector<uint8_t>& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(uint8_t(v >> (8 * i)));
@@ -20,13 +24,32 @@ void putLe(std::vector<uint8_t>& out, uint64_t v) {
 }  // namespace
 
 uint64_t fnv1a64(std::span<const uint8_t> bytes) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint8_t b : bytes) h = (h ^ b) * 1099511628211ull;
+  uint64_t h = kFnvBasis;
+  for (uint8_t b : bytes) h = (h ^ b) * kFnvPrime;
   return h;
 }
 
+uint64_t sealDigest(std::span<const uint8_t> bytes) {
+  uint64_t lane[4] = {kFnvBasis, kFnvBasis ^ 1, kFnvBasis ^ 2, kFnvBasis ^ 3};
+  const size_t words = bytes.size() / 8;
+  auto word = [&](size_t i) {
+    uint64_t w;
+    std::memcpy(&w, bytes.data() + 8 * i, 8);
+    if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
+    return w;
+  };
+  size_t i = 0;
+  for (; i + 4 <= words; i += 4)
+    for (int k = 0; k < 4; ++k) lane[k] = (lane[k] ^ word(i + k)) * kFnvPrime;
+  for (; i < words; ++i) lane[i % 4] = (lane[i % 4] ^ word(i)) * kFnvPrime;
+  for (size_t b = 8 * words; b < bytes.size(); ++b) lane[0] = (lane[0] ^ bytes[b]) * kFnvPrime;
+  uint64_t h = kFnvBasis;
+  for (uint64_t l : lane) h = (h ^ l) * kFnvPrime;
+  return (h ^ uint64_t(bytes.size())) * kFnvPrime;
+}
+
 void sealFatbin(std::vector<uint8_t>& fatbin) {
-  const uint64_t length = fatbin.size(), digest = fnv1a64(fatbin);
+  const uint64_t length = fatbin.size(), digest = sealDigest(fatbin);
   fatbin.insert(fatbin.end(), std::begin(kMagic), std::end(kMagic));
   putLe(fatbin, length);
   putLe(fatbin, digest);
@@ -41,19 +64,20 @@ size_t unsealedSize(std::span<const uint8_t> file) {
   if (file.size() >= 16 && loadLe(file, 0, 4) == 0xBA55ED50u) {
     const uint64_t end = loadLe(file, 6, 2) + loadLe(file, 8, 8);
     if (end < file.size() && file.size() - end < kSealBytes &&
-        std::memcmp(file.data() + end, kMagic, std::min<size_t>(sizeof kMagic, file.size() - end)) == 0)
+        std::memcmp(file.data() + end, kMagic, std::min<size_t>(kVersionAt, file.size() - end)) == 0)
       fail(ETC_STATUS_BAD_FATBIN, "the fatbin's seal is cut short (" + std::to_string(file.size() - end) + " of its " +
                                       std::to_string(kSealBytes) + " bytes): " + damaged);
   }
   if (file.size() < kSealBytes) return file.size();
   const std::span<const uint8_t> seal = file.last(kSealBytes);
-  if (std::memcmp(seal.data(), kMagic, sizeof kMagic) != 0) return file.size();
+  const char version = static_cast<char>(seal[kVersionAt]);
+  if (std::memcmp(seal.data(), kMagic, kVersionAt) != 0 || (version != '1' && version != '2')) return file.size();
   const size_t content = file.size() - kSealBytes;
   const uint64_t length = loadLe(seal, 8, 8), digest = loadLe(seal, 16, 8);
   if (length != content || loadLe(seal, 24, 8) != 0)
     fail(ETC_STATUS_BAD_FATBIN, "the fatbin's seal says " + std::to_string(length) + " bytes of content, the file has " +
                                     std::to_string(content) + ": " + damaged);
-  if (fnv1a64(file.first(content)) != digest)
+  if ((version == '1' ? fnv1a64(file.first(content)) : sealDigest(file.first(content))) != digest)
     fail(ETC_STATUS_BAD_FATBIN, "the fatbin's checksum does not match its content: " + damaged);
   return content;
 }

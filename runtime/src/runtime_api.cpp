@@ -1,6 +1,7 @@
 // The C API: each entry point runs its body through `guarded`, which turns an exception into
 // a status code and the thread's last error message. Nothing C++ crosses this boundary.
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -115,7 +116,13 @@ etc_status etc_module_open_file(const char* path, etc_module* out) {
     *out = nullptr;
     std::ifstream f(path, std::ios::binary);
     if (!f) fail(ETC_STATUS_IO, std::string("cannot open ") + path + ": " + std::strerror(errno));
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    // In blocks: istreambuf_iterator's byte at a time was a fifth of opening a 6 MB module.
+    std::vector<uint8_t> bytes;
+    std::error_code size_error;
+    if (const auto size = std::filesystem::file_size(path, size_error); !size_error) bytes.reserve(size);
+    char block[1 << 16];
+    while (f.read(block, sizeof block) || f.gcount() > 0)
+      bytes.insert(bytes.end(), block, block + f.gcount());
     if (f.bad()) fail(ETC_STATUS_IO, std::string("cannot read ") + path);
     try {
       open(std::move(bytes), out);

@@ -29,8 +29,43 @@ TEST(FatbinSeal, SealedContentReadsBackAndUnsealedFilesPassThrough) {
   sealFatbin(b);
   ASSERT_EQ(b.size(), n + kSealBytes);
   EXPECT_EQ(unsealedSize(b), n);
-  EXPECT_EQ(std::string(b.begin() + long(n), b.begin() + long(n) + 8), "ETCSEAL1");
+  EXPECT_EQ(std::string(b.begin() + long(n), b.begin() + long(n) + 8), "ETCSEAL2");
   EXPECT_EQ(etc::rt::fnv1a64({}), 1469598103934665603ull);
+}
+
+// The digests are a file format: a sealed fatbin written today must check tomorrow (the values
+// agree with an independent Python rendering of the two definitions in fatbin_seal.h).
+TEST(FatbinSeal, DigestsAreFixed) {
+  std::vector<uint8_t> b(45);  // 5 whole words (one lane twice) and 5 bytes after them
+  for (size_t i = 0; i < b.size(); ++i) b[i] = uint8_t(i * 37 + 11);
+  EXPECT_EQ(etc::rt::sealDigest(b), 0xb3053fbc9a769130ull);
+  EXPECT_EQ(etc::rt::sealDigest({}), 0x79984f3d660a864dull);
+  EXPECT_EQ(etc::rt::fnv1a64(b), 0x1977967309e2a998ull);
+  // Words that trade places between lanes, or bytes between a word and the tail, change it.
+  std::vector<uint8_t> c = b;
+  std::swap_ranges(c.begin(), c.begin() + 8, c.begin() + 8);
+  EXPECT_NE(etc::rt::sealDigest(c), etc::rt::sealDigest(b));
+  b.pop_back();
+  EXPECT_NE(etc::rt::sealDigest(b), 0xb3053fbc9a769130ull);
+}
+
+// A fatbin sealed by an etcc before session 41 ("ETCSEAL1", FNV-1a 64) still opens, and is still
+// checked.
+TEST(FatbinSeal, VersionOneSealsAreChecked) {
+  std::vector<uint8_t> b = etc::rt::testing::makeFatbin(etc::rt::testing::sampleDescriptor().dump());
+  const size_t n = b.size();
+  const uint64_t fields[3] = {n, etc::rt::fnv1a64(b), 0};
+  for (char ch : std::string("ETCSEAL1")) b.push_back(uint8_t(ch));
+  for (uint64_t f : fields)
+    for (int i = 0; i < 8; ++i) b.push_back(uint8_t(f >> (8 * i)));
+  EXPECT_EQ(unsealedSize(b), n);
+  b[n / 2] ^= 0x04;
+  EXPECT_EQ(failure(b),
+            "the fatbin's checksum does not match its content: the file is damaged (a partial copy, or bits changed on "
+            "disk or on the wire): copy it again or compile the module again");
+  b[n / 2] ^= 0x04;
+  b[n + 7] = '3';  // a version this runtime does not know: not a seal
+  EXPECT_EQ(unsealedSize(b), b.size());
 }
 
 TEST(FatbinSeal, EveryFlippedBitIsCaught) {

@@ -8,6 +8,7 @@
 
 #include "etc/runtime.h"
 #include "etc/runtime.hpp"
+#include "runtime/src/fatbin_seal.h"
 #include "runtime/src/cuda_driver.h"
 #include "runtime/src/rt_error.h"
 #include "compiler/backend/fatbin_writer.h"
@@ -151,6 +152,29 @@ TEST(RuntimeApi, OpenFileNamesTheFile) {
   EXPECT_EQ(etc_module_open_file(path.c_str(), &m), ETC_STATUS_BAD_FATBIN);
   EXPECT_TRUE(std::string(etc_last_error_message()).starts_with(path + ": not a valid fatbin: ")) << etc_last_error_message();
   std::remove(path.c_str());
+}
+
+// A whole file is read, in blocks, from a file of several blocks (and a size the blocks do not
+// divide), and a folder is an I/O error that names it.
+TEST(RuntimeApi, OpenFileReadsWholeFilesAndRefusesFolders) {
+  std::string path = ::testing::TempDir() + "/runtime_api_large.fatbin";
+  nlohmann::json desc = etc::rt::testing::sampleDescriptor();
+  desc["comment"] = std::string(200007, 'x');  // a key the runtime does not read: 3 blocks and more
+  std::vector<uint8_t> big = etc::rt::testing::makeFatbin(desc.dump());
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(big.data()), std::streamsize(big.size()));
+  etc_module m = nullptr;
+  ASSERT_EQ(etc_module_open_file(path.c_str(), &m), ETC_STATUS_OK) << etc_last_error_message();
+  EXPECT_STREQ(etc_module_name(m), "sample");
+  etc_module_destroy(m);
+  // The same bytes sealed: the seal covers every byte read, so a short read would be refused.
+  etc::rt::sealFatbin(big);
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(big.data()), std::streamsize(big.size()));
+  ASSERT_EQ(etc_module_open_file(path.c_str(), &m), ETC_STATUS_OK) << etc_last_error_message();
+  etc_module_destroy(m);
+  std::remove(path.c_str());
+  const std::string dir = ::testing::TempDir();
+  EXPECT_EQ(etc_module_open_file(dir.c_str(), &m), ETC_STATUS_IO);
+  EXPECT_EQ(etc_last_error_message(), "cannot read " + dir);
 }
 
 TEST(RuntimeApi, MissingDriverIsReportedClearly) {
