@@ -107,6 +107,7 @@ class Module:
         handle = ctypes.c_void_p()
         _check(lib.etc_module_open_file(str(path).encode(), ctypes.byref(handle)))
         self._h = handle
+        self._tensors = None  # the declared tensors, once read (they never change)
         self._bound = {}  # keeps bound tensors alive as long as the module may use their memory
         self._device = None
         self._loaded = False
@@ -154,12 +155,16 @@ class Module:
 
     @property
     def tensors(self):
-        out = []
-        for i in range(lib.etc_module_num_tensors(self._h)):
-            t = _capi.TensorInfo()
-            _check(lib.etc_module_tensor_info(self._h, i, ctypes.byref(t)))
-            out.append(TensorInfo(t))
-        return out
+        """The declared tensors (a new list each time). Read from the module once: a decode model
+        declares hundreds, and each is a few C calls."""
+        if self._tensors is None:
+            infos = []
+            for i in range(lib.etc_module_num_tensors(self._h)):
+                t = _capi.TensorInfo()
+                _check(lib.etc_module_tensor_info(self._h, i, ctypes.byref(t)))
+                infos.append(TensorInfo(t))
+            self._tensors = tuple(infos)
+        return list(self._tensors)
 
     @property
     def graphs(self):

@@ -63,6 +63,10 @@ class BindingTest(unittest.TestCase):
         self.assertEqual((t["a"].dtype, t["a"].role, t["a"].shape_text), ("f32", "input", ("N",)))
         self.assertEqual((t["out"].role, t["out"].shape_text), ("output", ("1",)))
         self.assertEqual(t["p"].role, "temp")
+        # Read once, handed out as a new list each time: changing one changes no other.
+        first = self.m.tensors
+        first.clear()
+        self.assertEqual([x.name for x in self.m.tensors], list(t))
 
     def test_syms_and_shapes(self):
         self.assertStatus("BAD_SYM", self.m.get_sym, "N")
