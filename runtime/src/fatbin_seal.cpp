@@ -71,7 +71,11 @@ size_t unsealedSize(std::span<const uint8_t> file) {
   if (file.size() < kSealBytes) return file.size();
   const std::span<const uint8_t> seal = file.last(kSealBytes);
   const char version = static_cast<char>(seal[kVersionAt]);
-  if (std::memcmp(seal.data(), kMagic, kVersionAt) != 0 || (version != '1' && version != '2')) return file.size();
+  if (std::memcmp(seal.data(), kMagic, kVersionAt) != 0) return file.size();
+  if (version != '1' && version != '2')
+    fail(ETC_STATUS_BAD_FATBIN, std::string("the fatbin's seal is of a version this runtime does not read ('") + version +
+                                    "'; it reads '1' and '2'): open it with the runtime of the etcc that wrote it, or "
+                                    "compile the module again");
   const size_t content = file.size() - kSealBytes;
   const uint64_t length = loadLe(seal, 8, 8), digest = loadLe(seal, 16, 8);
   if (length != content || loadLe(seal, 24, 8) != 0)

@@ -64,8 +64,10 @@ TEST(FatbinSeal, VersionOneSealsAreChecked) {
             "the fatbin's checksum does not match its content: the file is damaged (a partial copy, or bits changed on "
             "disk or on the wire): copy it again or compile the module again");
   b[n / 2] ^= 0x04;
-  b[n + 7] = '3';  // a version this runtime does not know: not a seal
-  EXPECT_EQ(unsealedSize(b), b.size());
+  b[n + 7] = '3';  // a version this runtime does not read
+  EXPECT_EQ(failure(b),
+            "the fatbin's seal is of a version this runtime does not read ('3'; it reads '1' and '2'): open it with the "
+            "runtime of the etcc that wrote it, or compile the module again");
 }
 
 TEST(FatbinSeal, EveryFlippedBitIsCaught) {
@@ -76,10 +78,10 @@ TEST(FatbinSeal, EveryFlippedBitIsCaught) {
     for (int bit = 0; bit < 8; ++bit) {
       std::vector<uint8_t> c = b;
       c[i] ^= uint8_t(1u << bit);
-      if (i >= b.size() - kSealBytes && i < b.size() - kSealBytes + 8) {
-        EXPECT_EQ(unsealedSize(c), c.size()) << i;  // the magic itself: no longer a seal
+      if (i >= b.size() - kSealBytes && i < b.size() - kSealBytes + 7) {
+        EXPECT_EQ(unsealedSize(c), c.size()) << i;  // "ETCSEAL" itself: no longer a seal
         continue;
-      }
+      }  // (a flipped version byte is a version this runtime does not read: refused below)
       EXPECT_NE(failure(c), "(accepted)") << "byte " << i << " bit " << bit;
     }
   }
