@@ -5,10 +5,10 @@
 # command-line tools, the Python binding and the installed package. GPU tests skip themselves
 # where no GPU is present.
 #
-# One build, at -O1 with line tables only: CI has 2 cores and 20 minutes. A normal build beside
-# it added six minutes of compiling and five of tests that ran no code path this one does not
-# (its tests are these), and -O0 ran the interpreter tests twice as long as -O1 for a minute
-# less of compiling. Fuzzing is not part of this run (the committed corpora replay here as
+# One build, at -O1 with line tables only: CI has 2 cores and should take under 20 minutes. A
+# normal build beside it added six minutes of compiling and five of tests that ran no code path
+# this one does not (its tests are these), and -O0 ran the interpreter tests up to twice as long
+# as -O1 for a minute less of compiling. Fuzzing is not part of this run (the committed corpora replay here as
 # tests): tools/fuzz.sh says how to build the libFuzzer targets and fuzz one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
