@@ -900,7 +900,6 @@ TEST(ParserRobustness, ManyFilesShareAContext) {
 }
 
 TEST(ParserPerformance, TenMegabyteModule) {
-  if (kSlowBuild) GTEST_SKIP() << "timing is only checked in optimised builds";
   // decode-layer-like content, as in tools/bench_frontend.cpp
   std::string text = "module @bench\nsym B in [1, 128]\nsym N in [1, 100000000]\n";
   for (int l = 0; text.size() < 10'000'000; ++l) {
@@ -924,8 +923,9 @@ graph @g_{0} {{
   double s = timed([&] { p = parse(text); });
   EXPECT_FALSE(p->diags.hasErrors());
   // generous: the target is well under 0.2 s in an optimised build; sanitizers and shared
-  // machines are slower
-  EXPECT_LT(s, 5.0);
+  // machines are slower (CI's only build is sanitized, at -O1: there a quadratic parser would
+  // still take minutes)
+  EXPECT_LT(s, kSlowBuild ? 30.0 : 5.0);
   RecordProperty("parse_seconds", std::to_string(s));
 }
 
