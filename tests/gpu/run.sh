@@ -44,8 +44,9 @@ row() {
 # after every row (a lent GPU machine returns only a few files, and nothing of a killed command's pipe).
 # The decode section takes DECODE_MODELS, DECODE_BATCHES and DECODE_KV (default: both models, every B,
 # KV 1, 511 and 4096) and DECODE_COMPILE_BATCHES (the batches that also time PyTorch under
-# torch.compile: about half a minute of compiling each; default none); the decodecheck section takes DECODE_MODELS too (both models' checks take
-# longer than a lent machine's 600 s command, with the check section before them).
+# torch.compile: about half a minute of compiling each; default none); the decodecheck section
+# takes DECODE_MODELS too (both models' checks take longer than a lent machine's 600 s command,
+# with the check section before them).
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
 # Log names carry sym values: keep them to letters, digits, '.', '_' and '-'.
