@@ -71,11 +71,17 @@ done
 "$build/etcc" tests/gpu/resources/smem_too_large.etir -arch sm_90a -arch sm_80 --no-check-resources \
   -o gpu-bundle/smem_too_large.fatbin 2>/dev/null
 # Rebuilt when a device header or a device test is newer than it (a stale one tests old code).
-if [ ! -x "$build/gpu/device_ops_test" ] ||
-   [ -n "$(find runtime/include/etc/device tests/gpu -name '*.cu*' -newer "$build/gpu/device_ops_test" | head -1)" ]; then
-  tests/gpu/build_device_test.sh "$build/gpu/device_ops_test"
-fi
-cp "$build/gpu/device_ops_test" gpu-bundle/
+# Decode attention's forms by ETC_ATTN_WARPS (the most query heads a cache head that take the
+# independent-warps form): the default (2) in the first binary, every shape that form admits in
+# the second, none (the staged and tensor-core forms) in the third.
+for t in device_ops_test:"" device_ops_test_warps:-DETC_ATTN_WARPS=8 device_ops_test_staged:-DETC_ATTN_WARPS=0; do
+  bin=${t%%:*}
+  if [ ! -x "$build/gpu/$bin" ] ||
+     [ -n "$(find runtime/include/etc/device tests/gpu -name '*.cu*' -newer "$build/gpu/$bin" | head -1)" ]; then
+    NVCC_FLAGS=${t#*:} tests/gpu/build_device_test.sh "$build/gpu/$bin"
+  fi
+  cp "$build/gpu/$bin" gpu-bundle/
+done
 du -sh gpu-bundle
 # The whole folder is over 64 MiB (the full decode models), more than a lent GPU machine takes
 # with a working tree; compressed it is about 4 MB. run.sh unpacks it where gpu-bundle/ is absent.

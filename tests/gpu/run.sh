@@ -55,13 +55,17 @@ router_ok=0
 python3 tests/gpu/moe_router.py "$out/router.npy" 2>"$out/router.log" && router_ok=1
 
 # -- device tile ops ---------------------------------------------------------------------------
-if want ops && [ -x "$B/device_ops_test" ]; then
-  if "$B/device_ops_test" >"$out/device_ops.log" 2>&1; then
-    row "device ops ($(grep -c '^PASS' "$out/device_ops.log") cases)" PASS ""
+# device_ops_test_warps and _staged: the same cases with decode attention in the form of
+# independent warps wherever it applies (ETC_ATTN_WARPS=8), and in its staged and tensor-core
+# forms throughout (ETC_ATTN_WARPS=0).
+want ops && for t in device_ops_test device_ops_test_warps device_ops_test_staged; do
+  [ -x "$B/$t" ] || continue
+  if "$B/$t" >"$out/$t.log" 2>&1; then
+    row "${t//_/ } ($(grep -c '^PASS' "$out/$t.log") cases)" PASS ""
   else
-    row "device ops" FAIL "$(grep -m3 '^FAIL' "$out/device_ops.log" | tr '\n' ' ')"
+    row "${t//_/ }" FAIL "$(grep -m3 '^FAIL' "$out/$t.log" | tr '\n' ' ')"
   fi
-fi
+done
 
 # -- correctness against the reference interpreter, from ONE fatbin per sample ----------------
 check() {  # name fatbin sym [extra etc-run args]
@@ -432,6 +436,17 @@ if command -v nvcc >/dev/null 2>&1 &&
   row "KV stream, 32 KiB blocks: cp.async / TMA" INFO "$(kv_ratio cp.async) / $(kv_ratio tma2d) of the copy (bench_kv.log)"
 else
   row "KV stream (tools/bench_kv.cu)" FAIL "$(tail -2 "$out/bench_kv.log" | tr '\n' ' ' | cut -c1-200)"
+fi
+# Decode attention alone (tools/bench_attn_warps.cu; B = 128, 512 positions): its cache stream
+# in the form of independent warps (ETC_ATTN_WARPS=8: both models' shapes), as ratios of a copy.
+if command -v nvcc >/dev/null 2>&1 &&
+   nvcc -std=c++17 -O3 -I runtime/include -DETC_ATTN_WARPS=8 -gencode arch=compute_90a,code=sm_90a \
+     tools/bench_attn_warps.cu -o "$out/bench_attn_warps" >"$out/bench_attn_warps.log" 2>&1 &&
+   "$out/bench_attn_warps" >>"$out/bench_attn_warps.log" 2>&1; then
+  aw_ratio() { awk -v m="$1" '$1 == m && $2 == "header" && $12 == 128 {print $(NF-4); exit}' "$out/bench_attn_warps.log"; }
+  row "attention alone B=128, warps: Llama / Qwen3" INFO "$(aw_ratio llama) / $(aw_ratio qwen3) of the copy (bench_attn_warps.log)"
+else
+  row "attention alone (tools/bench_attn_warps.cu)" FAIL "$(tail -2 "$out/bench_attn_warps.log" | tr '\n' ' ' | cut -c1-200)"
 fi
 # mlp weights: w_gate_up [16384, 2048] + w_down [2048, 8192] + ln [2048], bf16.
 wbytes=$(( (16384 * 2048 + 2048 * 8192 + 2048) * 2 ))

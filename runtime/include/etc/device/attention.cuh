@@ -46,6 +46,21 @@ constexpr int kAttnRowBatch = 4;
 #ifndef ETC_ATTN_MMA
 #define ETC_ATTN_MMA 1
 #endif
+// ETC_ATTN_WARPS: the most query heads a cache head (G) that take the form of independent
+// warps (attn_head_warps), for calls with 16-byte rows and at most 32 query-head elements a
+// lane (G * 16 / sizeof(K) <= 32: G <= 4 for 16-bit caches); 0: none (the staged and
+// tensor-core forms throughout). Default 2: on an H200 at positions 511 (etc-run --bench 20,
+// tools/gpu_ab.sh; docs/benchmarks.md, session 42) Qwen3-0.6B (G = 2, whose tensor-core
+// products leave 6 of 8 columns idle) was 11.5% faster at B = 128 and 1.8% at B = 16, 3.2%
+// slower at B = 1; Llama-3.2-1B (G = 4) 9.5 / 13.0 / 14.6% slower at B = 1 / 16 / 128 than on
+// tensor cores. ETC_ATTN_WARP_STEPS: the row steps of a warp whose K and V rows are in flight
+// together.
+#ifndef ETC_ATTN_WARPS
+#define ETC_ATTN_WARPS 2
+#endif
+#ifndef ETC_ATTN_WARP_STEPS
+#define ETC_ATTN_WARP_STEPS 8
+#endif
 // The fewest query heads a cache head for the tensor-core form (at most 8: the n8 side of its
 // products); below 4 a short call still takes the FMA form (attn_mma_min_rows).
 #ifndef ETC_ATTN_MMA_MIN_G
@@ -108,9 +123,14 @@ __host__ __device__ constexpr int attn_slots() {
 // partial o of the final reduction, which shares them except in the tensor-core form over
 // several cache heads (attn_heads_mma), whose next head's rows are in flight while a head's
 // reduction runs: that one follows the ring.
+// Where every 16-byte call of a D and G takes the independent-warps form (attn_head_warps: G <=
+// ETC_ATTN_WARPS and G * PE <= 32, caches f32, f16 or bf16, so G <= 4 is enough), no ring is
+// reserved.
 template <int D, int G>
 __host__ __device__ constexpr unsigned attention_ring_bytes() {
-  return ETC_ATTN_STAGE != 0 ? 2u * (unsigned)attn_slots<D, G>() * attn_stage_bytes<D, G>() : 0u;
+  return ETC_ATTN_STAGE != 0 && !(G <= ETC_ATTN_WARPS && G <= 4)
+             ? 2u * (unsigned)attn_slots<D, G>() * attn_stage_bytes<D, G>()
+             : 0u;
 }
 template <int D, int G>
 __host__ __device__ constexpr unsigned attention_red_bytes() {
@@ -836,15 +856,211 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
   }
 }
 
+// The form of independent warps: the 8 (nw) warps of the CTA take interleaved steps of R rows
+// (R = 32 / L, L the lanes that read a row with one 16-byte load each), and each warp keeps its
+// own online softmax in registers: its lanes load the K and V rows of ETC_ATTN_WARP_STEPS steps
+// straight into registers before using any, a row's L lanes sum its scores with shuffles, and
+// each row group (the lanes of one row) rescales its own partial o. No barrier until the end,
+// where the row groups combine through shuffles and the warps through shared memory (one
+// barrier each side). The staged forms keep the CTA in step through a ring of blocks (a
+// barrier or two a block), so a warp's wait for its rows stalls every warp: at B = 128 and
+// positions 511 that form streamed the cache at about 1.3 TB/s where this one streams it at
+// 2.2 (Llama-3.2-1B's D = 64, G = 4) and 3.5 TB/s (Qwen3-0.6B's D = 128, G = 2) in
+// tools/bench_attn_warps.cu on an H200 (copy 4.22 TB/s). Scores are in log2 units (q scaled by
+// scale * log2(e)); a missing paged row reads as zeros and counts, as in the other forms.
+template <int D, class K>
+__host__ __device__ constexpr bool attn_warps_shape(int g) {
+  return g <= ETC_ATTN_WARPS && g * (16 / (int)sizeof(K)) <= 32 && D % (16 / (int)sizeof(K)) == 0 &&
+         D / (16 / (int)sizeof(K)) <= 32 && 32 % (D / (16 / (int)sizeof(K))) == 0;
+}
+// The shared memory of its final reduction: each warp's maximum, sum and o per query head.
+template <int D, int G>
+__host__ __device__ constexpr unsigned attn_warps_smem_bytes() {
+  return (unsigned)sizeof(float) * kAttnMaxWarps * G * (D + 2);
+}
+
+template <class K>
+__device__ __forceinline__ uint4 attn_ld_row16(const K* p, unsigned long long policy) {
+  uint4 r;
+  if constexpr (ETC_ATTN_EVICT_FIRST != 0)
+    asm volatile("ld.global.cg.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p), "l"(policy));
+  else
+    r = __ldcg(reinterpret_cast<const uint4*>(p));
+  return r;
+}
+template <class K, int PE>
+__device__ __forceinline__ void attn_unpack16(uint4 r, float (&out)[PE]) {
+  Vec<K, PE> v;
+  memcpy(&v, &r, sizeof(v));
+#pragma unroll
+  for (int e = 0; e < PE; ++e) out[e] = to_f32(v.v[e]);
+}
+
+template <int D, int G, class TQ, class Rows, class TO>
+__device__ void attn_head_warps(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long n, float scale,
+                                TO* op, long long os, float* lsep, long long ls) {
+  using K = bare_t<typename Rows::KT>;
+  using Q = bare_t<TQ>;
+  static_assert(same_v<bare_t<typename Rows::VT>, K>, "attention_decode: k and v of one dtype (V is read as K)");
+  constexpr int PE = 16 / (int)sizeof(K), L = D / PE, R = 32 / L, U = ETC_ATTN_WARP_STEPS;
+  static_assert(attn_warps_shape<D, K>(G), "attn_head_warps: rows of whole 16-byte loads, G * PE <= 32");
+  static_assert(U >= 1, "ETC_ATTN_WARP_STEPS must be at least 1");
+  static_assert(attn_warps_smem_bytes<D, G>() <= attention_decode_smem_bytes<D, G>(),
+                "attn_head_warps: its reduction fits an attention task's shared memory");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const int c = lane % L, rg = lane / L;
+  const float qscale = scale * 1.4426950408889634f;  // log2(e): scores in log2 units
+  float qf[G][PE];
+  bool q_vec = false;
+  if constexpr (sizeof(Q) == sizeof(K)) q_vec = qs == 1 && aligned_to(qp, 16);
+  if (q_vec) {  // a lane's PE elements of each query head in one 16-byte load
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      const Vec<Q, PE> v = ldv<PE>(qp + h * D + c * PE);
+#pragma unroll
+      for (int e = 0; e < PE; ++e) qf[h][e] = to_f32(v.v[e]) * qscale;
+    }
+  } else {
+#pragma unroll
+    for (int h = 0; h < G; ++h)
+#pragma unroll
+      for (int e = 0; e < PE; ++e) qf[h][e] = to_f32(ld(qp + (h * D + c * PE + e) * qs)) * qscale;
+  }
+  float m[G], l[G], acc[G][PE];
+#pragma unroll
+  for (int h = 0; h < G; ++h) {
+    m[h] = __int_as_float(0xff800000);
+    l[h] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < PE; ++e) acc[h][e] = 0.0f;
+  }
+  const unsigned long long policy = attn_row_policy();
+  // Positions fit 32 bits (a cache's rows are indexed so everywhere else too).
+  const int rows_n = (int)n, steps = (rows_n + R - 1) / R;
+  for (int t0 = warp; t0 < steps; t0 += nw * U) {
+    uint4 kr[U], vr[U];
+    bool ok[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int j = (t0 + u * nw) * R + rg;
+      ok[u] = j < rows_n;
+      const K* row = ok[u] ? rows.k(j) : nullptr;
+      kr[u] = Rows::kMayMiss && !row ? make_uint4(0u, 0u, 0u, 0u)
+              : ok[u]               ? attn_ld_row16<K>(row + c * PE, policy)
+                                    : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int j = (t0 + u * nw) * R + rg;
+      const K* row = ok[u] ? rows.v(j) : nullptr;
+      vr[u] = Rows::kMayMiss && !row ? make_uint4(0u, 0u, 0u, 0u)
+              : ok[u]               ? attn_ld_row16<K>(row + c * PE, policy)
+                                    : make_uint4(0u, 0u, 0u, 0u);
+    }
+    float s[U][G];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      float k[PE];
+      attn_unpack16<K>(kr[u], k);
+#pragma unroll
+      for (int h = 0; h < G; ++h) {
+        float d = 0.0f;
+#pragma unroll
+        for (int e = 0; e < PE; ++e) d = fmaf(qf[h][e], k[e], d);
+#pragma unroll
+        for (int x = L / 2; x > 0; x >>= 1) d += __shfl_xor_sync(0xffffffffu, d, x);
+        s[u][h] = ok[u] ? d : __int_as_float(0xff800000);
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      float mx = m[h];
+#pragma unroll
+      for (int u = 0; u < U; ++u) mx = fmaxf(mx, s[u][h]);
+      if (mx == __int_as_float(0xff800000)) continue;  // no row of this row group yet
+      const float alpha = exp2f(m[h] - mx);              // 0 for the first rows (m = -inf)
+      m[h] = mx;
+      l[h] *= alpha;
+#pragma unroll
+      for (int e = 0; e < PE; ++e) acc[h][e] *= alpha;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const float p = exp2f(s[u][h] - mx);
+        float v[PE];
+        attn_unpack16<K>(vr[u], v);
+        l[h] += p;
+#pragma unroll
+        for (int e = 0; e < PE; ++e) acc[h][e] = fmaf(p, v[e], acc[h][e]);
+      }
+    }
+  }
+  // The warp's row groups, then the warps (through shared memory).
+#pragma unroll
+  for (int h = 0; h < G; ++h)
+#pragma unroll
+    for (int x = L; x < 32; x <<= 1) {
+      const float mo = __shfl_xor_sync(0xffffffffu, m[h], x), lo = __shfl_xor_sync(0xffffffffu, l[h], x);
+      const float mx = fmaxf(m[h], mo);
+      const bool none = mx == __int_as_float(0xff800000);
+      const float a = none ? 0.0f : exp2f(m[h] - mx), b = none ? 0.0f : exp2f(mo - mx);
+      l[h] = l[h] * a + lo * b;
+#pragma unroll
+      for (int e = 0; e < PE; ++e) {
+        const float ao = __shfl_xor_sync(0xffffffffu, acc[h][e], x);
+        acc[h][e] = acc[h][e] * a + ao * b;
+      }
+      m[h] = mx;
+    }
+  float* rm = reinterpret_cast<float*>(ctx.smem);  // [nw][G]
+  float* rl = rm + nw * G;                           // [nw][G]
+  float* ra = rl + nw * G;                           // [nw][G][D]
+  if (rg == 0)
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+#pragma unroll
+      for (int e = 0; e < PE; ++e) ra[(warp * G + h) * D + c * PE + e] = acc[h][e];
+      if (c == 0) rm[warp * G + h] = m[h], rl[warp * G + h] = l[h];
+    }
+  __syncthreads();
+  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+    const int h = i / D, d = i % D;
+    float mx = __int_as_float(0xff800000);
+    for (int w = 0; w < nw; ++w) mx = fmaxf(mx, rm[w * G + h]);
+    float sum = 0.0f, den = 0.0f;
+    if (mx != __int_as_float(0xff800000))
+      for (int w = 0; w < nw; ++w) {
+        const float a = exp2f(rm[w * G + h] - mx);
+        den += rl[w * G + h] * a;
+        sum += ra[(w * G + h) * D + d] * a;
+      }
+    op[i * os] = from_f32<TO>(den > 0.0f ? sum / den : 0.0f);
+    if (lsep && d == 0)
+      lsep[h * ls] = den > 0.0f ? (mx + log2f(den)) * 0.6931471805599453f : __int_as_float(0xff800000);
+  }
+  __syncthreads();
+}
+
 // Every cache head g of a request (hk of them), each with its G query heads; rows(g) gives
 // the head's AttnDenseRows or AttnPagedRows, kcs and vcs the caches' column strides. HK > 1: a
 // call compiled for several heads, which on tensor cores go through one ring.
 template <int D, int G, int HK, bool kCanVec, class TQ, class TO, class MakeRows>
 __device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool vec, long long kcs, long long vcs,
                            long long n, float scale, const View<TO>& o, const View<float>& lse, MakeRows rows) {
-  if constexpr (HK > 1 && kCanVec && ETC_ATTN_STAGE != 0) {
+  using K = bare_t<typename decltype(rows(0LL))::KT>;
+  constexpr bool kWarps = kCanVec && attn_warps_shape<D, K>(G);
+  if constexpr (kWarps) {
+    if (vec) {
+      for (long long g = 0; g < hk; ++g)
+        attn_head_warps<D, G>(ctx, q.ptr + g * G * D * q.stride[0], q.stride[0], rows(g), n, scale,
+                              o.ptr + g * G * D * o.stride[0], o.stride[0],
+                              lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr, lse.stride[0]);
+      return;
+    }
+  }
+  if constexpr (HK > 1 && kCanVec && !kWarps && ETC_ATTN_STAGE != 0) {
     using Rows = decltype(rows(0LL));
-    using K = bare_t<typename Rows::KT>;
     // Several cache heads on tensor cores: through one ring (attn_heads_mma), where the call
     // has the shared memory for it.
     if constexpr (attn_mma<D, G, TQ, K>() && attn_stage_rows<D, G, K>() % 16 == 0)
@@ -860,7 +1076,7 @@ __device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool
     TQ* qp = q.ptr + g * G * D * q.stride[0];
     TO* op = o.ptr + g * G * D * o.stride[0];
     float* lp = lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr;
-    if constexpr (kCanVec) {
+    if constexpr (kCanVec && !kWarps) {
       if (vec) {
         if constexpr (ETC_ATTN_STAGE != 0)
           attn_head_staged<D, G>(ctx, qp, q.stride[0], rows(g), n, scale, op, o.stride[0], lp, lse.stride[0]);

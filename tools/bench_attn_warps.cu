@@ -1,0 +1,378 @@
+// Decode attention's cache stream alone, against a device-to-device copy: a grid of 132 CTAs
+// (one an SM) runs tasks of one (request, cache head) over n positions of a [B, S, HK, D] bf16
+// cache, the way the megakernel's attention tasks run, at Llama-3.2-1B's shape (D 64, G 4) and
+// Qwen3-0.6B's (D 128, G 2), B = 1 (8 split-KV parts of 64 positions) and B = 128 (512
+// positions). Two kernels a shape: "proto", the form of independent warps written out here
+// with compile-time strides (each warp of 8 takes interleaved steps of rows and keeps its own
+// online softmax, U steps of K and V rows in flight a lane, the warps combined once at the
+// end), and "header", etc's attention_decode (runtime/include/etc/device/attention.cuh) as the
+// generated code calls it, in the form ETC_ATTN_WARPS picks for the shape. Each line: the
+// median span of 25 launches (first task start to last task end, %globaltimer), the cache's
+// K and V bytes over it, that as a ratio of the copy, and the relative L2 error of o against
+// an f32 reference. The proto's load: 0 ld.global.nc.L1::no_allocate (as run), 1 .cg with an
+// L2 evict-first hint, 2 .cg, 3 ld.relaxed.gpu, 4 .cg.L2::256B: within 2% of each other on an
+// H200 at B = 128 (docs/benchmarks.md, session 42).
+//   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
+//     [-DETC_ATTN_WARPS=8] tools/bench_attn_warps.cu -o bench_attn_warps && ./bench_attn_warps
+// (-DETC_ATTN_WARPS=8: the header's form of independent warps for Llama's shape too.)
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "bench_copies.cuh"
+#include "etc/device/attention.cuh"
+
+constexpr int kS = 4097;
+constexpr int kHK = 8;
+constexpr int kWarps = 8;
+
+// How a lane loads 16 bytes of a cache row: 0 ld.global.nc.L1::no_allocate, 1 ld.global.cg with
+// an L2 evict-first hint, 2 ld.global.cg, 3 ld.relaxed.gpu, 4 ld.global.cg.L2::256B.
+template <int M>
+__device__ __forceinline__ uint4 ld_row(const void* p, unsigned long long pol) {
+  uint4 r;
+  if constexpr (M == 0)
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  else if constexpr (M == 1)
+    asm volatile("ld.global.cg.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;\n"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(pol));
+  else if constexpr (M == 2)
+    asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  else if constexpr (M == 3)
+    asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  else
+    asm volatile("ld.global.cg.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+}
+__device__ __forceinline__ void unpack8(uint4 r, float (&f)[8]) {
+  const unsigned w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = __uint_as_float(w[i] << 16);
+    f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+  }
+}
+
+// One cache head and its G query heads over positions [0, n): rows rs elements apart.
+template <int D, int G, int U, int M>
+__device__ void attn_warps(const __nv_bfloat16* q, const __nv_bfloat16* kp, const __nv_bfloat16* vp, long long rs,
+                           int n, float scale, __nv_bfloat16* o, float* red) {
+  constexpr int PE = 8, L = D / PE, R = 32 / L;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int c = lane % L, rg = lane / L;
+  float qf[G][PE];
+  const float qs = scale * 1.4426950408889634f;
+#pragma unroll
+  for (int h = 0; h < G; ++h) {
+    float f[8];
+    unpack8(*reinterpret_cast<const uint4*>(q + h * D + c * PE), f);
+#pragma unroll
+    for (int e = 0; e < PE; ++e) qf[h][e] = f[e] * qs;
+  }
+  float m[G], l[G], acc[G][PE];
+#pragma unroll
+  for (int h = 0; h < G; ++h) {
+    m[h] = -INFINITY;
+    l[h] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < PE; ++e) acc[h][e] = 0.0f;
+  }
+  unsigned long long pol;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  const int nsteps = (n + R - 1) / R;
+  for (int t0 = warp; t0 < nsteps; t0 += kWarps * U) {
+    uint4 kr[U], vr[U];
+    bool ok[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int j = (t0 + u * kWarps) * R + rg;
+      ok[u] = j < n;
+      kr[u] = ok[u] ? ld_row<M>(kp + (long long)j * rs + c * PE, pol) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int j = (t0 + u * kWarps) * R + rg;
+      vr[u] = ok[u] ? ld_row<M>(vp + (long long)j * rs + c * PE, pol) : make_uint4(0, 0, 0, 0);
+    }
+    float s[U][G];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      float k[8];
+      unpack8(kr[u], k);
+#pragma unroll
+      for (int h = 0; h < G; ++h) {
+        float d = 0.0f;
+#pragma unroll
+        for (int e = 0; e < PE; ++e) d = fmaf(qf[h][e], k[e], d);
+#pragma unroll
+        for (int x = L / 2; x > 0; x >>= 1) d += __shfl_xor_sync(0xffffffffu, d, x);
+        s[u][h] = ok[u] ? d : -INFINITY;
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      float mx = m[h];
+#pragma unroll
+      for (int u = 0; u < U; ++u) mx = fmaxf(mx, s[u][h]);
+      if (mx == -INFINITY) continue;  // no valid row yet in this row group
+      const float alpha = exp2f(m[h] - mx);
+      m[h] = mx;
+      l[h] *= alpha;
+#pragma unroll
+      for (int e = 0; e < PE; ++e) acc[h][e] *= alpha;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const float p = exp2f(s[u][h] - mx);
+        l[h] += p;
+        float v[8];
+        unpack8(vr[u], v);
+#pragma unroll
+        for (int e = 0; e < PE; ++e) acc[h][e] = fmaf(p, v[e], acc[h][e]);
+      }
+    }
+  }
+  // The warp's row groups, then the warps.
+#pragma unroll
+  for (int h = 0; h < G; ++h) {
+#pragma unroll
+    for (int x = L; x < 32; x <<= 1) {
+      const float mo = __shfl_xor_sync(0xffffffffu, m[h], x), lo = __shfl_xor_sync(0xffffffffu, l[h], x);
+      const float mx = fmaxf(m[h], mo);
+      const float a = mx == -INFINITY ? 0.0f : exp2f(m[h] - mx), b = mx == -INFINITY ? 0.0f : exp2f(mo - mx);
+      l[h] = l[h] * a + lo * b;
+#pragma unroll
+      for (int e = 0; e < PE; ++e) {
+        const float ao = __shfl_xor_sync(0xffffffffu, acc[h][e], x);
+        acc[h][e] = acc[h][e] * a + ao * b;
+      }
+      m[h] = mx;
+    }
+  }
+  float* rm = red;                      // [warps][G]
+  float* rl = rm + kWarps * G;          // [warps][G]
+  float* ra = rl + kWarps * G;          // [warps][G][D]
+  if (rg == 0) {
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+#pragma unroll
+      for (int e = 0; e < PE; ++e) ra[(warp * G + h) * D + c * PE + e] = acc[h][e];
+      if (c == 0) rm[warp * G + h] = m[h], rl[warp * G + h] = l[h];
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+    const int h = i / D, d = i % D;
+    float mx = -INFINITY;
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, rm[w * G + h]);
+    float sum = 0.0f, den = 0.0f;
+    if (mx != -INFINITY)
+      for (int w = 0; w < kWarps; ++w) {
+        const float a = exp2f(rm[w * G + h] - mx);
+        den += rl[w * G + h] * a;
+        sum += ra[(w * G + h) * D + d] * a;
+      }
+    o[i] = __float2bfloat16(den > 0.0f ? sum / den : 0.0f);
+  }
+  __syncthreads();
+}
+
+// Tasks (b, g, p): request b, cache head g, part p of P parts of n positions each.
+template <int D, int G, int U, int M>
+__global__ void __launch_bounds__(256, 1) attn_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kc,
+                                                      const __nv_bfloat16* vc, __nv_bfloat16* o, int B, int P, int n,
+                                                      unsigned long long* span) {
+  __shared__ float red[kWarps * G * (D + 2)];
+  unsigned long long t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const int tasks = B * kHK * P;
+  for (int t = blockIdx.x; t < tasks; t += gridDim.x) {
+    const int p = t % P, g = (t / P) % kHK, b = t / (P * kHK);
+    const long long rs = (long long)kHK * D;
+    const long long base = (long long)b * kS * rs + (long long)p * n * rs + g * D;
+    attn_warps<D, G, U, M>(q + (long long)b * kHK * G * D + g * G * D, kc + base, vc + base, rs, n, 1.0f / sqrtf((float)D),
+                        o + ((long long)(b * P + p) * kHK + g) * G * D, red);
+  }
+  unsigned long long t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  if (threadIdx.x == 0) {
+    atomicMin(&span[0], t0);
+    atomicMax(&span[1], t1);
+  }
+}
+
+// The same tasks through etc's device header (attention_decode as the generated code calls it).
+template <int D, int G>
+__global__ void __launch_bounds__(256, 1) attn_header_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kc,
+                                                             const __nv_bfloat16* vc, __nv_bfloat16* o, int B, int P,
+                                                             int n, const int* len, unsigned long long* span) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  using namespace etc::dev;
+  Ctx ctx{smem, attention_decode_smem_bytes<D, G>()};
+  unsigned long long t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const int tasks = B * kHK * P;
+  for (int t = blockIdx.x; t < tasks; t += gridDim.x) {
+    const int p = t % P, g = (t / P) % kHK, b = t / (P * kHK);
+    const long long rs = (long long)kHK * D;
+    const long long base = (long long)b * kS * rs + (long long)p * n * rs + g * D;
+    View<const __nv_bfloat16> qv{}, kv{}, vv{};
+    View<const int> lv{};
+    View<__nv_bfloat16> ov{};
+    qv.ptr = q + (long long)b * kHK * G * D + g * G * D, qv.rank = 1, qv.ext[0] = G * D, qv.stride[0] = 1;
+    kv.ptr = kc + base, kv.rank = 2, kv.ext[0] = n, kv.ext[1] = D, kv.stride[0] = rs, kv.stride[1] = 1;
+    vv = kv;
+    vv.ptr = vc + base;
+    lv.ptr = len, lv.rank = 0;
+    ov.ptr = o + ((long long)(b * P + p) * kHK + g) * G * D, ov.rank = 1, ov.ext[0] = G * D, ov.stride[0] = 1;
+    attention_decode<D, G>(ctx, qv, kv, vv, lv, ov, 1.0f / sqrtf((float)D));
+  }
+  unsigned long long t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  if (threadIdx.x == 0) {
+    atomicMin(&span[0], t0);
+    atomicMax(&span[1], t1);
+  }
+}
+
+// The reference: one thread a (task, query head), f32.
+template <int D, int G>
+__global__ void attn_ref(const __nv_bfloat16* q, const __nv_bfloat16* kc, const __nv_bfloat16* vc, float* o, int B,
+                         int P, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= B * kHK * P * G) return;
+  const int h = i % G, t = i / G;
+  const int p = t % P, g = (t / P) % kHK, b = t / (P * kHK);
+  const long long rs = (long long)kHK * D;
+  const __nv_bfloat16* qp = q + (long long)b * kHK * G * D + (g * G + h) * D;
+  const __nv_bfloat16* kp = kc + (long long)b * kS * rs + (long long)p * n * rs + g * D;
+  const __nv_bfloat16* vp = vc + (long long)b * kS * rs + (long long)p * n * rs + g * D;
+  const float scale = 1.0f / sqrtf((float)D);
+  float mx = -INFINITY;
+  for (int j = 0; j < n; ++j) {
+    float s = 0;
+    for (int d = 0; d < D; ++d) s += __bfloat162float(qp[d]) * __bfloat162float(kp[j * rs + d]);
+    mx = fmaxf(mx, s * scale);
+  }
+  float den = 0, acc[D];
+  for (int d = 0; d < D; ++d) acc[d] = 0;
+  for (int j = 0; j < n; ++j) {
+    float s = 0;
+    for (int d = 0; d < D; ++d) s += __bfloat162float(qp[d]) * __bfloat162float(kp[j * rs + d]);
+    const float pr = expf(s * scale - mx);
+    den += pr;
+    for (int d = 0; d < D; ++d) acc[d] += pr * __bfloat162float(vp[j * rs + d]);
+  }
+  float* op = o + ((long long)(b * P + p) * kHK + g) * G * D + h * D;
+  for (int d = 0; d < D; ++d) op[d] = acc[d] / den;
+}
+
+__global__ void fill(__nv_bfloat16* p, long long n, unsigned seed) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    unsigned x = (unsigned)i * 2654435761u ^ seed;
+    x ^= x >> 13;
+    x *= 0x5bd1e995u;
+    x ^= x >> 15;
+    p[i] = __float2bfloat16(((x & 0xffff) / 65536.0f - 0.5f) * 2.0f);
+  }
+}
+
+template <int D, int G, int U, int M = 0>
+void run(const char* name, int B, int P, int n, int sms, double copy_tbs, bool header = false) {
+  const long long cache = (long long)B * kS * kHK * D;
+  __nv_bfloat16 *q, *kc, *vc, *o;
+  float* ref;
+  unsigned long long* span;
+  CK(cudaMalloc(&q, (long long)B * kHK * G * D * 2));
+  CK(cudaMalloc(&kc, cache * 2));
+  CK(cudaMalloc(&vc, cache * 2));
+  CK(cudaMalloc(&o, (long long)B * P * kHK * G * D * 2));
+  CK(cudaMalloc(&ref, (long long)B * P * kHK * G * D * 4));
+  CK(cudaMalloc(&span, 16));
+  int* len;
+  CK(cudaMalloc(&len, 4));
+  CK(cudaMemcpy(len, &n, 4, cudaMemcpyHostToDevice));
+  if (header)
+    CK(cudaFuncSetAttribute(attn_header_kernel<D, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)etc::dev::attention_decode_smem_bytes<D, G>()));
+  fill<<<1024, 256>>>(q, (long long)B * kHK * G * D, 1);
+  fill<<<1024, 256>>>(kc, cache, 2);
+  fill<<<1024, 256>>>(vc, cache, 3);
+  const int tasks = B * kHK * P;
+  attn_ref<D, G><<<(tasks * G + 127) / 128, 128>>>(q, kc, vc, ref, B, P, n);
+  std::vector<float> times;
+  for (int it = 0; it < 30; ++it) {
+    const unsigned long long init[2] = {~0ull, 0ull};
+    CK(cudaMemcpy(span, init, 16, cudaMemcpyHostToDevice));
+    if (header)
+      attn_header_kernel<D, G><<<sms, 256, etc::dev::attention_decode_smem_bytes<D, G>()>>>(q, kc, vc, o, B, P, n, len,
+                                                                                          span);
+    else
+      attn_kernel<D, G, U, M><<<sms, 256>>>(q, kc, vc, o, B, P, n, span);
+    CK(cudaGetLastError());
+    unsigned long long got[2];
+    CK(cudaMemcpy(got, span, 16, cudaMemcpyDeviceToHost));
+    if (it >= 5) times.push_back((got[1] - got[0]) / 1000.0);
+  }
+  std::sort(times.begin(), times.end());
+  const double us = times[times.size() / 2];
+  std::vector<__nv_bfloat16> oh((size_t)tasks * G * D);
+  std::vector<float> rh((size_t)tasks * G * D);
+  CK(cudaMemcpy(oh.data(), o, oh.size() * 2, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(rh.data(), ref, rh.size() * 4, cudaMemcpyDeviceToHost));
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < oh.size(); ++i) {
+    const double d = (double)__bfloat162float(oh[i]) - rh[i];
+    err += d * d;
+    norm += (double)rh[i] * rh[i];
+  }
+  const double bytes = (double)B * P * n * kHK * D * 2 * 2;
+  std::printf("%-6s %s M %d D %3d G %d U %d B %3d parts %d n %4d: %8.2f us  %6.2f TB/s  %5.2fx copy  rel L2 %.2e\n", name, header ? "header" : "proto ", M, D, G,
+              U, B, P, n, us, bytes / us / 1e6, bytes / us / 1e6 / copy_tbs, std::sqrt(err / norm));
+  CK(cudaFree(q));
+  CK(cudaFree(kc));
+  CK(cudaFree(vc));
+  CK(cudaFree(o));
+  CK(cudaFree(ref));
+  CK(cudaFree(span));
+  CK(cudaFree(len));
+}
+
+int main() {
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const size_t bytes = 1ull << 30;
+  void *a, *b;
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&b, bytes));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  float best = 1e30f;
+  for (int i = 0; i < 5; ++i) {
+    CK(cudaEventRecord(e0));
+    CK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    best = std::min(best, ms);
+  }
+  const double copy = 2.0 * bytes / (best * 1e-3) / 1e12;
+  std::printf("%d SMs, copy %.2f TB/s; ETC_ATTN_WARPS %d\n", sms, copy, ETC_ATTN_WARPS);
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  for (int B : {1, 128}) {
+    const int P = B == 1 ? 8 : 1, n = B == 1 ? 64 : 512;
+    run<64, 4, 8, 0>("llama", B, P, n, sms, copy);
+    run<64, 4, 8>("llama", B, P, n, sms, copy, true);
+    run<128, 2, 8, 0>("qwen3", B, P, n, sms, copy);
+    run<128, 2, 8>("qwen3", B, P, n, sms, copy, true);
+  }
+  return 0;
+}
