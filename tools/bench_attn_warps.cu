@@ -6,7 +6,9 @@
 // with compile-time strides (each warp of 8 takes interleaved steps of rows and keeps its own
 // online softmax, U steps of K and V rows in flight a lane, the warps combined once at the
 // end), and "header", etc's attention_decode (runtime/include/etc/device/attention.cuh) as the
-// generated code calls it, in the form ETC_ATTN_WARPS picks for the shape. Each line: the
+// generated code calls it, in the form ETC_ATTN_WARPS picks for the shape, then the header
+// three more ways, each a step closer to the megakernel ("hdr-rt", "hdr-call", "hdr-smem":
+// attn_header_kernel's H), to find what costs the form its speed there. Each line: the
 // median span of 25 launches (first task start to last task end, %globaltimer), the cache's
 // K and V bytes over it, that as a ratio of the copy, and the relative L2 error of o against
 // an f32 reference. The proto's load: 0 ld.global.nc.L1::no_allocate (as run), 1 .cg with an
@@ -206,11 +208,23 @@ __global__ void __launch_bounds__(256, 1) attn_kernel(const __nv_bfloat16* q, co
   }
 }
 
-// The same tasks through etc's device header (attention_decode as the generated code calls it).
-template <int D, int G>
+// The same tasks through etc's device header. H picks how, each step closer to the generated
+// megakernel: 1 attention_decode inlined with the cache's row stride a compile-time constant;
+// 2 the stride at run time (a kernel argument, as the megakernel reads it from its
+// parameters); 3 also through a __noinline__ function that takes the views by value (the
+// generated code's etc_opN); 4 as 3 with the dynamic shared memory of Llama-3.2-1B's
+// megakernel reserved (139264 bytes: the L1 cache is what is left of the SM's 256 KiB).
+template <int D, int G, class TQ, class TK, class TL, class TO>
+__device__ __noinline__ void attn_op_call(const etc::dev::Ctx& ctx, etc::dev::View<TQ> q, etc::dev::View<TK> k,
+                                          etc::dev::View<TK> v, etc::dev::View<TL> lens, etc::dev::View<TO> o) {
+  etc::dev::attention_decode<D, G>(ctx, q, k, v, lens, o, 1.0f / sqrtf((float)D));
+}
+constexpr unsigned kMegaSmem = 139264;
+template <int D, int G, int H>
 __global__ void __launch_bounds__(256, 1) attn_header_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kc,
                                                              const __nv_bfloat16* vc, __nv_bfloat16* o, int B, int P,
-                                                             int n, const int* len, unsigned long long* span) {
+                                                             int n, const int* len, long long row_stride,
+                                                             unsigned long long* span) {
   extern __shared__ __align__(128) unsigned char smem[];
   using namespace etc::dev;
   Ctx ctx{smem, attention_decode_smem_bytes<D, G>()};
@@ -219,7 +233,7 @@ __global__ void __launch_bounds__(256, 1) attn_header_kernel(const __nv_bfloat16
   const int tasks = B * kHK * P;
   for (int t = blockIdx.x; t < tasks; t += gridDim.x) {
     const int p = t % P, g = (t / P) % kHK, b = t / (P * kHK);
-    const long long rs = (long long)kHK * D;
+    const long long rs = H == 1 ? (long long)kHK * D : row_stride;
     const long long base = (long long)b * kS * rs + (long long)p * n * rs + g * D;
     View<const __nv_bfloat16> qv{}, kv{}, vv{};
     View<const int> lv{};
@@ -230,7 +244,10 @@ __global__ void __launch_bounds__(256, 1) attn_header_kernel(const __nv_bfloat16
     vv.ptr = vc + base;
     lv.ptr = len, lv.rank = 0;
     ov.ptr = o + ((long long)(b * P + p) * kHK + g) * G * D, ov.rank = 1, ov.ext[0] = G * D, ov.stride[0] = 1;
-    attention_decode<D, G>(ctx, qv, kv, vv, lv, ov, 1.0f / sqrtf((float)D));
+    if constexpr (H >= 3)
+      attn_op_call<D, G>(ctx, qv, kv, vv, lv, ov);
+    else
+      attention_decode<D, G>(ctx, qv, kv, vv, lv, ov, 1.0f / sqrtf((float)D));
   }
   unsigned long long t1;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
@@ -282,8 +299,10 @@ __global__ void fill(__nv_bfloat16* p, long long n, unsigned seed) {
   }
 }
 
-template <int D, int G, int U, int M = 0>
-void run(const char* name, int B, int P, int n, int sms, double copy_tbs, bool header = false) {
+// H: 0 the prototype (with load M), else attn_header_kernel's variant H.
+template <int D, int G, int U, int M = 0, int H = 0>
+void run(const char* name, int B, int P, int n, int sms, double copy_tbs) {
+  constexpr unsigned smem = H == 4 ? kMegaSmem : etc::dev::attention_decode_smem_bytes<D, G>();
   const long long cache = (long long)B * kS * kHK * D;
   __nv_bfloat16 *q, *kc, *vc, *o;
   float* ref;
@@ -297,9 +316,8 @@ void run(const char* name, int B, int P, int n, int sms, double copy_tbs, bool h
   int* len;
   CK(cudaMalloc(&len, 4));
   CK(cudaMemcpy(len, &n, 4, cudaMemcpyHostToDevice));
-  if (header)
-    CK(cudaFuncSetAttribute(attn_header_kernel<D, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            (int)etc::dev::attention_decode_smem_bytes<D, G>()));
+  if constexpr (H != 0)
+    CK(cudaFuncSetAttribute(attn_header_kernel<D, G, H>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   fill<<<1024, 256>>>(q, (long long)B * kHK * G * D, 1);
   fill<<<1024, 256>>>(kc, cache, 2);
   fill<<<1024, 256>>>(vc, cache, 3);
@@ -309,9 +327,8 @@ void run(const char* name, int B, int P, int n, int sms, double copy_tbs, bool h
   for (int it = 0; it < 30; ++it) {
     const unsigned long long init[2] = {~0ull, 0ull};
     CK(cudaMemcpy(span, init, 16, cudaMemcpyHostToDevice));
-    if (header)
-      attn_header_kernel<D, G><<<sms, 256, etc::dev::attention_decode_smem_bytes<D, G>()>>>(q, kc, vc, o, B, P, n, len,
-                                                                                          span);
+    if constexpr (H != 0)
+      attn_header_kernel<D, G, H><<<sms, 256, smem>>>(q, kc, vc, o, B, P, n, len, (long long)kHK * D, span);
     else
       attn_kernel<D, G, U, M><<<sms, 256>>>(q, kc, vc, o, B, P, n, span);
     CK(cudaGetLastError());
@@ -332,7 +349,8 @@ void run(const char* name, int B, int P, int n, int sms, double copy_tbs, bool h
     norm += (double)rh[i] * rh[i];
   }
   const double bytes = (double)B * P * n * kHK * D * 2 * 2;
-  std::printf("%-6s %s M %d D %3d G %d U %d B %3d parts %d n %4d: %8.2f us  %6.2f TB/s  %5.2fx copy  rel L2 %.2e\n", name, header ? "header" : "proto ", M, D, G,
+  static const char* const kVariant[] = {"proto", "header", "hdr-rt", "hdr-call", "hdr-smem"};
+  std::printf("%-6s %-8s M %d D %3d G %d U %d B %3d parts %d n %4d: %8.2f us  %6.2f TB/s  %5.2fx copy  rel L2 %.2e\n", name, kVariant[H], M, D, G,
               U, B, P, n, us, bytes / us / 1e6, bytes / us / 1e6 / copy_tbs, std::sqrt(err / norm));
   CK(cudaFree(q));
   CK(cudaFree(kc));
@@ -370,9 +388,15 @@ int main() {
   for (int B : {1, 128}) {
     const int P = B == 1 ? 8 : 1, n = B == 1 ? 64 : 512;
     run<64, 4, 8, 0>("llama", B, P, n, sms, copy);
-    run<64, 4, 8>("llama", B, P, n, sms, copy, true);
+    run<64, 4, 8, 0, 1>("llama", B, P, n, sms, copy);
+    run<64, 4, 8, 0, 2>("llama", B, P, n, sms, copy);
+    run<64, 4, 8, 0, 3>("llama", B, P, n, sms, copy);
+    run<64, 4, 8, 0, 4>("llama", B, P, n, sms, copy);
     run<128, 2, 8, 0>("qwen3", B, P, n, sms, copy);
-    run<128, 2, 8>("qwen3", B, P, n, sms, copy, true);
+    run<128, 2, 8, 0, 1>("qwen3", B, P, n, sms, copy);
+    run<128, 2, 8, 0, 2>("qwen3", B, P, n, sms, copy);
+    run<128, 2, 8, 0, 3>("qwen3", B, P, n, sms, copy);
+    run<128, 2, 8, 0, 4>("qwen3", B, P, n, sms, copy);
   }
   return 0;
 }
