@@ -115,13 +115,21 @@ etc_status etc_module_open_file(const char* path, etc_module* out) {
     *out = nullptr;
     std::ifstream f(path, std::ios::binary);
     if (!f) fail(ETC_STATUS_IO, std::string("cannot open ") + path + ": " + std::strerror(errno));
-    // In blocks: istreambuf_iterator's byte at a time was a fifth of opening a 6 MB module.
+    // In blocks, straight into the vector: istreambuf_iterator's byte at a time was a fifth of
+    // opening a 6 MB module, and inserting each block's chars as bytes (an element-wise
+    // conversion, not a memcpy) still 28% of `etc-run --info` on Qwen3-0.6B's fatbin.
+    constexpr size_t kBlock = size_t{1} << 16;
     std::vector<uint8_t> bytes;
     std::error_code size_error;
-    if (const auto size = std::filesystem::file_size(path, size_error); !size_error) bytes.reserve(size);
-    char block[1 << 16];
-    while (f.read(block, sizeof block) || f.gcount() > 0)
-      bytes.insert(bytes.end(), block, block + f.gcount());
+    if (const auto size = std::filesystem::file_size(path, size_error); !size_error) bytes.reserve(size + kBlock);
+    size_t have = 0;
+    for (;;) {
+      bytes.resize(have + kBlock);
+      f.read(reinterpret_cast<char*>(bytes.data() + have), static_cast<std::streamsize>(kBlock));
+      have += static_cast<size_t>(f.gcount());
+      if (!f) break;
+    }
+    bytes.resize(have);
     if (f.bad()) fail(ETC_STATUS_IO, std::string("cannot read ") + path);
     try {
       open(std::move(bytes), out);
