@@ -66,6 +66,16 @@ for s in tests/gpu/hang/*.etir; do
 done
 # A fatbin without code for Hopper: etc-run must refuse it on an H100/H200 and list what it has.
 "$build/etcc" samples/two_stage_sum.etir -arch sm_80 -o gpu-bundle/sm80_only.fatbin
+# Decode attention alone in a megakernel, at each model's shape, in each of its forms: the
+# default, independent warps wherever they apply (ETC_ATTN_WARPS=8) and the staged and
+# tensor-core forms (ETC_ATTN_WARPS=0); run.sh's bench section times them.
+for n in llama3_2_1b qwen3_0_6b; do
+  for v in default:"" warps:"--device-define ETC_ATTN_WARPS=8" staged:"--device-define ETC_ATTN_WARPS=0"; do
+    # shellcheck disable=SC2086  # the options are words
+    "$build/etcc" "tests/gpu/resources/attention_alone_$n.etir" -arch sm_90a ${v#*:} \
+      -o "gpu-bundle/attention_alone_${n}_${v%%:*}.fatbin"
+  done
+done
 # A kernel that needs more shared memory than any GPU has, written despite the compile-time
 # check: the runtime's load-time check must refuse it with what to change.
 "$build/etcc" tests/gpu/resources/smem_too_large.etir -arch sm_90a -arch sm_80 --no-check-resources \

@@ -448,6 +448,22 @@ if command -v nvcc >/dev/null 2>&1 &&
 else
   row "attention alone (tools/bench_attn_warps.cu)" FAIL "$(tail -2 "$out/bench_attn_warps.log" | tr '\n' ' ' | cut -c1-200)"
 fi
+# Decode attention alone in a megakernel (tests/gpu/resources/attention_alone_*.etir; B = 128,
+# 512 positions a request) in each form: the default, independent warps (ETC_ATTN_WARPS=8) and
+# staged (0); us a launch (etc-run --bench) and the cache's bytes over it as a ratio of the copy.
+python3 -c "import numpy as np; np.save('$out/lens128.npy', np.full(128, 512, np.int32))"
+for n in llama3_2_1b:64 qwen3_0_6b:128; do
+  d=${n#*:}; n=${n%%:*}; cells=""
+  for v in default warps staged; do
+    f="$B/attention_alone_${n}_$v.fatbin"; [ -f "$f" ] || continue
+    us=$("$B/etc-run" "$f" --sym B=128 --in lens="$out/lens128.npy" --seed 3 --bench 20 --mode mega 2>&1 |
+         grep -m1 -oE 'median [0-9.]+' | grep -oE '[0-9.]+')
+    x=$(awk -v us="${us:-0}" -v d="$d" -v bw="${bw:-0}" \
+        'BEGIN { if (us > 0 && bw > 0) printf "%.2fx", 128 * 512 * 8 * d * 4 / (us * 1e6) / bw; else print "?" }')
+    cells+="$v ${us:-FAILED} us ($x)  "
+  done
+  [ -n "$cells" ] && row "attention alone $n B=128" INFO "$cells"
+done
 # mlp weights: w_gate_up [16384, 2048] + w_down [2048, 8192] + ln [2048], bf16.
 wbytes=$(( (16384 * 2048 + 2048 * 8192 + 2048) * 2 ))
 for b in 1 3 16 64 128; do
