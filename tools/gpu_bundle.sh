@@ -49,10 +49,14 @@ for n in $decode_models; do
   # Attention tasks of several cache heads (heads_per_task = 0: the count by the batch).
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --heads-per-task 0 >"gpu-bundle/${n}_small_heads0.etir"
   "$build/etcc" "gpu-bundle/${n}_small_heads0.etir" -arch sm_90a -o "gpu-bundle/${n}_small_heads0.fatbin"
-  # Qwen3's attention (2 query heads a cache head) in the FMA form throughout, as before tensor
-  # cores took its calls of a block or more (attention.cuh, ETC_ATTN_MMA_MIN_G).
+  # Qwen3's attention (2 query heads a cache head) in its earlier forms: FMA throughout, as
+  # before tensor cores took its calls of a block or more (ETC_ATTN_MMA_MIN_G), and staged with
+  # tensor cores, as before the form of independent warps became its default (ETC_ATTN_WARPS).
   if [ "$n" = qwen3_0_6b ]; then
-    "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_MMA_MIN_G=4 -o "gpu-bundle/${n}_small_fma.fatbin"
+    "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_WARPS=0 \
+      --device-define ETC_ATTN_MMA_MIN_G=4 -o "gpu-bundle/${n}_small_fma.fatbin"
+    "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_WARPS=0 \
+      -o "gpu-bundle/${n}_small_staged.fatbin"
   fi
 done
 # The full Llama decode step with a timeline (etc-run --trace; about as long again to compile).

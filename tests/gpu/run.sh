@@ -168,10 +168,13 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for bk in 33:short 70:mixed 128:mixed; do
     [ -f "$B/${n}_small_heads0.fatbin" ] && decode_check "${n}_small_heads0" "$B/${n}_small_heads0.fatbin" "${bk%%:*}" "${bk##*:}"
   done
-  # Qwen3's attention in the FMA form throughout (ETC_ATTN_MMA_MIN_G=4): split-KV parts at B = 1
-  # and 7, one part a row at 128.
-  for bk in 1:long 7:mixed 128:mixed; do
-    [ -f "$B/${n}_small_fma.fatbin" ] && decode_check "${n}_small_fma" "$B/${n}_small_fma.fatbin" "${bk%%:*}" "${bk##*:}"
+  # Qwen3's attention in its earlier forms (ETC_ATTN_WARPS=0): FMA throughout
+  # (ETC_ATTN_MMA_MIN_G=4) and staged on tensor cores; split-KV parts at B = 1 and 7, one part a
+  # row at 128.
+  for v in fma staged; do
+    for bk in 1:long 7:mixed 128:mixed; do
+      [ -f "$B/${n}_small_$v.fatbin" ] && decode_check "${n}_small_$v" "$B/${n}_small_$v.fatbin" "${bk%%:*}" "${bk##*:}"
+    done
   done
   # Weights from a .safetensors in Hugging Face names (model.layers.0.self_attn.q_proj.weight).
   if python3 tools/gen_decode_weights.py "$n" --layers 2 --vocab 2048 -o "$out/${n}_small.safetensors" 2>"$out/weights_$n.log"; then
