@@ -864,10 +864,12 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
 // where the row groups combine through shuffles and the warps through shared memory (one
 // barrier each side). The staged forms keep the CTA in step through a ring of blocks (a
 // barrier or two a block), so a warp's wait for its rows stalls every warp: at B = 128 and
-// positions 511 that form streamed the cache at about 1.3 TB/s where this one streams it at
-// 2.2 (Llama-3.2-1B's D = 64, G = 4) and 3.5 TB/s (Qwen3-0.6B's D = 128, G = 2) in
-// tools/bench_attn_warps.cu on an H200 (copy 4.22 TB/s). Scores are in log2 units (q scaled by
-// scale * log2(e)); a missing paged row reads as zeros and counts, as in the other forms.
+// positions 511 that form streamed the cache at about 1.3 TB/s in the decode megakernels,
+// where this one, in a grid of its tasks alone (tools/bench_attn_warps.cu, H200, copy 4.23
+// TB/s), streams it at 1.9 TB/s for Llama-3.2-1B's shape (D = 64, G = 4) and 3.2 for
+// Qwen3-0.6B's (D = 128, G = 2); in the megakernels it keeps less of that (docs/backend.md).
+// Scores are in log2 units (q scaled by scale * log2(e)); a missing paged row reads as zeros
+// and counts, as in the other forms.
 template <int D, class K>
 __host__ __device__ constexpr bool attn_warps_shape(int g) {
   return g <= ETC_ATTN_WARPS && g * (16 / (int)sizeof(K)) <= 32 && D % (16 / (int)sizeof(K)) == 0 &&
