@@ -8,7 +8,9 @@
 // end), and "header", etc's attention_decode (runtime/include/etc/device/attention.cuh) as the
 // generated code calls it, in the form ETC_ATTN_WARPS picks for the shape, then the header
 // three more ways, each a step closer to the megakernel ("hdr-rt", "hdr-call", "hdr-smem":
-// attn_header_kernel's H), to find what costs the form its speed there. Each line: the
+// attn_header_kernel's H), to find what costs the form its speed there, and "mma-warp", a
+// second prototype: the tensor-core form with a ring for each warp (below; U is then its
+// slots a warp). Each line: the
 // median span of 25 launches (first task start to last task end, %globaltimer), the cache's
 // K and V bytes over it, that as a ratio of the copy, and the relative L2 error of o against
 // an f32 reference. The proto's load: 0 ld.global.nc.L1::no_allocate (as run), 1 .cg with an
@@ -257,6 +259,166 @@ __global__ void __launch_bounds__(256, 1) attn_header_kernel(const __nv_bfloat16
   }
 }
 
+// A second prototype, "mma-warp": the tensor-core form of attention.cuh (attn_heads_mma: K
+// times q^T and V^T times p^T with mma.sync m16n8k16, each warp its own online softmax over the
+// 16-row tiles it takes) with a ring of its own for each warp instead of the CTA's: each warp
+// copies its tiles (K and V rows, cp.async, XOR-swizzled as there) into its NSW slots, waits for
+// them with its own cp.async groups and __syncwarp, and never waits for another warp until the
+// end. That form's products cost a few instructions a tile where the FMA warps spend some 440
+// (Llama's shape: 16 rows of 4 heads), and its CTA ring's barriers are what the warps form took
+// away. Untimed when written (session 42, no device time left).
+template <int D>
+__device__ __forceinline__ int tile_at(int r, int cc) {
+  return r * D + (cc ^ (r & 7)) * 8;
+}
+template <int D, int G, int NSW>
+__device__ void attn_mma_warps(const __nv_bfloat16* q, const __nv_bfloat16* kp, const __nv_bfloat16* vp, long long rs,
+                               int n, float scale, __nv_bfloat16* o, unsigned char* smem) {
+  namespace edd = etc::dev::detail;
+  using K = __nv_bfloat16;
+  constexpr int PE = 8, CPR = D / PE, DT = D / 16, TILE = 16 * D;
+  static_assert(CPR >= 8 && G <= 8, "mma-warp: rows of 8 or more 16-byte chunks, at most 8 heads");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  K* const ring = reinterpret_cast<K*>(smem) + (size_t)warp * NSW * 2 * TILE;
+  float* const red = reinterpret_cast<float*>(smem + (size_t)nw * NSW * 2 * TILE * sizeof(K));  // [nw][G][D]
+  float* const wm = red + nw * G * D;                                                            // [nw][G]
+  float* const wl = wm + nw * G;                                                                 // [nw][G]
+  const int tiles = (n + 15) / 16, mine = tiles > warp ? (tiles - warp + nw - 1) / nw : 0;
+  const unsigned long long policy = edd::l2_evict_first();
+  // The warp's i-th tile (tile warp + i * nw) into slot i % NSW; an empty group past its last.
+  auto request = [&](int i) {
+    if (i < mine) {
+      const int t = warp + i * nw;
+      K* const dk = ring + (i % NSW) * 2 * TILE;
+      K* const dv = dk + TILE;
+      for (int idx = lane; idx < 16 * CPR; idx += 32) {
+        const int r = idx / CPR, cc = idx - r * CPR, j = t * 16 + r;
+        const long long row = (long long)(j < n ? j : 0) * rs + cc * PE;
+        edd::cp_async16_hint(dk + tile_at<D>(r, cc), kp + row, j < n ? 16u : 0u, policy);
+        edd::cp_async16_hint(dv + tile_at<D>(r, cc), vp + row, j < n ? 16u : 0u, policy);
+      }
+    }
+    edd::cp_async_commit();
+  };
+  for (int i = 0; i < NSW; ++i) request(i);
+  unsigned qf[DT][2];
+  {
+    const int h = lane >> 2;
+    for (int k = 0; k < DT; ++k)
+      for (int half = 0; half < 2; ++half) {
+        const int d = k * 16 + half * 8 + (lane & 3) * 2;
+        qf[k][half] = h < G ? edd::attn_bits(q[h * D + d]) | edd::attn_bits(q[h * D + d + 1]) << 16 : 0u;
+      }
+  }
+  const float ninf = __int_as_float(0xff800000);
+  float m[2] = {ninf, ninf}, l[2] = {0.0f, 0.0f}, ot[DT][4];
+  for (int t = 0; t < DT; ++t)
+    for (int e = 0; e < 4; ++e) ot[t][e] = 0.0f;
+  for (int i = 0; i < mine; ++i) {
+    const int t = warp + i * nw;
+    const K* const k_s = ring + (i % NSW) * 2 * TILE;
+    const K* const v_s = k_s + TILE;
+    edd::cp_async_wait<NSW - 1>();
+    __syncwarp();
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int k = 0; k < DT; ++k) {
+      unsigned af[4];
+      edd::ldsm_x4(af, k_s + tile_at<D>(lane & 15, 2 * k + (lane >> 4)));
+      edd::mma16816<K>(s, af, qf[k][0], qf[k][1]);
+    }
+    const int j = t * 16 + (lane >> 2);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[e] = j + (e >> 1) * 8 < n ? s[e] * scale : ninf;
+    float p[4];
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      float mx = fmaxf(s[hh], s[hh + 2]);
+#pragma unroll
+      for (int x = 4; x < 32; x <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, x));
+      const float m_new = fmaxf(m[hh], mx);
+      const float alpha = __expf(m[hh] - m_new);
+      p[hh] = __expf(s[hh] - m_new);
+      p[hh + 2] = __expf(s[hh + 2] - m_new);
+      l[hh] = l[hh] * alpha + p[hh] + p[hh + 2];
+      m[hh] = m_new;
+#pragma unroll
+      for (int t2 = 0; t2 < DT; ++t2) {
+        ot[t2][hh] *= alpha;
+        ot[t2][hh + 2] *= alpha;
+      }
+    }
+    float rest[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) rest[e] = p[e] - __bfloat162float(__float2bfloat16(p[e]));
+    const unsigned hi0 = edd::movmatrix_t(edd::attn_pack<K>(p[0], p[1])),
+                   hi1 = edd::movmatrix_t(edd::attn_pack<K>(p[2], p[3]));
+    const unsigned lo0 = edd::movmatrix_t(edd::attn_pack<K>(rest[0], rest[1])),
+                   lo1 = edd::movmatrix_t(edd::attn_pack<K>(rest[2], rest[3]));
+    const int mi = lane >> 3, r = (lane & 7) + (mi >> 1) * 8;
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) {
+      unsigned af[4];
+      edd::ldsm_x4_t(af, v_s + tile_at<D>(r, 2 * dt + (mi & 1)));
+      edd::mma16816<K>(ot[dt], af, hi0, hi1);
+      edd::mma16816<K>(ot[dt], af, lo0, lo1);
+    }
+    __syncwarp();  // every lane is done with the slot
+    request(i + NSW);
+  }
+  for (int hh = 0; hh < 2; ++hh)
+    for (int x = 4; x < 32; x <<= 1) l[hh] += __shfl_xor_sync(0xffffffffu, l[hh], x);
+  const int h0 = (lane & 3) * 2;
+  for (int hh = 0; hh < 2; ++hh) {
+    const int h = h0 + hh;
+    if (h >= G) continue;
+    if (lane < 4) wm[warp * G + h] = m[hh], wl[warp * G + h] = l[hh];
+    for (int dt = 0; dt < DT; ++dt)
+      for (int e2 = 0; e2 < 2; ++e2) red[(warp * G + h) * D + dt * 16 + (lane >> 2) + e2 * 8] = ot[dt][hh + 2 * e2];
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+    const int h = i / D, d = i - h * D;
+    float mx = ninf;
+    for (int w = 0; w < nw; ++w) mx = fmaxf(mx, wm[w * G + h]);
+    float sum = 0.0f, acc = 0.0f;
+    if (mx != ninf)
+      for (int w = 0; w < nw; ++w) {
+        const float f = __expf(wm[w * G + h] - mx);
+        sum += f * wl[w * G + h];
+        acc += f * red[(w * G + h) * D + d];
+      }
+    o[i] = __float2bfloat16(sum > 0.0f ? acc / sum : 0.0f);
+  }
+  __syncthreads();
+}
+template <int D, int G, int NSW>
+constexpr unsigned mma_warps_smem() {
+  return 8u * NSW * 2 * 16 * D * 2 + 4u * 8 * G * (D + 2);
+}
+template <int D, int G, int NSW>
+__global__ void __launch_bounds__(256, 1) attn_mma_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kc,
+                                                          const __nv_bfloat16* vc, __nv_bfloat16* o, int B, int P, int n,
+                                                          unsigned long long* span) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned long long t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const int tasks = B * kHK * P;
+  for (int t = blockIdx.x; t < tasks; t += gridDim.x) {
+    const int p = t % P, g = (t / P) % kHK, b = t / (P * kHK);
+    const long long rs = (long long)kHK * D;
+    const long long base = (long long)b * kS * rs + (long long)p * n * rs + g * D;
+    attn_mma_warps<D, G, NSW>(q + (long long)b * kHK * G * D + g * G * D, kc + base, vc + base, rs, n,
+                              1.0f / sqrtf((float)D), o + ((long long)(b * P + p) * kHK + g) * G * D, smem);
+  }
+  unsigned long long t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  if (threadIdx.x == 0) {
+    atomicMin(&span[0], t0);
+    atomicMax(&span[1], t1);
+  }
+}
+
 // The reference: one thread a (task, query head), f32.
 template <int D, int G>
 __global__ void attn_ref(const __nv_bfloat16* q, const __nv_bfloat16* kc, const __nv_bfloat16* vc, float* o, int B,
@@ -299,10 +461,13 @@ __global__ void fill(__nv_bfloat16* p, long long n, unsigned seed) {
   }
 }
 
-// H: 0 the prototype (with load M), else attn_header_kernel's variant H.
+// H: 0 the prototype (with load M), 1 to 4 attn_header_kernel's variant H, 5 the mma-warp
+// prototype with U slots a warp.
 template <int D, int G, int U, int M = 0, int H = 0>
 void run(const char* name, int B, int P, int n, int sms, double copy_tbs) {
-  constexpr unsigned smem = H == 4 ? kMegaSmem : etc::dev::attention_decode_smem_bytes<D, G>();
+  constexpr unsigned smem = H == 5   ? mma_warps_smem<D, G, U>()
+                           : H == 4 ? kMegaSmem
+                                    : etc::dev::attention_decode_smem_bytes<D, G>();
   const long long cache = (long long)B * kS * kHK * D;
   __nv_bfloat16 *q, *kc, *vc, *o;
   float* ref;
@@ -316,7 +481,9 @@ void run(const char* name, int B, int P, int n, int sms, double copy_tbs) {
   int* len;
   CK(cudaMalloc(&len, 4));
   CK(cudaMemcpy(len, &n, 4, cudaMemcpyHostToDevice));
-  if constexpr (H != 0)
+  if constexpr (H == 5)
+    CK(cudaFuncSetAttribute(attn_mma_kernel<D, G, U>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  else if constexpr (H != 0)
     CK(cudaFuncSetAttribute(attn_header_kernel<D, G, H>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   fill<<<1024, 256>>>(q, (long long)B * kHK * G * D, 1);
   fill<<<1024, 256>>>(kc, cache, 2);
@@ -327,7 +494,9 @@ void run(const char* name, int B, int P, int n, int sms, double copy_tbs) {
   for (int it = 0; it < 30; ++it) {
     const unsigned long long init[2] = {~0ull, 0ull};
     CK(cudaMemcpy(span, init, 16, cudaMemcpyHostToDevice));
-    if constexpr (H != 0)
+    if constexpr (H == 5)
+      attn_mma_kernel<D, G, U><<<sms, 256, smem>>>(q, kc, vc, o, B, P, n, span);
+    else if constexpr (H != 0)
       attn_header_kernel<D, G, H><<<sms, 256, smem>>>(q, kc, vc, o, B, P, n, len, (long long)kHK * D, span);
     else
       attn_kernel<D, G, U, M><<<sms, 256>>>(q, kc, vc, o, B, P, n, span);
@@ -349,7 +518,7 @@ void run(const char* name, int B, int P, int n, int sms, double copy_tbs) {
     norm += (double)rh[i] * rh[i];
   }
   const double bytes = (double)B * P * n * kHK * D * 2 * 2;
-  static const char* const kVariant[] = {"proto", "header", "hdr-rt", "hdr-call", "hdr-smem"};
+  static const char* const kVariant[] = {"proto", "header", "hdr-rt", "hdr-call", "hdr-smem", "mma-warp"};
   std::printf("%-6s %-8s M %d D %3d G %d U %d B %3d parts %d n %4d: %8.2f us  %6.2f TB/s  %5.2fx copy  rel L2 %.2e\n", name, kVariant[H], M, D, G,
               U, B, P, n, us, bytes / us / 1e6, bytes / us / 1e6 / copy_tbs, std::sqrt(err / norm));
   CK(cudaFree(q));
@@ -392,11 +561,14 @@ int main() {
     run<64, 4, 8, 0, 2>("llama", B, P, n, sms, copy);
     run<64, 4, 8, 0, 3>("llama", B, P, n, sms, copy);
     run<64, 4, 8, 0, 4>("llama", B, P, n, sms, copy);
+    run<64, 4, 2, 0, 5>("llama", B, P, n, sms, copy);
+    run<64, 4, 4, 0, 5>("llama", B, P, n, sms, copy);
     run<128, 2, 8, 0>("qwen3", B, P, n, sms, copy);
     run<128, 2, 8, 0, 1>("qwen3", B, P, n, sms, copy);
     run<128, 2, 8, 0, 2>("qwen3", B, P, n, sms, copy);
     run<128, 2, 8, 0, 3>("qwen3", B, P, n, sms, copy);
     run<128, 2, 8, 0, 4>("qwen3", B, P, n, sms, copy);
+    run<128, 2, 2, 0, 5>("qwen3", B, P, n, sms, copy);
   }
   return 0;
 }

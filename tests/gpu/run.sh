@@ -450,7 +450,7 @@ if command -v nvcc >/dev/null 2>&1 &&
   # comment): where the ratio drops is what the megakernel costs the form.
   aw_ratios() {
     local v r=""
-    for v in proto header hdr-rt hdr-call hdr-smem; do
+    for v in proto header hdr-rt hdr-call hdr-smem mma-warp; do
       r+="$v $(awk -v m="$1" -v v="$v" '$1 == m && $2 == v && $12 == 128 {print $(NF-4); exit}' "$out/bench_attn_warps.log") "
     done
     echo "$r"
