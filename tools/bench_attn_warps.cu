@@ -186,28 +186,37 @@ __device__ void attn_warps(const __nv_bfloat16* q, const __nv_bfloat16* kp, cons
   __syncthreads();
 }
 
+// Runs task(b, g, p, base) for this CTA's tasks: request b, cache head g, part p of P parts of n
+// positions, base the element offset of the task's first cache row (rows rs elements apart).
+// Records the earliest start in span[0] and the latest end in span[1] (%globaltimer, ns).
+template <class Task>
+__device__ __forceinline__ void run_tasks(int B, int P, int n, long long rs, int d, unsigned long long* span,
+                                          Task task) {
+  unsigned long long t0, t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const int tasks = B * kHK * P;
+  for (int t = blockIdx.x; t < tasks; t += gridDim.x) {
+    const int p = t % P, g = (t / P) % kHK, b = t / (P * kHK);
+    task(b, g, p, (long long)b * kS * rs + (long long)p * n * rs + (long long)g * d);
+  }
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  if (threadIdx.x == 0) {
+    atomicMin(&span[0], t0);
+    atomicMax(&span[1], t1);
+  }
+}
+
 // Tasks (b, g, p): request b, cache head g, part p of P parts of n positions each.
 template <int D, int G, int U, int M>
 __global__ void __launch_bounds__(256, 1) attn_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kc,
                                                       const __nv_bfloat16* vc, __nv_bfloat16* o, int B, int P, int n,
                                                       unsigned long long* span) {
   __shared__ float red[kWarps * G * (D + 2)];
-  unsigned long long t0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  const int tasks = B * kHK * P;
-  for (int t = blockIdx.x; t < tasks; t += gridDim.x) {
-    const int p = t % P, g = (t / P) % kHK, b = t / (P * kHK);
-    const long long rs = (long long)kHK * D;
-    const long long base = (long long)b * kS * rs + (long long)p * n * rs + g * D;
+  const long long rs = (long long)kHK * D;
+  run_tasks(B, P, n, rs, D, span, [&](int b, int g, int p, long long base) {
     attn_warps<D, G, U, M>(q + (long long)b * kHK * G * D + g * G * D, kc + base, vc + base, rs, n, 1.0f / sqrtf((float)D),
-                        o + ((long long)(b * P + p) * kHK + g) * G * D, red);
-  }
-  unsigned long long t1;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-  if (threadIdx.x == 0) {
-    atomicMin(&span[0], t0);
-    atomicMax(&span[1], t1);
-  }
+                           o + ((long long)(b * P + p) * kHK + g) * G * D, red);
+  });
 }
 
 // The same tasks through etc's device header. H picks how, each step closer to the generated
@@ -230,13 +239,8 @@ __global__ void __launch_bounds__(256, 1) attn_header_kernel(const __nv_bfloat16
   extern __shared__ __align__(128) unsigned char smem[];
   using namespace etc::dev;
   Ctx ctx{smem, attention_decode_smem_bytes<D, G>()};
-  unsigned long long t0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  const int tasks = B * kHK * P;
-  for (int t = blockIdx.x; t < tasks; t += gridDim.x) {
-    const int p = t % P, g = (t / P) % kHK, b = t / (P * kHK);
-    const long long rs = H == 1 ? (long long)kHK * D : row_stride;
-    const long long base = (long long)b * kS * rs + (long long)p * n * rs + g * D;
+  const long long rs = H == 1 ? (long long)kHK * D : row_stride;
+  run_tasks(B, P, n, rs, D, span, [&](int b, int g, int p, long long base) {
     View<const __nv_bfloat16> qv{}, kv{}, vv{};
     View<const int> lv{};
     View<__nv_bfloat16> ov{};
@@ -250,13 +254,7 @@ __global__ void __launch_bounds__(256, 1) attn_header_kernel(const __nv_bfloat16
       attn_op_call<D, G>(ctx, qv, kv, vv, lv, ov);
     else
       attention_decode<D, G>(ctx, qv, kv, vv, lv, ov, 1.0f / sqrtf((float)D));
-  }
-  unsigned long long t1;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-  if (threadIdx.x == 0) {
-    atomicMin(&span[0], t0);
-    atomicMax(&span[1], t1);
-  }
+  });
 }
 
 // A second prototype, "mma-warp": the tensor-core form of attention.cuh (attn_heads_mma: K
@@ -401,22 +399,11 @@ __global__ void __launch_bounds__(256, 1) attn_mma_kernel(const __nv_bfloat16* q
                                                           const __nv_bfloat16* vc, __nv_bfloat16* o, int B, int P, int n,
                                                           unsigned long long* span) {
   extern __shared__ __align__(128) unsigned char smem[];
-  unsigned long long t0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  const int tasks = B * kHK * P;
-  for (int t = blockIdx.x; t < tasks; t += gridDim.x) {
-    const int p = t % P, g = (t / P) % kHK, b = t / (P * kHK);
-    const long long rs = (long long)kHK * D;
-    const long long base = (long long)b * kS * rs + (long long)p * n * rs + g * D;
+  const long long rs = (long long)kHK * D;
+  run_tasks(B, P, n, rs, D, span, [&](int b, int g, int p, long long base) {
     attn_mma_warps<D, G, NSW>(q + (long long)b * kHK * G * D + g * G * D, kc + base, vc + base, rs, n,
                               1.0f / sqrtf((float)D), o + ((long long)(b * P + p) * kHK + g) * G * D, smem);
-  }
-  unsigned long long t1;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-  if (threadIdx.x == 0) {
-    atomicMin(&span[0], t0);
-    atomicMax(&span[1], t1);
-  }
+  });
 }
 
 // The reference: one thread a (task, query head), f32.
