@@ -517,6 +517,16 @@ void run(const char* name, int B, int P, int n, int sms, double copy_tbs) {
   CK(cudaFree(len));
 }
 
+// The warps form at one shape: the prototype, then the header's four variants.
+template <int D, int G>
+void run_warps(const char* name, int B, int P, int n, int sms, double copy) {
+  run<D, G, 8, 0>(name, B, P, n, sms, copy);
+  run<D, G, 8, 0, 1>(name, B, P, n, sms, copy);
+  run<D, G, 8, 0, 2>(name, B, P, n, sms, copy);
+  run<D, G, 8, 0, 3>(name, B, P, n, sms, copy);
+  run<D, G, 8, 0, 4>(name, B, P, n, sms, copy);
+}
+
 int main() {
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -543,18 +553,10 @@ int main() {
   CK(cudaFree(b));
   for (int B : {1, 128}) {
     const int P = B == 1 ? 8 : 1, n = B == 1 ? 64 : 512;
-    run<64, 4, 8, 0>("llama", B, P, n, sms, copy);
-    run<64, 4, 8, 0, 1>("llama", B, P, n, sms, copy);
-    run<64, 4, 8, 0, 2>("llama", B, P, n, sms, copy);
-    run<64, 4, 8, 0, 3>("llama", B, P, n, sms, copy);
-    run<64, 4, 8, 0, 4>("llama", B, P, n, sms, copy);
+    run_warps<64, 4>("llama", B, P, n, sms, copy);
     run<64, 4, 2, 0, 5>("llama", B, P, n, sms, copy);
     run<64, 4, 4, 0, 5>("llama", B, P, n, sms, copy);
-    run<128, 2, 8, 0>("qwen3", B, P, n, sms, copy);
-    run<128, 2, 8, 0, 1>("qwen3", B, P, n, sms, copy);
-    run<128, 2, 8, 0, 2>("qwen3", B, P, n, sms, copy);
-    run<128, 2, 8, 0, 3>("qwen3", B, P, n, sms, copy);
-    run<128, 2, 8, 0, 4>("qwen3", B, P, n, sms, copy);
+    run_warps<128, 2>("qwen3", B, P, n, sms, copy);
     run<128, 2, 2, 0, 5>("qwen3", B, P, n, sms, copy);
   }
   return 0;
