@@ -87,12 +87,12 @@ done
 # Rebuilt when a device header or a device test is newer than it (a stale one tests old code).
 # Decode attention's forms by ETC_ATTN_WARPS (the most query heads a cache head that take the
 # independent-warps form): the default (2) in the first binary, every shape that form admits in
-# the second, none (the staged and tensor-core forms) in the third.
+# the second, none (the staged and tensor-core forms) in the third; those two for sm_90a only.
 for t in device_ops_test:"" device_ops_test_warps:-DETC_ATTN_WARPS=8 device_ops_test_staged:-DETC_ATTN_WARPS=0; do
   bin=${t%%:*}
   if [ ! -x "$build/gpu/$bin" ] ||
      [ -n "$(find runtime/include/etc/device tests/gpu -name '*.cu*' -newer "$build/gpu/$bin" | head -1)" ]; then
-    NVCC_FLAGS=${t#*:} tests/gpu/build_device_test.sh "$build/gpu/$bin"
+    NVCC_FLAGS=${t#*:} HOPPER_ONLY=${t#*:} tests/gpu/build_device_test.sh "$build/gpu/$bin"
   fi
   cp "$build/gpu/$bin" gpu-bundle/
 done
