@@ -2,20 +2,22 @@
 // (one an SM) runs tasks of one (request, cache head) over n positions of a [B, S, HK, D] bf16
 // cache, the way the megakernel's attention tasks run, at Llama-3.2-1B's shape (D 64, G 4) and
 // Qwen3-0.6B's (D 128, G 2), B = 1 (8 split-KV parts of 64 positions) and B = 128 (512
-// positions). Two kernels a shape: "proto", the form of independent warps written out here
-// with compile-time strides (each warp of 8 takes interleaved steps of rows and keeps its own
-// online softmax, U steps of K and V rows in flight a lane, the warps combined once at the
-// end), and "header", etc's attention_decode (runtime/include/etc/device/attention.cuh) as the
-// generated code calls it, in the form ETC_ATTN_WARPS picks for the shape, then the header
-// three more ways, each a step closer to the megakernel ("hdr-rt", "hdr-call", "hdr-smem":
-// attn_header_kernel's H), to find what costs the form its speed there, and "mma-warp", a
-// second prototype: the tensor-core form with a ring for each warp (below; U is then its
-// slots a warp). Each line: the
-// median span of 25 launches (first task start to last task end, %globaltimer), the cache's
-// K and V bytes over it, that as a ratio of the copy, and the relative L2 error of o against
-// an f32 reference. The proto's load: 0 ld.global.nc.L1::no_allocate (as run), 1 .cg with an
-// L2 evict-first hint, 2 .cg, 3 ld.relaxed.gpu, 4 .cg.L2::256B: within 2% of each other on an
-// H200 at B = 128 (docs/benchmarks.md, session 42).
+// positions). The kernels, by the label each line starts with:
+//   proto     the form of independent warps written out here with compile-time strides (each
+//             of 8 warps takes interleaved steps of rows and keeps its own online softmax, U
+//             steps of K and V rows in flight a lane, the warps combined once at the end);
+//   header    etc's attention_decode (runtime/include/etc/device/attention.cuh) as the
+//             generated code calls it, in the form ETC_ATTN_WARPS picks for the shape;
+//   hdr-rt, hdr-call, hdr-smem
+//             the header in steps toward the megakernel (attn_header_kernel's H): to find what
+//             costs the form its speed there;
+//   mma-warp  a second prototype: the tensor-core form with a cp.async ring for each warp (U is
+//             then its slots a warp).
+// Each line: the median span of 25 launches (first task start to last task end, %globaltimer),
+// the cache's K and V bytes over it, that as a ratio of the copy, and the relative L2 error of
+// o against an f32 reference. The proto's load: 0 ld.global.nc.L1::no_allocate (as run), 1 .cg
+// with an L2 evict-first hint, 2 .cg, 3 ld.relaxed.gpu, 4 .cg.L2::256B: within 2% of each other
+// on an H200 at B = 128 (docs/benchmarks.md, session 42).
 //   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
 //     [-DETC_ATTN_WARPS=8] tools/bench_attn_warps.cu -o bench_attn_warps && ./bench_attn_warps
 // (-DETC_ATTN_WARPS=8: the header's form of independent warps for Llama's shape too.)
