@@ -72,7 +72,7 @@ done
 "$build/etcc" samples/two_stage_sum.etir -arch sm_80 -o gpu-bundle/sm80_only.fatbin
 # Decode attention alone in a megakernel, at each model's shape, in each of its forms: the
 # default, independent warps wherever they apply (ETC_ATTN_WARPS=8) and the staged and
-# tensor-core forms (ETC_ATTN_WARPS=0); run.sh's bench section times them.
+# tensor-core forms (ETC_ATTN_WARPS=0); run.sh's attn section times them.
 for n in llama3_2_1b qwen3_0_6b; do
   for v in default:"" warps:"--device-define ETC_ATTN_WARPS=8" staged:"--device-define ETC_ATTN_WARPS=0"; do
     # shellcheck disable=SC2086  # the options are words

@@ -39,7 +39,7 @@ row() {
   [ "$2" = FAIL ] && fails=$((fails + 1))
   pack_logs
 }
-# SECTIONS=ops,check,moe,decodecheck,debug,watchdog,stress,nocode,python,trace,ncu,decode,san,warmup,bench (default: all) picks what
+# SECTIONS=ops,check,moe,decodecheck,debug,watchdog,stress,nocode,python,trace,ncu,decode,san,warmup,bench,attn (default: all) picks what
 # runs, so one call fits a device time limit. LOGS_TGZ=FILE packs every log into one archive, renewed
 # after every row (a lent GPU machine returns only a few files, and nothing of a killed command's pipe).
 # The decode section takes DECODE_MODELS, DECODE_BATCHES and DECODE_KV (default: both models, every B,
@@ -407,8 +407,9 @@ row "warm-up: start to first mlp result (no check)" INFO "$(((t1 - t0) / 1000000
 fi
 
 # -- benchmark: mega vs unfused vs unfused-graph, and the bandwidth floor ----------------------
-if want bench; then
-bw=$(python3 - <<'PY' 2>/dev/null
+# The device-to-device copy bandwidth in TB/s (read + write), the median of 20 copies of 1 GiB.
+copy_bw() {
+  python3 - <<'PY' 2>/dev/null
 import torch
 x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
 for _ in range(3): y.copy_(x)
@@ -418,7 +419,10 @@ for _ in range(20):
     s.record(); y.copy_(x); e.record(); e.synchronize(); ts.append(s.elapsed_time(e))
 ts.sort(); print(f"{2 * x.numel() / (ts[len(ts)//2] * 1e-3) / 1e12:.3f}")
 PY
-)
+}
+bw=""
+if want bench; then
+bw=$(copy_bw)
 row "device-to-device copy bandwidth" INFO "${bw:-?} TB/s (read + write)"
 # What a weight stream through a cp.async ring reaches, by stage shape (tools/bench_stream.cu):
 # the ceiling of the decode matmuls' streaming, as a ratio of a copy.
@@ -440,42 +444,6 @@ if command -v nvcc >/dev/null 2>&1 &&
 else
   row "KV stream (tools/bench_kv.cu)" FAIL "$(tail -2 "$out/bench_kv.log" | tr '\n' ' ' | cut -c1-200)"
 fi
-# Decode attention alone (tools/bench_attn_warps.cu; B = 128, 512 positions): its cache stream
-# in the form of independent warps (ETC_ATTN_WARPS=8: both models' shapes), as ratios of a copy.
-if command -v nvcc >/dev/null 2>&1 &&
-   nvcc -std=c++17 -O3 -I runtime/include -DETC_ATTN_WARPS=8 -gencode arch=compute_90a,code=sm_90a \
-     tools/bench_attn_warps.cu -o "$out/bench_attn_warps" >"$out/bench_attn_warps.log" 2>&1 &&
-   "$out/bench_attn_warps" >>"$out/bench_attn_warps.log" 2>&1; then
-  # The prototype, then the header's attention in steps toward the generated code (the tool's
-  # comment): where the ratio drops is what the megakernel costs the form.
-  aw_ratios() {
-    local v r=""
-    for v in proto header hdr-rt hdr-call hdr-smem mma-warp; do
-      r+="$v $(awk -v m="$1" -v v="$v" '$1 == m && $2 == v && $12 == 128 {print $(NF-4); exit}' "$out/bench_attn_warps.log") "
-    done
-    echo "$r"
-  }
-  row "attention alone B=128, warps, Llama" INFO "$(aw_ratios llama)of the copy (bench_attn_warps.log)"
-  row "attention alone B=128, warps, Qwen3" INFO "$(aw_ratios qwen3)of the copy"
-else
-  row "attention alone (tools/bench_attn_warps.cu)" FAIL "$(tail -2 "$out/bench_attn_warps.log" | tr '\n' ' ' | cut -c1-200)"
-fi
-# Decode attention alone in a megakernel (tests/gpu/resources/attention_alone_*.etir; B = 128,
-# 512 positions a request) in each form: the default, independent warps (ETC_ATTN_WARPS=8) and
-# staged (0); us a launch (etc-run --bench) and the cache's bytes over it as a ratio of the copy.
-python3 -c "import numpy as np; np.save('$out/lens128.npy', np.full(128, 512, np.int32))"
-for n in llama3_2_1b:64 qwen3_0_6b:128; do
-  d=${n#*:}; n=${n%%:*}; cells=""
-  for v in default warps staged; do
-    f="$B/attention_alone_${n}_$v.fatbin"; [ -f "$f" ] || continue
-    us=$("$B/etc-run" "$f" --sym B=128 --in lens="$out/lens128.npy" --seed 3 --bench 20 --mode mega 2>&1 |
-         grep -m1 -oE 'median [0-9.]+' | grep -oE '[0-9.]+')
-    x=$(awk -v us="${us:-0}" -v d="$d" -v bw="${bw:-0}" \
-        'BEGIN { if (us > 0 && bw > 0) printf "%.2fx", 128 * 512 * 8 * d * 4 / (us * 1e6) / bw; else print "?" }')
-    cells+="$v ${us:-FAILED} us ($x)  "
-  done
-  [ -n "$cells" ] && row "attention alone $n B=128" INFO "$cells"
-done
 # mlp weights: w_gate_up [16384, 2048] + w_down [2048, 8192] + ln [2048], bf16.
 wbytes=$(( (16384 * 2048 + 2048 * 8192 + 2048) * 2 ))
 for b in 1 3 16 64 128; do
@@ -524,6 +492,47 @@ for n in 1000 1000000 100000000; do
     "$B/etc-run" "$B/two_stage_sum_$sched.fatbin" --sym "N=$n" --bench 200 --mode mega --seed 5 >"$log" 2>&1 || row "bench two_stage_sum $sched N=$n" FAIL "$(tail -1 "$log")"
     grep -E 'median' "$log" | sed "s/^/two_stage_sum N=$n $sched /" | tee -a "$out/bench_table.txt"
   done
+done
+fi
+
+# -- decode attention alone: its forms in a grid of their own and in a megakernel --------------
+if want attn; then
+[ -n "$bw" ] || bw=$(copy_bw)
+# Decode attention alone (tools/bench_attn_warps.cu; B = 128, 512 positions): its cache stream
+# in the form of independent warps (ETC_ATTN_WARPS=8: both models' shapes), as ratios of a copy.
+if command -v nvcc >/dev/null 2>&1 &&
+   nvcc -std=c++17 -O3 -I runtime/include -DETC_ATTN_WARPS=8 -gencode arch=compute_90a,code=sm_90a \
+     tools/bench_attn_warps.cu -o "$out/bench_attn_warps" >"$out/bench_attn_warps.log" 2>&1 &&
+   "$out/bench_attn_warps" >>"$out/bench_attn_warps.log" 2>&1; then
+  # The prototype, then the header's attention in steps toward the generated code (the tool's
+  # comment): where the ratio drops is what the megakernel costs the form.
+  aw_ratios() {
+    local v r=""
+    for v in proto header hdr-rt hdr-call hdr-smem mma-warp; do
+      r+="$v $(awk -v m="$1" -v v="$v" '$1 == m && $2 == v && $12 == 128 {print $(NF-4); exit}' "$out/bench_attn_warps.log") "
+    done
+    echo "$r"
+  }
+  row "attention alone B=128, warps, Llama" INFO "$(aw_ratios llama)of the copy (bench_attn_warps.log)"
+  row "attention alone B=128, warps, Qwen3" INFO "$(aw_ratios qwen3)of the copy"
+else
+  row "attention alone (tools/bench_attn_warps.cu)" FAIL "$(tail -2 "$out/bench_attn_warps.log" | tr '\n' ' ' | cut -c1-200)"
+fi
+# Decode attention alone in a megakernel (tests/gpu/resources/attention_alone_*.etir; B = 128,
+# 512 positions a request) in each form: the default, independent warps (ETC_ATTN_WARPS=8) and
+# staged (0); us a launch (etc-run --bench) and the cache's bytes over it as a ratio of the copy.
+python3 -c "import numpy as np; np.save('$out/lens128.npy', np.full(128, 512, np.int32))"
+for n in llama3_2_1b:64 qwen3_0_6b:128; do
+  d=${n#*:}; n=${n%%:*}; cells=""
+  for v in default warps staged; do
+    f="$B/attention_alone_${n}_$v.fatbin"; [ -f "$f" ] || continue
+    us=$("$B/etc-run" "$f" --sym B=128 --in lens="$out/lens128.npy" --seed 3 --bench 20 --mode mega 2>&1 |
+         grep -m1 -oE 'median [0-9.]+' | grep -oE '[0-9.]+')
+    x=$(awk -v us="${us:-0}" -v d="$d" -v bw="${bw:-0}" \
+        'BEGIN { if (us > 0 && bw > 0) printf "%.2fx", 128 * 512 * 8 * d * 4 / (us * 1e6) / bw; else print "?" }')
+    cells+="$v ${us:-FAILED} us ($x)  "
+  done
+  [ -n "$cells" ] && row "attention alone $n B=128" INFO "$cells"
 done
 fi
 echo
