@@ -523,16 +523,18 @@ fi
 # staged (0); us a launch (etc-run --bench) and the cache's bytes over it as a ratio of the copy.
 python3 -c "import numpy as np; np.save('$out/lens128.npy', np.full(128, 512, np.int32))"
 for n in llama3_2_1b:64 qwen3_0_6b:128; do
-  d=${n#*:}; n=${n%%:*}; cells=""
+  d=${n#*:}; n=${n%%:*}; cells=""; status=INFO
   for v in default warps staged; do
     f="$B/attention_alone_${n}_$v.fatbin"; [ -f "$f" ] || continue
+    log="$out/attention_alone_${n}_$v.log"
     us=$("$B/etc-run" "$f" --sym B=128 --in lens="$out/lens128.npy" --seed 3 --bench 20 --mode mega 2>&1 |
-         grep -m1 -oE 'median [0-9.]+' | grep -oE '[0-9.]+')
+         tee "$log" | grep -m1 -oE 'median [0-9.]+' | grep -oE '[0-9.]+')
+    [ -n "$us" ] || status=FAIL
     x=$(awk -v us="${us:-0}" -v d="$d" -v bw="${bw:-0}" \
         'BEGIN { if (us > 0 && bw > 0) printf "%.2fx", 128 * 512 * 8 * d * 4 / (us * 1e6) / bw; else print "?" }')
     cells+="$v ${us:-FAILED} us ($x)  "
   done
-  [ -n "$cells" ] && row "attention alone $n B=128" INFO "$cells"
+  [ -n "$cells" ] && row "attention alone $n B=128" "$status" "$cells"
 done
 fi
 echo
