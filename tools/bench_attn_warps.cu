@@ -7,20 +7,23 @@
 //             of 8 warps takes interleaved steps of rows and keeps its own online softmax, U
 //             steps of K and V rows in flight a lane, the warps combined once at the end);
 //   header    etc's attention_decode (runtime/include/etc/device/attention.cuh) as the
-//             generated code calls it, in the form ETC_ATTN_WARPS picks for the shape;
+//             generated code calls it, in the form the knobs pick for the shape (with
+//             ETC_ATTN_MMA_WARPS=1 the tensor-core form of independent warps, mma-warp's port);
 //   hdr-rt, hdr-call, hdr-smem
 //             the header in steps toward the megakernel (attn_header_kernel's H): to find what
 //             costs the form its speed there;
 //   mma-warp  a second prototype: the tensor-core form with a cp.async ring for each warp (U is
-//             then its slots a warp).
+//             then its slots a warp); attention.cuh's attn_head_mma_warps is its port;
+//   mma-lens  the same with each task's length read from memory first, as the header reads lens.
 // Each line: the median span of 25 launches (first task start to last task end, %globaltimer),
 // the cache's K and V bytes over it, that as a ratio of the copy, and the relative L2 error of
 // o against an f32 reference. The proto's load: 0 ld.global.nc.L1::no_allocate (as run), 1 .cg
 // with an L2 evict-first hint, 2 .cg, 3 ld.relaxed.gpu, 4 .cg.L2::256B: within 2% of each other
 // on an H200 at B = 128 (docs/benchmarks.md, session 42).
 //   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
-//     [-DETC_ATTN_WARPS=8] tools/bench_attn_warps.cu -o bench_attn_warps && ./bench_attn_warps
-// (-DETC_ATTN_WARPS=8: the header's form of independent warps for Llama's shape too.)
+//     [-DETC_ATTN_MMA_WARPS=1 | -DETC_ATTN_WARPS=8] tools/bench_attn_warps.cu -o bench_attn_warps && ./bench_attn_warps
+// (-DETC_ATTN_MMA_WARPS=1: the header's tensor-core form of independent warps at both shapes, as
+// run.sh builds it; -DETC_ATTN_WARPS=8: its FMA form of independent warps at both.)
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -396,14 +399,16 @@ template <int D, int G, int NSW>
 constexpr unsigned mma_warps_smem() {
   return 8u * NSW * 2 * 16 * D * 2 + 4u * 8 * G * (D + 2);
 }
-template <int D, int G, int NSW>
+// kLoadN: each task reads its length from memory first (len, as the header reads lens), where
+// the prototype otherwise takes it as an argument: what one dependent load a task costs.
+template <int D, int G, int NSW, bool kLoadN>
 __global__ void __launch_bounds__(256, 1) attn_mma_kernel(const __nv_bfloat16* q, const __nv_bfloat16* kc,
                                                           const __nv_bfloat16* vc, __nv_bfloat16* o, int B, int P, int n,
-                                                          unsigned long long* span) {
+                                                          const int* len, unsigned long long* span) {
   extern __shared__ __align__(128) unsigned char smem[];
   const long long rs = (long long)kHK * D;
   run_tasks(B, P, n, rs, D, span, [&](int b, int g, int p, long long base) {
-    attn_mma_warps<D, G, NSW>(q + (long long)b * kHK * G * D + g * G * D, kc + base, vc + base, rs, n,
+    attn_mma_warps<D, G, NSW>(q + (long long)b * kHK * G * D + g * G * D, kc + base, vc + base, rs, kLoadN ? __ldcg(len) : n,
                               1.0f / sqrtf((float)D), o + ((long long)(b * P + p) * kHK + g) * G * D, smem);
   });
 }
@@ -451,10 +456,10 @@ __global__ void fill(__nv_bfloat16* p, long long n, unsigned seed) {
 }
 
 // H: 0 the prototype (with load M), 1 to 4 attn_header_kernel's variant H, 5 the mma-warp
-// prototype with U slots a warp.
+// prototype with U slots a warp, 6 the same with each task's length read from memory.
 template <int D, int G, int U, int M = 0, int H = 0>
 void run(const char* name, int B, int P, int n, int sms, double copy_tbs) {
-  constexpr unsigned smem = H == 5   ? mma_warps_smem<D, G, U>()
+  constexpr unsigned smem = H >= 5   ? mma_warps_smem<D, G, U>()
                            : H == 4 ? kMegaSmem
                                     : etc::dev::attention_decode_smem_bytes<D, G>();
   const long long cache = (long long)B * kS * kHK * D;
@@ -470,8 +475,8 @@ void run(const char* name, int B, int P, int n, int sms, double copy_tbs) {
   int* len;
   CK(cudaMalloc(&len, 4));
   CK(cudaMemcpy(len, &n, 4, cudaMemcpyHostToDevice));
-  if constexpr (H == 5)
-    CK(cudaFuncSetAttribute(attn_mma_kernel<D, G, U>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  if constexpr (H >= 5)
+    CK(cudaFuncSetAttribute(attn_mma_kernel<D, G, U, H == 6>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   else if constexpr (H != 0)
     CK(cudaFuncSetAttribute(attn_header_kernel<D, G, H>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   fill<<<1024, 256>>>(q, (long long)B * kHK * G * D, 1);
@@ -483,8 +488,8 @@ void run(const char* name, int B, int P, int n, int sms, double copy_tbs) {
   for (int it = 0; it < 30; ++it) {
     const unsigned long long init[2] = {~0ull, 0ull};
     CK(cudaMemcpy(span, init, 16, cudaMemcpyHostToDevice));
-    if constexpr (H == 5)
-      attn_mma_kernel<D, G, U><<<sms, 256, smem>>>(q, kc, vc, o, B, P, n, span);
+    if constexpr (H >= 5)
+      attn_mma_kernel<D, G, U, H == 6><<<sms, 256, smem>>>(q, kc, vc, o, B, P, n, len, span);
     else if constexpr (H != 0)
       attn_header_kernel<D, G, H><<<sms, 256, smem>>>(q, kc, vc, o, B, P, n, len, (long long)kHK * D, span);
     else
@@ -507,7 +512,7 @@ void run(const char* name, int B, int P, int n, int sms, double copy_tbs) {
     norm += (double)rh[i] * rh[i];
   }
   const double bytes = (double)B * P * n * kHK * D * 2 * 2;
-  static const char* const kVariant[] = {"proto", "header", "hdr-rt", "hdr-call", "hdr-smem", "mma-warp"};
+  static const char* const kVariant[] = {"proto", "header", "hdr-rt", "hdr-call", "hdr-smem", "mma-warp", "mma-lens"};
   std::printf("%-6s %-8s M %d D %3d G %d U %d B %3d parts %d n %4d: %8.2f us  %6.2f TB/s  %5.2fx copy  rel L2 %.2e\n", name, kVariant[H], M, D, G,
               U, B, P, n, us, bytes / us / 1e6, bytes / us / 1e6 / copy_tbs, std::sqrt(err / norm));
   CK(cudaFree(q));
@@ -550,7 +555,7 @@ int main() {
     best = std::min(best, ms);
   }
   const double copy = 2.0 * bytes / (best * 1e-3) / 1e12;
-  std::printf("%d SMs, copy %.2f TB/s; ETC_ATTN_WARPS %d\n", sms, copy, ETC_ATTN_WARPS);
+  std::printf("%d SMs, copy %.2f TB/s; ETC_ATTN_MMA_WARPS %d, ETC_ATTN_WARPS %d\n", sms, copy, ETC_ATTN_MMA_WARPS, ETC_ATTN_WARPS);
   CK(cudaFree(a));
   CK(cudaFree(b));
   for (int B : {1, 128}) {
@@ -558,8 +563,10 @@ int main() {
     run_warps<64, 4>("llama", B, P, n, sms, copy);
     run<64, 4, 2, 0, 5>("llama", B, P, n, sms, copy);
     run<64, 4, 4, 0, 5>("llama", B, P, n, sms, copy);
+    run<64, 4, 2, 0, 6>("llama", B, P, n, sms, copy);
     run_warps<128, 2>("qwen3", B, P, n, sms, copy);
     run<128, 2, 2, 0, 5>("qwen3", B, P, n, sms, copy);
+    run<128, 2, 2, 0, 6>("qwen3", B, P, n, sms, copy);
   }
   return 0;
 }

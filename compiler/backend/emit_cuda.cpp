@@ -894,7 +894,17 @@ class Emitter {
     }
     std::string call = sharedFunction(signature, code) + "(ctx";
     for (const std::string& v : views) call += ", " + v;
-    return call + ");";
+    call += ");";
+    if (c.call.op == "attention_decode") {
+      // Decode attention in the task itself where ETC_INLINE_ATTENTION=1 (attention.cuh says
+      // why it is not the default): its tensor-core form of independent warps ran about a fifth
+      // slower behind the shared function's call (tools/bench_attn_warps.cu's hdr-call), and
+      // its task functions are few (layers share them).
+      std::vector<std::string> unused;
+      return "// in the task where ETC_INLINE_ATTENTION=1\n#if ETC_INLINE_ATTENTION\n    " + callCode(t, c, views, unused) +
+             "\n#else\n    " + call + "\n#endif";
+    }
+    return call;
   }
 
   // A fused row chain (fused_rows.h): the views of every call of the chain, then the fused

@@ -179,20 +179,36 @@ LIMIT=300 run index-div32 0 samples/llama_layer.etir -arch sm_90a --device-defin
 LIMIT=300 run attention-knobs 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_ATTN_MMA=0 --device-define ETC_ATTN_EVICT_FIRST=0 \
   --device-define ETC_ATTN_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=32 -o "$tmp/attn_knobs.fatbin" &&
   if [ -s "$tmp/attn_knobs.fatbin" ]; then pass; else fail "attention-knobs: no fatbin"; fi
-# Qwen3's attention (2 query heads a cache head) takes the form of independent warps
+# Qwen3's attention (2 query heads a cache head) takes the FMA form of independent warps
 # (ETC_ATTN_WARPS, default 2), which stages nothing: its task reserves the scratch and the
 # warps' reduction only, no ring.
 python3 tools/gen_decode_sample.py qwen3_0_6b --layers 1 --vocab 2048 >"$tmp/q1.etir"
 LIMIT=300 run attention-warps-g2 0 "$tmp/q1.etir" -arch sm_90a --resource-usage -o "$tmp/q1.fatbin" &&
   smem_is attention-warps-g2 etc_main_attention_decode_o_0_whole 16+19488
-# Without that form (ETC_ATTN_WARPS=0) it is on tensor cores: a ring of 2 slots
-# (ETC_ATTN_SLOTS) of 128-row blocks (kAttnMmaBlockRows: 32 KiB of K and of V at D = 128, above
+# The tensor-core form of independent warps (ETC_ATTN_MMA_WARPS=1, with its call in the task:
+# ETC_INLINE_ATTENTION=1): a ring a warp for 8 warps, of 2 tiles (ETC_ATTN_WARP_SLOTS) of 16 K
+# rows and 16 V rows at D = 128 (128 KiB), after the scratch; 1 tile a warp halves it.
+LIMIT=300 run attention-mma-warps-g2 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=1 \
+  --device-define ETC_INLINE_ATTENTION=1 -o "$tmp/q1.fatbin" &&
+  smem_is attention-mma-warps-g2 etc_main_attention_decode_o_0_whole 16+134176
+LIMIT=300 run attention-mma-warps-g2-slots 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=1 \
+  --device-define ETC_ATTN_WARP_SLOTS=1 -o "$tmp/q1.fatbin" &&
+  smem_is attention-mma-warps-g2-slots etc_main_attention_decode_o_0_whole 16+68640
+# The generated task calls attention_decode itself, or through the shared op function, as
+# ETC_INLINE_ATTENTION says.
+LIMIT=300 run attention-inline-emit 0 "$tmp/q1.etir" --emit cuda -o "$tmp/q1.cu" &&
+  if grep -qE '^#if ETC_INLINE_ATTENTION$' "$tmp/q1.cu" &&
+     grep -A1 -E '^#if ETC_INLINE_ATTENTION$' "$tmp/q1.cu" | grep -qE '^ +etc::dev::attention_decode<128, 2>\(ctx, v' &&
+     grep -A3 -E '^#if ETC_INLINE_ATTENTION$' "$tmp/q1.cu" | grep -qE '^ +etc_op[0-9]+\(ctx, v'; then pass
+  else fail "attention-inline-emit: no #if ETC_INLINE_ATTENTION around the attention call"; fi
+# Without either form of independent warps (ETC_ATTN_WARPS=0) it is on tensor cores, staged: a
+# ring of 2 slots (ETC_ATTN_SLOTS) of 128-row blocks (kAttnMmaBlockRows: 32 KiB of K and of V at D = 128, above
 # ETC_ATTN_BLOCK_KIB's 16), one slot with ETC_ATTN_SLOTS=1 (compiled with the tensor-core form
 # outlined, ETC_ATTN_MMA_OUTLINE=1, as well).
-LIMIT=300 run attention-mma-g2 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_WARPS=0 \
-  -o "$tmp/q1.fatbin" && smem_is attention-mma-g2 etc_main_attention_decode_o_0_whole 16+134176
-LIMIT=300 run attention-mma-g2-slots 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_WARPS=0 \
-  --device-define ETC_ATTN_SLOTS=1 --device-define ETC_ATTN_MMA_OUTLINE=1 -o "$tmp/q1.fatbin" &&
+LIMIT=300 run attention-mma-g2 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=0 \
+  --device-define ETC_ATTN_WARPS=0 -o "$tmp/q1.fatbin" && smem_is attention-mma-g2 etc_main_attention_decode_o_0_whole 16+134176
+LIMIT=300 run attention-mma-g2-slots 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=0 \
+  --device-define ETC_ATTN_WARPS=0 --device-define ETC_ATTN_SLOTS=1 --device-define ETC_ATTN_MMA_OUTLINE=1 -o "$tmp/q1.fatbin" &&
   smem_is attention-mma-g2-slots etc_main_attention_decode_o_0_whole 16+68640
 # With ETC_ATTN_MMA_MIN_G=4 it takes the FMA form, whose blocks and slots are
 # ETC_ATTN_FMA_BLOCK_KIB's and ETC_ATTN_FMA_SLOTS': one slot of 16 KiB of K and of V.
@@ -204,9 +220,10 @@ LIMIT=300 run attention-fma-block 0 "$tmp/q1.etir" -arch sm_90a --resource-usage
 LIMIT=300 run attention-fma-block-mma 0 samples/llama_layer.etir -arch sm_90a --resource-usage \
   --device-define ETC_ATTN_FMA_BLOCK_KIB=16 --device-define ETC_ATTN_FMA_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=8 \
   -o "$tmp/ll.fatbin" && smem_is attention-fma-block-mma etc_main_attention_decode_attn_whole 16+70720
-# ETC_ATTN_WARPS=4 gives Llama's 4 heads a cache head the form of independent warps: no ring
+# ETC_ATTN_WARPS=4 gives Llama's 4 heads a cache head the FMA form of independent warps: no ring
 # (with an odd count of row steps in flight and plain cache loads, which compile too).
 LIMIT=300 run attention-warps-g4 0 samples/llama_layer.etir -arch sm_90a --resource-usage --device-define ETC_ATTN_WARPS=4 \
+  --device-define ETC_ATTN_MMA_WARPS=0 \
   --device-define ETC_ATTN_WARP_STEPS=3 --device-define ETC_ATTN_EVICT_FIRST=0 -o "$tmp/ll.fatbin" &&
   smem_is attention-warps-g4 etc_main_attention_decode_attn_whole 16+21568
 # heads_per_task = 2: the one-part grid's tasks each take two cache heads (attention_decode over

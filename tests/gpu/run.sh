@@ -55,10 +55,11 @@ router_ok=0
 python3 tests/gpu/moe_router.py "$out/router.npy" 2>"$out/router.log" && router_ok=1
 
 # -- device tile ops ---------------------------------------------------------------------------
-# device_ops_test_warps and _staged: the same cases with decode attention in the form of
-# independent warps wherever it applies (ETC_ATTN_WARPS=8), and in its staged and tensor-core
-# forms throughout (ETC_ATTN_WARPS=0).
-want ops && for t in device_ops_test device_ops_test_warps device_ops_test_staged; do
+# device_ops_test_warps, _staged and _mmawarps: the same cases with decode attention in the FMA
+# form of independent warps wherever it applies (ETC_ATTN_WARPS=8), in its staged and
+# tensor-core forms throughout (ETC_ATTN_WARPS=0), and in the tensor-core form of independent
+# warps wherever it applies (ETC_ATTN_MMA_WARPS=1).
+want ops && for t in device_ops_test device_ops_test_warps device_ops_test_staged device_ops_test_mmawarps; do
   [ -x "$B/$t" ] || continue
   if "$B/$t" >"$out/$t.log" 2>&1; then
     row "${t//_/ } ($(grep -c '^PASS' "$out/$t.log") cases)" PASS ""
@@ -168,10 +169,12 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for bk in 33:short 70:mixed 128:mixed; do
     [ -f "$B/${n}_small_heads0.fatbin" ] && decode_check "${n}_small_heads0" "$B/${n}_small_heads0.fatbin" "${bk%%:*}" "${bk##*:}"
   done
-  # Qwen3's attention in its earlier forms (ETC_ATTN_WARPS=0): FMA throughout
-  # (ETC_ATTN_MMA_MIN_G=4) and staged on tensor cores; split-KV parts at B = 1 and 7, one part a
-  # row at 128.
-  for v in fma staged; do
+  # Attention's other forms: tensor cores in independent warps behind the op function's call and
+  # in the task (ETC_ATTN_MMA_WARPS=1, ETC_INLINE_ATTENTION=1: the reduced Qwen3 hit an illegal
+  # address at B = 7 there in session 43), and Qwen3's earlier forms (ETC_ATTN_WARPS=0): FMA
+  # throughout (ETC_ATTN_MMA_MIN_G=4) and staged on tensor cores; split-KV parts at B = 1 and 7,
+  # one part a row at 128.
+  for v in mmawarps inline fma staged; do
     for bk in 1:long 7:mixed 128:mixed; do
       [ -f "$B/${n}_small_$v.fatbin" ] && decode_check "${n}_small_$v" "$B/${n}_small_$v.fatbin" "${bk%%:*}" "${bk##*:}"
     done
@@ -499,33 +502,37 @@ fi
 if want attn; then
 [ -n "$bw" ] || bw=$(copy_bw)
 # Decode attention alone (tools/bench_attn_warps.cu; B = 128, 512 positions): its cache stream
-# in the form of independent warps (ETC_ATTN_WARPS=8: both models' shapes), as ratios of a copy.
+# in the header's tensor-core form of independent warps (ETC_ATTN_MMA_WARPS=1) at both models'
+# shapes, as ratios of a copy.
 if command -v nvcc >/dev/null 2>&1 &&
-   nvcc -std=c++17 -O3 -I runtime/include -DETC_ATTN_WARPS=8 -gencode arch=compute_90a,code=sm_90a \
+   nvcc -std=c++17 -O3 -I runtime/include -DETC_ATTN_MMA_WARPS=1 -gencode arch=compute_90a,code=sm_90a \
      tools/bench_attn_warps.cu -o "$out/bench_attn_warps" >"$out/bench_attn_warps.log" 2>&1 &&
    "$out/bench_attn_warps" >>"$out/bench_attn_warps.log" 2>&1; then
   # The prototype, then the header's attention in steps toward the generated code (the tool's
   # comment): where the ratio drops is what the megakernel costs the form.
   aw_ratios() {
     local v r=""
-    for v in proto header hdr-rt hdr-call hdr-smem mma-warp; do
+    for v in proto header hdr-rt hdr-call hdr-smem mma-warp mma-lens; do
       r+="$v $(awk -v m="$1" -v v="$v" '$1 == m && $2 == v && $12 == 128 {print $(NF-4); exit}' "$out/bench_attn_warps.log") "
     done
     echo "$r"
   }
-  row "attention alone B=128, warps, Llama" INFO "$(aw_ratios llama)of the copy (bench_attn_warps.log)"
-  row "attention alone B=128, warps, Qwen3" INFO "$(aw_ratios qwen3)of the copy"
+  row "attention alone B=128, Llama" INFO "$(aw_ratios llama)of the copy (bench_attn_warps.log)"
+  row "attention alone B=128, Qwen3" INFO "$(aw_ratios qwen3)of the copy"
 else
   row "attention alone (tools/bench_attn_warps.cu)" FAIL "$(tail -2 "$out/bench_attn_warps.log" | tr '\n' ' ' | cut -c1-200)"
 fi
 # Decode attention alone in a megakernel (tests/gpu/resources/attention_alone_*.etir; B = 128,
-# 512 positions a request) in each form: the default, independent warps (ETC_ATTN_WARPS=8) and
-# staged (0); us a launch (etc-run --bench) and the cache's bytes over it as a ratio of the copy.
+# 512 positions a request) in each form tools/gpu_bundle.sh compiles (default, warps, staged,
+# mmawarps, inline: the knobs there) and any other put beside them; us a launch (etc-run
+# --bench) and the cache's bytes over it as a ratio of the copy.
 python3 -c "import numpy as np; np.save('$out/lens128.npy', np.full(128, 512, np.int32))"
 for n in llama3_2_1b:64 qwen3_0_6b:128; do
   d=${n#*:}; n=${n%%:*}; cells=""; status=INFO
-  for v in default warps staged; do
-    f="$B/attention_alone_${n}_$v.fatbin"; [ -f "$f" ] || continue
+  # The bundle's forms, and any other variant put beside them (attention_alone_MODEL_LABEL.fatbin).
+  for f in "$B/attention_alone_${n}"_*.fatbin; do
+    [ -f "$f" ] || continue
+    v=${f##*/attention_alone_${n}_}; v=${v%.fatbin}
     log="$out/attention_alone_${n}_$v.log"
     us=$("$B/etc-run" "$f" --sym B=128 --in lens="$out/lens128.npy" --seed 3 --bench 20 --mode mega 2>&1 |
          tee "$log" | grep -m1 -oE 'median [0-9.]+' | grep -oE '[0-9.]+')

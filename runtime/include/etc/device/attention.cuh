@@ -61,6 +61,35 @@ constexpr int kAttnRowBatch = 4;
 #ifndef ETC_ATTN_WARP_STEPS
 #define ETC_ATTN_WARP_STEPS 8
 #endif
+// ETC_ATTN_MMA_WARPS=1: calls that admit tensor cores (attn_mma: 16-bit q and caches, D a
+// multiple of 16 from 64, ETC_ATTN_MMA_MIN_G to 8 query heads a cache head) with 16-byte rows
+// take the tensor-core form of independent warps (attn_head_mma_warps): each warp copies its
+// own 16-row tiles into a ring of ETC_ATTN_WARP_SLOTS tiles of its own and never waits for
+// another warp until the end. Default 0 (the staged forms, attn_head_staged and attn_heads_mma,
+// and the FMA form of independent warps where ETC_ATTN_WARPS admits it) until the form's
+// fastest use, with ETC_INLINE_ATTENTION=1, is correct everywhere: H200, positions 511,
+// etc-run --bench 20 against the defaults, Llama-3.2-1B -3.3 / -2.5 / -9.7% at B = 1 / 16 / 128,
+// Qwen3-0.6B -8.1 / -4.8 / -4.5%, but the reduced Qwen3 (2 layers) hit an illegal address at
+// B = 7 (split-KV parts), which the same form behind the op function's call did not (one run
+// each; docs/benchmarks.md, session 43). Behind the call (ETC_INLINE_ATTENTION=0) the form was
+// level with the staged one for Llama and slower than the FMA warps for Qwen3.
+#ifndef ETC_ATTN_MMA_WARPS
+#define ETC_ATTN_MMA_WARPS 0
+#endif
+#ifndef ETC_ATTN_WARP_SLOTS
+#define ETC_ATTN_WARP_SLOTS 2
+#endif
+static_assert(ETC_ATTN_WARP_SLOTS >= 1, "ETC_ATTN_WARP_SLOTS must be at least 1");
+// ETC_INLINE_ATTENTION=1: etcc's generated tasks call attention_decode in the task function
+// itself rather than through the shared __noinline__ op function (emit_cuda.cpp). In
+// tools/bench_attn_warps.cu that call (hdr-call against header) cost the tensor-core form of
+// independent warps about 10% of its stream; in a megakernel of one layer's attention alone at
+// B = 128 the form in the task took 63.2 us (Llama-3.2-1B) and 93.4 us (Qwen3-0.6B), behind the
+// call 88.0 and 136.8, and the staged form 84.3 and 136.6 (docs/benchmarks.md, session 43).
+// Default 0: see ETC_ATTN_MMA_WARPS.
+#ifndef ETC_INLINE_ATTENTION
+#define ETC_INLINE_ATTENTION 0
+#endif
 // The fewest query heads a cache head for the tensor-core form (at most 8: the n8 side of its
 // products); below 4 a short call still takes the FMA form (attn_mma_min_rows).
 #ifndef ETC_ATTN_MMA_MIN_G
@@ -101,6 +130,19 @@ template <int D, int G>
 __host__ __device__ constexpr bool attn_mma_shape() {
   return ETC_ATTN_STAGE != 0 && ETC_ATTN_MMA != 0 && D % 16 == 0 && D >= 64 && G >= ETC_ATTN_MMA_MIN_G && G <= 8;
 }
+// Whether D and G take the tensor-core form of independent warps where the dtypes admit tensor
+// cores (ETC_ATTN_MMA_WARPS), and the bytes of its rings: one for each of the first
+// kAttnWarpRings warps (the CTA of etcc's megakernels; further warps take no tiles), each of
+// ETC_ATTN_WARP_SLOTS 16-row tiles of K and as many of V (16-bit rows).
+template <int D, int G>
+__host__ __device__ constexpr bool attn_mma_warps_shape() {
+  return ETC_ATTN_MMA_WARPS != 0 && attn_mma_shape<D, G>();
+}
+constexpr int kAttnWarpRings = 8;
+template <int D>
+__host__ __device__ constexpr unsigned attn_warp_rings_bytes() {
+  return (unsigned)kAttnWarpRings * ETC_ATTN_WARP_SLOTS * 2u * 16u * (unsigned)D * 2u;
+}
 // The fewest cache rows of a tensor-core block: a 16-row tile for each of 8 warps (the CTA of
 // etcc's megakernels), so that no warp idles through a block (the rows of 16-bit caches).
 constexpr int kAttnMmaBlockRows = 128;
@@ -126,11 +168,15 @@ __host__ __device__ constexpr int attn_slots() {
 // Where every 16-byte call of a D and G takes the independent-warps form (attn_head_warps: G <=
 // ETC_ATTN_WARPS and G * PE <= 32, caches f32, f16 or bf16, so G <= 4 is enough), no ring is
 // reserved.
+// Where the shape takes the tensor-core form of independent warps (attn_mma_warps_shape), the
+// warps' rings (kAttnWarpRings of them) are reserved too: a call whose dtypes do not admit tensor
+// cores takes another form.
 template <int D, int G>
 __host__ __device__ constexpr unsigned attention_ring_bytes() {
-  return ETC_ATTN_STAGE != 0 && !(G <= ETC_ATTN_WARPS && G <= 4)
-             ? 2u * (unsigned)attn_slots<D, G>() * attn_stage_bytes<D, G>()
-             : 0u;
+  constexpr unsigned staged =
+      ETC_ATTN_STAGE != 0 && !(G <= ETC_ATTN_WARPS && G <= 4) ? 2u * (unsigned)attn_slots<D, G>() * attn_stage_bytes<D, G>() : 0u;
+  constexpr unsigned warps = attn_mma_warps_shape<D, G>() ? attn_warp_rings_bytes<D>() : 0u;
+  return staged > warps ? staged : warps;
 }
 template <int D, int G>
 __host__ __device__ constexpr unsigned attention_red_bytes() {
@@ -492,6 +538,127 @@ __device__ __forceinline__ void attn_stage_chunk(K* dst, const void* row, int cc
     cp_async16(dst, from, row ? 16u : 0u);
 }
 
+// The tensor-core forms' pieces (attn_heads_mma, attn_head_mma_warps). q^T's fragments for each
+// 16-deep k step: head lane / 4, d 2 * (lane % 4) (+1) (+8); zero for heads past G.
+template <int D, int G, class TQ>
+__device__ __forceinline__ void attn_mma_load_q(TQ* qp, long long qs, unsigned (&qf)[D / 16][2]) {
+  const int lane = threadIdx.x & 31, h = lane >> 2;
+#pragma unroll
+  for (int t = 0; t < D / 16; ++t)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int d = t * 16 + half * 8 + (lane & 3) * 2;
+      qf[t][half] = h < G ? attn_bits(ld(qp + (h * D + d) * qs)) | attn_bits(ld(qp + (h * D + d + 1) * qs)) << 16 : 0u;
+    }
+}
+// Where chunk cc of row r of a staged tile or block is: rows D elements apart, each row's 16-byte
+// chunks XOR-swizzled by the row (what ldmatrix reads without bank conflicts).
+template <int D, class K>
+__device__ __forceinline__ int attn_mma_at(int r, int cc) {
+  return r * D + (cc ^ (r & 7)) * (16 / (int)sizeof(K));
+}
+// One 16-row tile of K and V in shared memory (k_t, v_t its first rows; rows from `valid` on are
+// masked) into a warp's online softmax: this lane's two heads (2 * (lane % 4) and the next),
+// their running maximum m, this lane's share of the running sum l, and o^T's fragments (d tile,
+// then the m16n8 accumulator: d = lane / 4 (+8), heads 2 * (lane % 4) (+1)). valid >= 1.
+template <int D, class K>
+__device__ __forceinline__ void attn_mma_tile(const K* k_t, const K* v_t, int valid, const unsigned (&qf)[D / 16][2],
+                                              float scale, float (&m)[2], float (&l)[2], float (&ot)[D / 16][4]) {
+  constexpr int DT = D / 16;
+  const int lane = threadIdx.x & 31;
+  const float ninf = __int_as_float(0xff800000);
+  float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  {
+    const int r = lane & 15;
+#pragma unroll
+    for (int k = 0; k < DT; ++k) {
+      unsigned af[4];
+      ldsm_x4(af, k_t + attn_mma_at<D, K>(r, 2 * k + (lane >> 4)));
+      mma16816<K>(s, af, qf[k][0], qf[k][1]);
+    }
+  }
+  // s[e]: row lane / 4 (+8 for e >= 2), head 2 * (lane % 4) + e % 2.
+  const int j = lane >> 2;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) s[e] = j + (e >> 1) * 8 < valid ? s[e] * scale : ninf;
+  float p[4];
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    float mx = fmaxf(s[hh], s[hh + 2]);
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    const float m_new = fmaxf(m[hh], mx);  // not -inf (finite scores): a tile has a position
+    const float alpha = __expf(m[hh] - m_new);
+    p[hh] = __expf(s[hh] - m_new);
+    p[hh + 2] = __expf(s[hh + 2] - m_new);
+    l[hh] = l[hh] * alpha + p[hh] + p[hh + 2];
+    m[hh] = m_new;
+#pragma unroll
+    for (int t2 = 0; t2 < DT; ++t2) {
+      ot[t2][hh] *= alpha;
+      ot[t2][hh + 2] *= alpha;
+    }
+  }
+  float rest[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) rest[e] = p[e] - to_f32(from_f32<K>(p[e]));
+  // p^T as the B operand (row 2 * (lane % 4) (+1) (+8), head lane / 4).
+  const unsigned hi0 = movmatrix_t(attn_pack<K>(p[0], p[1])), hi1 = movmatrix_t(attn_pack<K>(p[2], p[3]));
+  const unsigned lo0 = movmatrix_t(attn_pack<K>(rest[0], rest[1])), lo1 = movmatrix_t(attn_pack<K>(rest[2], rest[3]));
+  const int mi = lane >> 3, r = (lane & 7) + (mi >> 1) * 8;
+#pragma unroll
+  for (int dt = 0; dt < DT; ++dt) {
+    unsigned af[4];
+    ldsm_x4_t(af, v_t + attn_mma_at<D, K>(r, 2 * dt + (mi & 1)));
+    mma16816<K>(ot[dt], af, hi0, hi1);
+    mma16816<K>(ot[dt], af, lo0, lo1);
+  }
+}
+// The warps' online softmaxes combined, once, at the end: l summed over the lanes of a head, each
+// warp's (max, sum) per head to wm and wl ([warps][G] each) and its o^T fragments to red
+// ([warps][G][D]), then one pass over G * D that rescales by each warp's max. A warp without
+// positions has m = -inf and l = 0, and weighs nothing. One barrier each side.
+template <int D, int G, class TO>
+__device__ void attn_mma_finish(float* wm, float* wl, float* red, float (&m)[2], float (&l)[2], float (&ot)[D / 16][4],
+                                TO* op, long long os, float* lsep, long long ls) {
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+  const float ninf = __int_as_float(0xff800000);
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) l[hh] += __shfl_xor_sync(0xffffffffu, l[hh], o);
+  const int h0 = (lane & 3) * 2;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int h = h0 + hh;
+    if (h >= G) continue;
+    if (lane < 4) {
+      wm[warp * G + h] = m[hh];
+      wl[warp * G + h] = l[hh];
+    }
+#pragma unroll
+    for (int dt = 0; dt < D / 16; ++dt)
+#pragma unroll
+      for (int e2 = 0; e2 < 2; ++e2) red[(warp * G + h) * D + dt * 16 + (lane >> 2) + e2 * 8] = ot[dt][hh + 2 * e2];
+  }
+  __syncthreads();
+  for (int i = tid; i < G * D; i += nt) {
+    const int h = i / D, d = i - h * D;
+    float mx = ninf;
+    for (int w = 0; w < nw; ++w) mx = fmaxf(mx, wm[w * G + h]);
+    float sum = 0.0f, o = 0.0f;
+    if (mx != ninf)
+      for (int w = 0; w < nw; ++w) {
+        const float f = __expf(wm[w * G + h] - mx);  // 0 for a warp without positions
+        sum += f * wl[w * G + h];
+        o += f * red[(w * G + h) * D + d];
+      }
+    op[i * os] = from_f32<TO>(sum > 0.0f ? o / sum : 0.0f);
+    if (lsep && d == 0) lsep[h * ls] = sum > 0.0f ? mx + logf(sum) : ninf;
+  }
+  __syncthreads();
+}
+
 // The tensor-core form of attn_head_staged (attn_mma): each warp takes 16-position tiles of a
 // block and keeps its own online softmax. Scores are K (16 x D, ldmatrix) times q^T (D x 8
 // heads, exact 16-bit q, scaled after); a lane's accumulator holds two heads' scores, the
@@ -528,9 +695,9 @@ __device__ void attn_heads_mma(const Ctx& ctx, long long heads, long long qs, lo
   static_assert(SR % 16 == 0 && CPR >= 8, "attention_decode: the tensor-core form needs blocks of whole 16-row tiles");
   static_assert(G >= 1 && G <= 8, "attention_decode: the tensor-core form has 8 head columns");
   const AttnRing<K, SR, attn_stage_bytes<D, G>(), NS> ring{ctx.smem + attention_scratch_bytes<D, G>(), n};
-  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+  const int tid = threadIdx.x, nt = blockDim.x, warp = tid >> 5, nw = nt >> 5;
   const long long nblk = ring.blocks(), total = hk * nblk;  // blocks a head, and of all heads
-  auto at = [](int r, int cc) { return r * D + (cc ^ (r & 7)) * PE; };
+  auto at = [](int r, int cc) { return attn_mma_at<D, K>(r, cc); };
   // Block gb of the heads' sequence (head gb / nblk's block gb % nblk): its K and V rows into
   // its slot as one group, zeros up to the next 16 rows (and for a missing paged row); an empty
   // group past the last block keeps the wait arithmetic uniform.
@@ -583,21 +750,9 @@ __device__ void attn_heads_mma(const Ctx& ctx, long long heads, long long qs, lo
     TQ* const qp = cur.qp;
     TO* const op = cur.op;
     float* const lsep = cur.lsep;
-    // q^T's fragments for each 16-deep k step (head lane / 4, d 2 * (lane % 4) (+1) (+8)), and this
-    // lane's two heads (2 * (lane % 4) and the next): their running maximum m, this lane's share
-    // of the running sum l, and o^T's fragments (d tile, then the m16n8 accumulator: d = lane / 4
-    // (+8), heads 2 * (lane % 4) (+1)).
+    // q^T's fragments, and this lane's two heads' online softmax (attn_mma_tile).
     unsigned qf[DT][2];
-    {
-      const int h = lane >> 2;
-#pragma unroll
-      for (int t = 0; t < DT; ++t)
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int d = t * 16 + half * 8 + (lane & 3) * 2;
-          qf[t][half] = h < G ? attn_bits(ld(qp + (h * D + d) * qs)) | attn_bits(ld(qp + (h * D + d + 1) * qs)) << 16 : 0u;
-        }
-    }
+    attn_mma_load_q<D, G>(qp, qs, qf);
     const float ninf = __int_as_float(0xff800000);
     float m[2] = {ninf, ninf}, l[2] = {0.0f, 0.0f}, ot[DT][4];
 #pragma unroll
@@ -612,96 +767,13 @@ __device__ void attn_heads_mma(const Ctx& ctx, long long heads, long long qs, lo
       const K* v_s = ring.slot(gb, true);
       cp_async_wait<NS - 1>();  // this block's rows
       __syncthreads();          // every thread's
-      for (int t = warp; t * 16 < nb; t += nw) {
-        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        {
-          const int r = t * 16 + (lane & 15);
-#pragma unroll
-          for (int k = 0; k < DT; ++k) {
-            unsigned af[4];
-            ldsm_x4(af, k_s + at(r, 2 * k + (lane >> 4)));
-            mma16816<K>(s, af, qf[k][0], qf[k][1]);
-          }
-        }
-        // s[e]: position t * 16 + lane / 4 (+8 for e >= 2), head 2 * (lane % 4) + e % 2.
-        const int j = t * 16 + (lane >> 2);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[e] = j + (e >> 1) * 8 < nb ? s[e] * scale : ninf;
-        float p[4];
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          float mx = fmaxf(s[hh], s[hh + 2]);
-#pragma unroll
-          for (int o = 4; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-          const float m_new = fmaxf(m[hh], mx);  // not -inf (finite scores): a tile has a position
-          const float alpha = __expf(m[hh] - m_new);
-          p[hh] = __expf(s[hh] - m_new);
-          p[hh + 2] = __expf(s[hh + 2] - m_new);
-          l[hh] = l[hh] * alpha + p[hh] + p[hh + 2];
-          m[hh] = m_new;
-#pragma unroll
-          for (int t2 = 0; t2 < DT; ++t2) {
-            ot[t2][hh] *= alpha;
-            ot[t2][hh + 2] *= alpha;
-          }
-        }
-        float rest[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) rest[e] = p[e] - to_f32(from_f32<K>(p[e]));
-        // p^T as the B operand (position 2 * (lane % 4) (+1) (+8), head lane / 4).
-        const unsigned hi0 = movmatrix_t(attn_pack<K>(p[0], p[1])), hi1 = movmatrix_t(attn_pack<K>(p[2], p[3]));
-        const unsigned lo0 = movmatrix_t(attn_pack<K>(rest[0], rest[1])),
-                       lo1 = movmatrix_t(attn_pack<K>(rest[2], rest[3]));
-        const int mi = lane >> 3, r = t * 16 + (lane & 7) + (mi >> 1) * 8;
-#pragma unroll
-        for (int dt = 0; dt < DT; ++dt) {
-          unsigned af[4];
-          ldsm_x4_t(af, v_s + at(r, 2 * dt + (mi & 1)));
-          mma16816<K>(ot[dt], af, hi0, hi1);
-          mma16816<K>(ot[dt], af, lo0, lo1);
-        }
-      }
+      for (int t = warp; t * 16 < nb; t += nw) attn_mma_tile<D, K>(k_s + t * 16 * D, v_s + t * 16 * D, nb - t * 16, qf, scale, m, l, ot);
       __syncthreads();  // the slot is rewritten next
       request(gb + NS);
     }
-    // The warps' shares: l over the lanes of a head, then (max, sum) per warp and head beside the
-    // o^T fragments (red).
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh)
-#pragma unroll
-      for (int o = 4; o < 32; o <<= 1) l[hh] += __shfl_xor_sync(0xffffffffu, l[hh], o);
-    float* wm = reinterpret_cast<float*>(ctx.smem);       // [warps][G]: the scratch before the ring
-    float* wl = wm + kAttnMaxWarps * G;                   // [warps][G]
-    const int h0 = (lane & 3) * 2;
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int h = h0 + hh;
-      if (h >= G) continue;
-      if (lane < 4) {
-        wm[warp * G + h] = m[hh];
-        wl[warp * G + h] = l[hh];
-      }
-#pragma unroll
-      for (int dt = 0; dt < DT; ++dt)
-#pragma unroll
-        for (int e2 = 0; e2 < 2; ++e2) red[(warp * G + h) * D + dt * 16 + (lane >> 2) + e2 * 8] = ot[dt][hh + 2 * e2];
-    }
-    __syncthreads();
-    for (int i = tid; i < G * D; i += nt) {
-      const int h = i / D, d = i - h * D;
-      float mx = ninf;
-      for (int w = 0; w < nw; ++w) mx = fmaxf(mx, wm[w * G + h]);
-      float sum = 0.0f, o = 0.0f;
-      if (mx != ninf)
-        for (int w = 0; w < nw; ++w) {
-          const float f = __expf(wm[w * G + h] - mx);  // 0 for a warp without positions
-          sum += f * wl[w * G + h];
-          o += f * red[(w * G + h) * D + d];
-        }
-      op[i * os] = from_f32<TO>(sum > 0.0f ? o / sum : 0.0f);
-      if (lsep && d == 0) lsep[h * ls] = sum > 0.0f ? mx + logf(sum) : ninf;
-    }
-    __syncthreads();
+    // wm, wl: the scratch before the ring.
+    float* const wm = reinterpret_cast<float*>(ctx.smem);
+    attn_mma_finish<D, G>(wm, wm + kAttnMaxWarps * G, red, m, l, ot, op, os, lsep, ls);
   }
 }
 template <int D, int G, class TQ, class Rows, class TO>
@@ -721,6 +793,91 @@ template <int D, int G, class TQ, class Rows, class TO>
 __device__ __noinline__ void attn_head_mma_outlined(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long n,
                                                     float scale, TO* op, long long os, float* lsep, long long ls) {
   attn_head_mma<D, G>(ctx, qp, qs, rows, n, scale, op, os, lsep, ls);
+}
+
+// This warp's ring (past the scratch), and the warps that take tiles.
+template <int D, int G, class K>
+__device__ __forceinline__ K* attn_warp_ring(const Ctx& ctx) {
+  return reinterpret_cast<K*>(ctx.smem + attention_scratch_bytes<D, G>()) + (threadIdx.x >> 5) * ETC_ATTN_WARP_SLOTS * 2 * 16 * D;
+}
+__device__ __forceinline__ int attn_warp_rings() {
+  const int nw = blockDim.x >> 5;
+  return nw < kAttnWarpRings ? nw : kAttnWarpRings;
+}
+// Rows [b0, b0 + 16) of K and V into a tile's slot (dk: its K rows, then its V rows), the first
+// nb of them copied and the rest zero-filled (as is a missing paged row). A lane's chunks are one
+// column (cc), rows r0, r0 + 32 / CPR, ...
+template <int D, class K, class Rows>
+__device__ __forceinline__ void attn_warp_tile(K* dk, const Rows& rows, long long b0, int nb, unsigned long long policy) {
+  constexpr int CPR = D / (16 / (int)sizeof(K));
+  const int lane = threadIdx.x & 31, r0 = lane / CPR, cc = lane - r0 * CPR;
+#pragma unroll
+  for (int r = r0; r < 16; r += 32 / CPR) {
+    const bool ok = r < nb;
+    attn_stage_chunk(dk + attn_mma_at<D, K>(r, cc), ok ? (const void*)rows.k(b0 + r) : nullptr, cc, rows.kp, policy);
+    attn_stage_chunk(dk + 16 * D + attn_mma_at<D, K>(r, cc), ok ? (const void*)rows.v(b0 + r) : nullptr, cc, rows.kp, policy);
+  }
+}
+// The tensor-core form of independent warps (ETC_ATTN_MMA_WARPS): the first kAttnWarpRings
+// warps take interleaved 16-row tiles (warp w tiles w, w + 8, ...), each copying its tiles' K and
+// V rows (cp.async, swizzled for ldmatrix) into a ring of ETC_ATTN_WARP_SLOTS tiles of its own,
+// waiting for them with its own cp.async groups and __syncwarp, and running each tile through
+// its own online softmax (attn_mma_tile: the products of the staged tensor-core form). No
+// barrier until the end (attn_mma_finish, its per-warp o over the rings). The staged form keeps
+// the CTA in step through one ring of blocks, a barrier after each block's wait and one before
+// its slot is requested again, so one warp's late rows stall all eight. In a grid of its tasks
+// alone (tools/bench_attn_warps.cu, H200, B = 128 at 512 positions, copy 4.25 TB/s) the
+// hand-written prototype of this form (mma-warp) read the cache at 3.13 TB/s at Llama-3.2-1B's
+// shape (D = 64, G = 4) and 3.84 at Qwen3-0.6B's (D = 128, G = 2), this port 2.12 and 2.64,
+// the FMA form of independent warps 1.89 and 3.19 (docs/benchmarks.md, session 43); 4 slots a
+// warp were slower than 2 (2.64 TB/s in the prototype).
+template <int D, int G, class TQ, class Rows, class TO>
+__device__ void attn_head_mma_warps(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long n, float scale,
+                                    TO* op, long long os, float* lsep, long long ls) {
+  using K = bare_t<typename Rows::KT>;
+  static_assert(same_v<bare_t<typename Rows::VT>, K>, "attention_decode: k and v of one dtype (V is read as K)");
+  constexpr int PE = 16 / (int)sizeof(K), CPR = D / PE, DT = D / 16, NSW = ETC_ATTN_WARP_SLOTS, TILE = 16 * D;
+  static_assert(CPR >= 8 && 32 % CPR == 0 && G >= 1 && G <= 8,
+                "attention_decode: the tensor-core form of independent warps needs rows of 8, 16 or 32 chunks, at most 8 heads");
+  const int warp = threadIdx.x >> 5, rings = attn_warp_rings();
+  K* const ring = attn_warp_ring<D, G, K>(ctx);
+  const int tiles = (int)((n + 15) / 16);
+  const int mine = warp < rings && tiles > warp ? (tiles - warp + rings - 1) / rings : 0;
+  const unsigned long long policy = attn_row_policy();
+  // The warp's i-th tile into slot i % NSW; an empty group past its last keeps the wait
+  // arithmetic uniform.
+  auto request = [&](int i) {
+    if (i < mine) {
+      const long long b0 = (long long)(warp + i * rings) * 16;
+      attn_warp_tile<D>(ring + (i % NSW) * 2 * TILE, rows, b0, n - b0 < 16 ? (int)(n - b0) : 16, policy);
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int i = 0; i < NSW; ++i) request(i);
+  unsigned qf[DT][2];
+  attn_mma_load_q<D, G>(qp, qs, qf);
+  const float ninf = __int_as_float(0xff800000);
+  float m[2] = {ninf, ninf}, l[2] = {0.0f, 0.0f}, ot[DT][4];
+#pragma unroll
+  for (int t = 0; t < DT; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ot[t][e] = 0.0f;
+  for (int i = 0; i < mine; ++i) {
+    const long long b0 = (long long)(warp + i * rings) * 16;
+    const int valid = n - b0 < 16 ? (int)(n - b0) : 16;
+    K* const k_t = ring + (i % NSW) * 2 * TILE;
+    cp_async_wait<NSW - 1>();  // this lane's copies of the tile
+    __syncwarp();              // and every lane's
+    attn_mma_tile<D, K>(k_t, k_t + TILE, valid, qf, scale, m, l, ot);
+    __syncwarp();  // every lane is done with the slot
+    request(i + NSW);
+  }
+  cp_async_wait<0>();  // nothing is in flight into the rings (the empty groups)
+  __syncthreads();     // every warp is done with its ring: the per-warp o goes over them
+  float* const wm = reinterpret_cast<float*>(ctx.smem);  // the scratch before the rings
+  attn_mma_finish<D, G>(wm, wm + kAttnMaxWarps * G, reinterpret_cast<float*>(ctx.smem + attention_scratch_bytes<D, G>()),
+                        m, l, ot, op, os, lsep, ls);
 }
 
 // attn_head's 16-byte path with the rows staged in a ring of attn_slots shared-memory slots,
@@ -1047,11 +1204,26 @@ __device__ void attn_head_warps(const Ctx& ctx, TQ* qp, long long qs, const Rows
 // Every cache head g of a request (hk of them), each with its G query heads; rows(g) gives
 // the head's AttnDenseRows or AttnPagedRows, kcs and vcs the caches' column strides. HK > 1: a
 // call compiled for several heads, which on tensor cores go through one ring.
+// Whether a call's 16-byte path takes the tensor-core form of independent warps.
+template <int D, int G, bool kCanVec, class TQ, class K>
+__host__ __device__ constexpr bool attn_takes_mma_warps() {
+  return kCanVec && attn_mma_warps_shape<D, G>() && attn_mma<D, G, TQ, K>();
+}
 template <int D, int G, int HK, bool kCanVec, class TQ, class TO, class MakeRows>
 __device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool vec, long long kcs, long long vcs,
                            long long n, float scale, const View<TO>& o, const View<float>& lse, MakeRows rows) {
   using K = bare_t<typename decltype(rows(0LL))::KT>;
-  constexpr bool kWarps = kCanVec && attn_warps_shape<D, K>(G);
+  constexpr bool kMmaWarps = attn_takes_mma_warps<D, G, kCanVec, TQ, K>();
+  constexpr bool kWarps = kCanVec && !kMmaWarps && attn_warps_shape<D, K>(G);
+  if constexpr (kMmaWarps) {
+    if (vec) {
+      for (long long g = 0; g < hk; ++g)
+        attn_head_mma_warps<D, G>(ctx, q.ptr + g * G * D * q.stride[0], q.stride[0], rows(g), n, scale,
+                                  o.ptr + g * G * D * o.stride[0], o.stride[0],
+                                  lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr, lse.stride[0]);
+      return;
+    }
+  }
   if constexpr (kWarps) {
     if (vec) {
       for (long long g = 0; g < hk; ++g)
@@ -1061,7 +1233,7 @@ __device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool
       return;
     }
   }
-  if constexpr (HK > 1 && kCanVec && !kWarps && ETC_ATTN_STAGE != 0) {
+  if constexpr (HK > 1 && kCanVec && !kWarps && !kMmaWarps && ETC_ATTN_STAGE != 0) {
     using Rows = decltype(rows(0LL));
     // Several cache heads on tensor cores: through one ring (attn_heads_mma), where the call
     // has the shared memory for it.
@@ -1078,7 +1250,7 @@ __device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool
     TQ* qp = q.ptr + g * G * D * q.stride[0];
     TO* op = o.ptr + g * G * D * o.stride[0];
     float* lp = lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr;
-    if constexpr (kCanVec && !kWarps) {
+    if constexpr (kCanVec && !kWarps && !kMmaWarps) {
       if (vec) {
         if constexpr (ETC_ATTN_STAGE != 0)
           attn_head_staged<D, G>(ctx, qp, q.stride[0], rows(g), n, scale, op, o.stride[0], lp, lse.stride[0]);
@@ -1129,18 +1301,18 @@ __device__ void attention_decode(const Ctx& ctx, const View<TQ>& q, const View<T
   using K = bare_t<TK>;
   using V = bare_t<TV>;
   static_assert(sizeof(K) == sizeof(V), "attention_decode: k and v caches of one dtype");
-  long long first;
-  const long long n = detail::attn_range(lens, kc.ext[0], first);
   constexpr int PE = 16 / (int)sizeof(K);
   constexpr bool kCanVec = detail::attn_can_vec<D, K>();
   bool vec = kCanVec && kc.stride[1] == 1 && vc.stride[1] == 1 && kc.stride[0] % PE == 0 && vc.stride[0] % PE == 0 &&
              aligned_to(kc.ptr, 16) && aligned_to(vc.ptr, 16);
+  long long first;
+  const long long n = detail::attn_range(lens, kc.ext[0], first);
   detail::attn_heads<D, G, HK, kCanVec>(ctx, q, kc.ext[1] / D, vec, kc.stride[1], vc.stride[1], n, scale, o, lse,
-                                                [&](long long g) {
-                                                  return detail::AttnDenseRows<TK, TV>{
-                                                      kc.ptr + g * D * kc.stride[1] + first * kc.stride[0], kc.stride[0],
-                                                      vc.ptr + g * D * vc.stride[1] + first * vc.stride[0], vc.stride[0]};
-                                                });
+                                        [&](long long g) {
+                                          return detail::AttnDenseRows<TK, TV>{
+                                              kc.ptr + g * D * kc.stride[1] + first * kc.stride[0], kc.stride[0],
+                                              vc.ptr + g * D * vc.stride[1] + first * vc.stride[0], vc.stride[0]};
+                                        });
 }
 
 // attention_decode over page pools: caches [P, PAGE, Hk*D] shared by all requests and the
