@@ -551,6 +551,18 @@ __device__ __forceinline__ void attn_mma_load_q(TQ* qp, long long qs, unsigned (
       qf[t][half] = h < G ? attn_bits(ld(qp + (h * D + d) * qs)) | attn_bits(ld(qp + (h * D + d + 1) * qs)) << 16 : 0u;
     }
 }
+// q^T's fragments (attn_mma_load_q) and an empty online softmax: m -inf, l and o^T zero.
+template <int D, int G, class TQ>
+__device__ __forceinline__ void attn_mma_start(TQ* qp, long long qs, unsigned (&qf)[D / 16][2], float (&m)[2],
+                                               float (&l)[2], float (&ot)[D / 16][4]) {
+  attn_mma_load_q<D, G>(qp, qs, qf);
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) m[hh] = __int_as_float(0xff800000), l[hh] = 0.0f;
+#pragma unroll
+  for (int t = 0; t < D / 16; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ot[t][e] = 0.0f;
+}
 // Where chunk cc of row r of a staged tile or block is: rows D elements apart, each row's 16-byte
 // chunks XOR-swizzled by the row (what ldmatrix reads without bank conflicts).
 template <int D, class K>
@@ -752,13 +764,8 @@ __device__ void attn_heads_mma(const Ctx& ctx, long long heads, long long qs, lo
     float* const lsep = cur.lsep;
     // q^T's fragments, and this lane's two heads' online softmax (attn_mma_tile).
     unsigned qf[DT][2];
-    attn_mma_load_q<D, G>(qp, qs, qf);
-    const float ninf = __int_as_float(0xff800000);
-    float m[2] = {ninf, ninf}, l[2] = {0.0f, 0.0f}, ot[DT][4];
-#pragma unroll
-    for (int t = 0; t < DT; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) ot[t][e] = 0.0f;
+    float m[2], l[2], ot[DT][4];
+    attn_mma_start<D, G>(qp, qs, qf, m, l, ot);
 
     for (long long blk = 0; blk < nblk; ++blk) {
       const long long gb = hd * nblk + blk;
@@ -856,13 +863,8 @@ __device__ void attn_head_mma_warps(const Ctx& ctx, TQ* qp, long long qs, const 
 #pragma unroll
   for (int i = 0; i < NSW; ++i) request(i);
   unsigned qf[DT][2];
-  attn_mma_load_q<D, G>(qp, qs, qf);
-  const float ninf = __int_as_float(0xff800000);
-  float m[2] = {ninf, ninf}, l[2] = {0.0f, 0.0f}, ot[DT][4];
-#pragma unroll
-  for (int t = 0; t < DT; ++t)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) ot[t][e] = 0.0f;
+  float m[2], l[2], ot[DT][4];
+  attn_mma_start<D, G>(qp, qs, qf, m, l, ot);
   for (int i = 0; i < mine; ++i) {
     const long long b0 = (long long)(warp + i * rings) * 16;
     const int valid = n - b0 < 16 ? (int)(n - b0) : 16;
