@@ -1217,21 +1217,18 @@ __device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool
   using K = bare_t<typename decltype(rows(0LL))::KT>;
   constexpr bool kMmaWarps = attn_takes_mma_warps<D, G, kCanVec, TQ, K>();
   constexpr bool kWarps = kCanVec && !kMmaWarps && attn_warps_shape<D, K>(G);
-  if constexpr (kMmaWarps) {
+  if constexpr (kMmaWarps || kWarps) {
+    // A form of independent warps: the task's cache heads one after another.
     if (vec) {
-      for (long long g = 0; g < hk; ++g)
-        attn_head_mma_warps<D, G>(ctx, q.ptr + g * G * D * q.stride[0], q.stride[0], rows(g), n, scale,
-                                  o.ptr + g * G * D * o.stride[0], o.stride[0],
-                                  lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr, lse.stride[0]);
-      return;
-    }
-  }
-  if constexpr (kWarps) {
-    if (vec) {
-      for (long long g = 0; g < hk; ++g)
-        attn_head_warps<D, G>(ctx, q.ptr + g * G * D * q.stride[0], q.stride[0], rows(g), n, scale,
-                              o.ptr + g * G * D * o.stride[0], o.stride[0],
-                              lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr, lse.stride[0]);
+      for (long long g = 0; g < hk; ++g) {
+        TQ* const qp = q.ptr + g * G * D * q.stride[0];
+        TO* const op = o.ptr + g * G * D * o.stride[0];
+        float* const lp = lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr;
+        if constexpr (kMmaWarps)
+          attn_head_mma_warps<D, G>(ctx, qp, q.stride[0], rows(g), n, scale, op, o.stride[0], lp, lse.stride[0]);
+        else
+          attn_head_warps<D, G>(ctx, qp, q.stride[0], rows(g), n, scale, op, o.stride[0], lp, lse.stride[0]);
+      }
       return;
     }
   }
