@@ -394,6 +394,13 @@ if want san && command -v compute-sanitizer >/dev/null 2>&1; then
       san $tool "${n}_small" "$B/${n}_small.fatbin" B=2 --in pos="$out/san_pos.npy" --random-outputs
       san $tool "${n}_small_dynamic" "$B/${n}_small_dynamic.fatbin" B=2 --in pos="$out/san_pos.npy" --random-outputs
     done
+    # Tensor cores in independent warps with attention's call in the task: the reduced Qwen3 hit an
+    # illegal address at B = 7 (positions 0 ... 4096 mixed: split-KV parts) in session 43.
+    python3 -c "import numpy as np; np.save('$out/san_pos7.npy', np.array([0, 1, 255, 256, 511, 4095, 4096], dtype=np.int32))"
+    for n in llama3_2_1b qwen3_0_6b; do
+      [ -f "$B/${n}_small_inline.fatbin" ] &&
+        san $tool "${n}_small_inline" "$B/${n}_small_inline.fatbin" B=7 --in pos="$out/san_pos7.npy" --random-outputs
+    done
   done
 fi
 
