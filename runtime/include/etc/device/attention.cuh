@@ -1300,18 +1300,18 @@ __device__ void attention_decode(const Ctx& ctx, const View<TQ>& q, const View<T
   using K = bare_t<TK>;
   using V = bare_t<TV>;
   static_assert(sizeof(K) == sizeof(V), "attention_decode: k and v caches of one dtype");
+  long long first;
+  const long long n = detail::attn_range(lens, kc.ext[0], first);
   constexpr int PE = 16 / (int)sizeof(K);
   constexpr bool kCanVec = detail::attn_can_vec<D, K>();
   bool vec = kCanVec && kc.stride[1] == 1 && vc.stride[1] == 1 && kc.stride[0] % PE == 0 && vc.stride[0] % PE == 0 &&
              aligned_to(kc.ptr, 16) && aligned_to(vc.ptr, 16);
-  long long first;
-  const long long n = detail::attn_range(lens, kc.ext[0], first);
   detail::attn_heads<D, G, HK, kCanVec>(ctx, q, kc.ext[1] / D, vec, kc.stride[1], vc.stride[1], n, scale, o, lse,
-                                        [&](long long g) {
-                                          return detail::AttnDenseRows<TK, TV>{
-                                              kc.ptr + g * D * kc.stride[1] + first * kc.stride[0], kc.stride[0],
-                                              vc.ptr + g * D * vc.stride[1] + first * vc.stride[0], vc.stride[0]};
-                                        });
+                                                [&](long long g) {
+                                                  return detail::AttnDenseRows<TK, TV>{
+                                                      kc.ptr + g * D * kc.stride[1] + first * kc.stride[0], kc.stride[0],
+                                                      vc.ptr + g * D * vc.stride[1] + first * vc.stride[0], vc.stride[0]};
+                                                });
 }
 
 // attention_decode over page pools: caches [P, PAGE, Hk*D] shared by all requests and the
