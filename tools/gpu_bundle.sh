@@ -80,7 +80,8 @@ done
 # Decode attention alone in a megakernel, at each model's shape, in each of its forms: the
 # default, FMA in independent warps wherever they apply (ETC_ATTN_WARPS=8), staged and on tensor
 # cores (ETC_ATTN_WARPS=0), and tensor cores in independent warps (ETC_ATTN_MMA_WARPS=1) behind
-# the op function's call and in the task (ETC_INLINE_ATTENTION=1); run.sh's attn section times them.
+# the op function's call and in the task (ETC_INLINE_ATTENTION=1); run.sh's attn section times
+# them.
 for n in llama3_2_1b qwen3_0_6b; do
   for v in default:"" warps:"--device-define ETC_ATTN_WARPS=8" staged:"--device-define ETC_ATTN_WARPS=0" \
            mmawarps:"--device-define ETC_ATTN_MMA_WARPS=1" \
