@@ -1203,14 +1203,14 @@ __device__ void attn_head_warps(const Ctx& ctx, TQ* qp, long long qs, const Rows
   __syncthreads();
 }
 
-// Every cache head g of a request (hk of them), each with its G query heads; rows(g) gives
-// the head's AttnDenseRows or AttnPagedRows, kcs and vcs the caches' column strides. HK > 1: a
-// call compiled for several heads, which on tensor cores go through one ring.
 // Whether a call's 16-byte path takes the tensor-core form of independent warps.
 template <int D, int G, bool kCanVec, class TQ, class K>
 __host__ __device__ constexpr bool attn_takes_mma_warps() {
   return kCanVec && attn_mma_warps_shape<D, G>() && attn_mma<D, G, TQ, K>();
 }
+// Every cache head g of a request (hk of them), each with its G query heads; rows(g) gives
+// the head's AttnDenseRows or AttnPagedRows, kcs and vcs the caches' column strides. HK > 1: a
+// call compiled for several heads, which on tensor cores go through one ring.
 template <int D, int G, int HK, bool kCanVec, class TQ, class TO, class MakeRows>
 __device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool vec, long long kcs, long long vcs,
                            long long n, float scale, const View<TO>& o, const View<float>& lse, MakeRows rows) {
