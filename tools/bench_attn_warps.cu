@@ -7,8 +7,8 @@
 //             of 8 warps takes interleaved steps of rows and keeps its own online softmax, U
 //             steps of K and V rows in flight a lane, the warps combined once at the end);
 //   header    etc's attention_decode (runtime/include/etc/device/attention.cuh) as the
-//             generated code calls it, in the form the knobs pick for the shape (with
-//             ETC_ATTN_MMA_WARPS=1 the tensor-core form of independent warps, mma-warp's port);
+//             generated code calls it, in the form the knobs pick for the shape (by default
+//             the tensor-core form of independent warps, mma-warp's port);
 //   hdr-rt, hdr-call, hdr-smem
 //             the header in steps toward the megakernel (attn_header_kernel's H): to find what
 //             costs the form its speed there;
@@ -21,9 +21,9 @@
 // with an L2 evict-first hint, 2 .cg, 3 ld.relaxed.gpu, 4 .cg.L2::256B: within 2% of each other
 // on an H200 at B = 128 (docs/benchmarks.md, session 42).
 //   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
-//     [-DETC_ATTN_MMA_WARPS=1 | -DETC_ATTN_WARPS=8] tools/bench_attn_warps.cu -o bench_attn_warps && ./bench_attn_warps
-// (-DETC_ATTN_MMA_WARPS=1: the header's tensor-core form of independent warps at both shapes, as
-// run.sh builds it; -DETC_ATTN_WARPS=8: its FMA form of independent warps at both.)
+//     [-DETC_ATTN_MMA_WARPS=0 -DETC_ATTN_WARPS=8] tools/bench_attn_warps.cu -o bench_attn_warps && ./bench_attn_warps
+// (the defaults: the header's tensor-core form of independent warps at both shapes, as run.sh
+// builds it; -DETC_ATTN_MMA_WARPS=0 -DETC_ATTN_WARPS=8: its FMA form of independent warps at both.)
 #include <cuda_bf16.h>
 
 #include <algorithm>

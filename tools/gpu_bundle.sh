@@ -49,13 +49,13 @@ for n in $decode_models; do
   # Attention tasks of several cache heads (heads_per_task = 0: the count by the batch).
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --heads-per-task 0 >"gpu-bundle/${n}_small_heads0.etir"
   "$build/etcc" "gpu-bundle/${n}_small_heads0.etir" -arch sm_90a -o "gpu-bundle/${n}_small_heads0.fatbin"
-  # The tensor-core form of independent warps (ETC_ATTN_MMA_WARPS=1), behind the op function's
-  # call and in the task (ETC_INLINE_ATTENTION=1: not the default while the reduced Qwen3 hits an
-  # illegal address at B = 7 in it; docs/benchmarks.md, session 43).
-  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_MMA_WARPS=1 \
-    -o "gpu-bundle/${n}_small_mmawarps.fatbin"
-  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_MMA_WARPS=1 \
-    --device-define ETC_INLINE_ATTENTION=1 -o "gpu-bundle/${n}_small_inline.fatbin"
+  # The default attention (tensor cores in independent warps, its call in the task) behind the
+  # op function's call (ETC_INLINE_ATTENTION=0), and the forms before it (ETC_ATTN_MMA_WARPS=0:
+  # the staged tensor-core form, and Qwen3's FMA warps).
+  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_INLINE_ATTENTION=0 \
+    -o "gpu-bundle/${n}_small_called.fatbin"
+  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_MMA_WARPS=0 \
+    --device-define ETC_INLINE_ATTENTION=0 -o "gpu-bundle/${n}_small_nommawarps.fatbin"
   # Qwen3's attention (2 query heads a cache head) in its earlier forms (ETC_ATTN_WARPS=0): FMA
   # throughout, as before tensor cores took its calls of a block or more (ETC_ATTN_MMA_MIN_G),
   # and staged with tensor cores, as before the FMA form of independent warps became its default.
@@ -63,7 +63,7 @@ for n in $decode_models; do
     "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_WARPS=0 \
       --device-define ETC_ATTN_MMA_MIN_G=4 -o "gpu-bundle/${n}_small_fma.fatbin"
     "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_WARPS=0 \
-      -o "gpu-bundle/${n}_small_staged.fatbin"
+      --device-define ETC_ATTN_MMA_WARPS=0 -o "gpu-bundle/${n}_small_staged.fatbin"
   fi
 done
 # The full Llama decode step with a timeline (etc-run --trace; about as long again to compile).
@@ -78,14 +78,15 @@ done
 # A fatbin without code for Hopper: etc-run must refuse it on an H100/H200 and list what it has.
 "$build/etcc" samples/two_stage_sum.etir -arch sm_80 -o gpu-bundle/sm80_only.fatbin
 # Decode attention alone in a megakernel, at each model's shape, in each of its forms: the
-# default, FMA in independent warps wherever they apply (ETC_ATTN_WARPS=8), staged and on tensor
-# cores (ETC_ATTN_WARPS=0), and tensor cores in independent warps (ETC_ATTN_MMA_WARPS=1) behind
-# the op function's call and in the task (ETC_INLINE_ATTENTION=1); run.sh's attn section times
-# them.
+# default (tensor cores in independent warps, the call in the task), the same behind the op
+# function's call (ETC_INLINE_ATTENTION=0), and the forms before it (ETC_ATTN_MMA_WARPS=0): FMA
+# in independent warps wherever they apply (ETC_ATTN_WARPS=8), staged on tensor cores
+# (ETC_ATTN_WARPS=0), and the previous default; run.sh's attn section times them.
 for n in llama3_2_1b qwen3_0_6b; do
-  for v in default:"" warps:"--device-define ETC_ATTN_WARPS=8" staged:"--device-define ETC_ATTN_WARPS=0" \
-           mmawarps:"--device-define ETC_ATTN_MMA_WARPS=1" \
-           inline:"--device-define ETC_ATTN_MMA_WARPS=1 --device-define ETC_INLINE_ATTENTION=1"; do
+  for v in default:"" called:"--device-define ETC_INLINE_ATTENTION=0" \
+           warps:"--device-define ETC_ATTN_MMA_WARPS=0 --device-define ETC_ATTN_WARPS=8" \
+           staged:"--device-define ETC_ATTN_MMA_WARPS=0 --device-define ETC_ATTN_WARPS=0" \
+           nommawarps:"--device-define ETC_ATTN_MMA_WARPS=0 --device-define ETC_INLINE_ATTENTION=0"; do
     # shellcheck disable=SC2086  # the options are words
     "$build/etcc" "tests/gpu/resources/attention_alone_$n.etir" -arch sm_90a ${v#*:} \
       -o "gpu-bundle/attention_alone_${n}_${v%%:*}.fatbin"
@@ -96,13 +97,14 @@ done
 "$build/etcc" tests/gpu/resources/smem_too_large.etir -arch sm_90a -arch sm_80 --no-check-resources \
   -o gpu-bundle/smem_too_large.fatbin 2>/dev/null
 # Rebuilt when a device header or a device test is newer than it (a stale one tests old code).
-# Decode attention's forms by ETC_ATTN_WARPS (the most query heads a cache head that take the FMA
-# form of independent warps) and ETC_ATTN_MMA_WARPS: the defaults in the first binary; every
+# Decode attention's forms by ETC_ATTN_MMA_WARPS and ETC_ATTN_WARPS (the most query heads a cache
+# head that take the FMA form of independent warps): the defaults in the first binary (tensor
+# cores in independent warps wherever they apply); without them (ETC_ATTN_MMA_WARPS=0) every
 # shape the FMA form admits in the second (8), none in the third (0: the staged and tensor-core
-# forms); tensor cores in independent warps wherever they apply in the fourth. The variants are
-# for sm_90a only.
-for t in device_ops_test:"" device_ops_test_warps:-DETC_ATTN_WARPS=8 device_ops_test_staged:-DETC_ATTN_WARPS=0 \
-         device_ops_test_mmawarps:-DETC_ATTN_MMA_WARPS=1; do
+# forms), and the previous defaults in the fourth. The variants are for sm_90a only.
+for t in device_ops_test:"" device_ops_test_warps:"-DETC_ATTN_MMA_WARPS=0 -DETC_ATTN_WARPS=8" \
+         device_ops_test_staged:"-DETC_ATTN_MMA_WARPS=0 -DETC_ATTN_WARPS=0" \
+         device_ops_test_nommawarps:-DETC_ATTN_MMA_WARPS=0; do
   bin=${t%%:*}
   if [ ! -x "$build/gpu/$bin" ] ||
      [ -n "$(find runtime/include/etc/device tests/gpu -name '*.cu*' -newer "$build/gpu/$bin" | head -1)" ]; then

@@ -179,21 +179,19 @@ LIMIT=300 run index-div32 0 samples/llama_layer.etir -arch sm_90a --device-defin
 LIMIT=300 run attention-knobs 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_ATTN_MMA=0 --device-define ETC_ATTN_EVICT_FIRST=0 \
   --device-define ETC_ATTN_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=32 -o "$tmp/attn_knobs.fatbin" &&
   if [ -s "$tmp/attn_knobs.fatbin" ]; then pass; else fail "attention-knobs: no fatbin"; fi
-# Qwen3's attention (2 query heads a cache head) takes the FMA form of independent warps
-# (ETC_ATTN_WARPS, default 2), which stages nothing: its task reserves the scratch and the
-# warps' reduction only, no ring.
+# Qwen3's attention (2 query heads a cache head) takes the tensor-core form of independent warps
+# (ETC_ATTN_MMA_WARPS, default 1): a ring a warp for 8 warps, of 2 tiles (ETC_ATTN_WARP_SLOTS) of
+# 16 K rows and 16 V rows at D = 128 (128 KiB), after the scratch; 1 tile a warp halves it.
 python3 tools/gen_decode_sample.py qwen3_0_6b --layers 1 --vocab 2048 >"$tmp/q1.etir"
-LIMIT=300 run attention-warps-g2 0 "$tmp/q1.etir" -arch sm_90a --resource-usage -o "$tmp/q1.fatbin" &&
-  smem_is attention-warps-g2 etc_main_attention_decode_o_0_whole 16+19488
-# The tensor-core form of independent warps (ETC_ATTN_MMA_WARPS=1, with its call in the task:
-# ETC_INLINE_ATTENTION=1): a ring a warp for 8 warps, of 2 tiles (ETC_ATTN_WARP_SLOTS) of 16 K
-# rows and 16 V rows at D = 128 (128 KiB), after the scratch; 1 tile a warp halves it.
-LIMIT=300 run attention-mma-warps-g2 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=1 \
-  --device-define ETC_INLINE_ATTENTION=1 -o "$tmp/q1.fatbin" &&
+LIMIT=300 run attention-mma-warps-g2 0 "$tmp/q1.etir" -arch sm_90a --resource-usage -o "$tmp/q1.fatbin" &&
   smem_is attention-mma-warps-g2 etc_main_attention_decode_o_0_whole 16+134176
-LIMIT=300 run attention-mma-warps-g2-slots 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=1 \
+LIMIT=300 run attention-mma-warps-g2-slots 0 "$tmp/q1.etir" -arch sm_90a --resource-usage \
   --device-define ETC_ATTN_WARP_SLOTS=1 -o "$tmp/q1.fatbin" &&
   smem_is attention-mma-warps-g2-slots etc_main_attention_decode_o_0_whole 16+68640
+# Without it (ETC_ATTN_MMA_WARPS=0), the FMA form of independent warps (ETC_ATTN_WARPS, default
+# 2), which stages nothing: its task reserves the scratch and the warps' reduction only, no ring.
+LIMIT=300 run attention-warps-g2 0 "$tmp/q1.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=0 \
+  -o "$tmp/q1.fatbin" && smem_is attention-warps-g2 etc_main_attention_decode_o_0_whole 16+19488
 # The generated task calls attention_decode itself, or through the shared op function, as
 # ETC_INLINE_ATTENTION says.
 LIMIT=300 run attention-inline-emit 0 "$tmp/q1.etir" --emit cuda -o "$tmp/q1.cu" &&

@@ -55,11 +55,11 @@ router_ok=0
 python3 tests/gpu/moe_router.py "$out/router.npy" 2>"$out/router.log" && router_ok=1
 
 # -- device tile ops ---------------------------------------------------------------------------
-# device_ops_test_warps, _staged and _mmawarps: the same cases with decode attention in the FMA
-# form of independent warps wherever it applies (ETC_ATTN_WARPS=8), in its staged and
-# tensor-core forms throughout (ETC_ATTN_WARPS=0), and in the tensor-core form of independent
-# warps wherever it applies (ETC_ATTN_MMA_WARPS=1).
-want ops && for t in device_ops_test device_ops_test_warps device_ops_test_staged device_ops_test_mmawarps; do
+# device_ops_test_warps, _staged and _nommawarps: the same cases without the default tensor-core
+# form of independent warps (ETC_ATTN_MMA_WARPS=0), decode attention in the FMA form of
+# independent warps wherever it applies (ETC_ATTN_WARPS=8), in its staged and tensor-core forms
+# throughout (ETC_ATTN_WARPS=0), and in the previous defaults.
+want ops && for t in device_ops_test device_ops_test_warps device_ops_test_staged device_ops_test_nommawarps; do
   [ -x "$B/$t" ] || continue
   if "$B/$t" >"$out/$t.log" 2>&1; then
     row "${t//_/ } ($(grep -c '^PASS' "$out/$t.log") cases)" PASS ""
@@ -169,12 +169,11 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for bk in 33:short 70:mixed 128:mixed; do
     [ -f "$B/${n}_small_heads0.fatbin" ] && decode_check "${n}_small_heads0" "$B/${n}_small_heads0.fatbin" "${bk%%:*}" "${bk##*:}"
   done
-  # Attention's other forms: tensor cores in independent warps behind the op function's call and
-  # in the task (ETC_ATTN_MMA_WARPS=1, ETC_INLINE_ATTENTION=1: the reduced Qwen3 hit an illegal
-  # address at B = 7 there in session 43), and Qwen3's earlier forms (ETC_ATTN_WARPS=0): FMA
-  # throughout (ETC_ATTN_MMA_MIN_G=4) and staged on tensor cores; split-KV parts at B = 1 and 7,
-  # one part a row at 128.
-  for v in mmawarps inline fma staged; do
+  # Attention's other forms: the default (tensor cores in independent warps) behind the op
+  # function's call (ETC_INLINE_ATTENTION=0), the previous defaults (ETC_ATTN_MMA_WARPS=0), and
+  # Qwen3's earlier forms (ETC_ATTN_WARPS=0): FMA throughout (ETC_ATTN_MMA_MIN_G=4) and staged on
+  # tensor cores; split-KV parts at B = 1 and 7, one part a row at 128.
+  for v in called nommawarps fma staged; do
     for bk in 1:long 7:mixed 128:mixed; do
       [ -f "$B/${n}_small_$v.fatbin" ] && decode_check "${n}_small_$v" "$B/${n}_small_$v.fatbin" "${bk%%:*}" "${bk##*:}"
     done
@@ -394,12 +393,13 @@ if want san && command -v compute-sanitizer >/dev/null 2>&1; then
       san $tool "${n}_small" "$B/${n}_small.fatbin" B=2 --in pos="$out/san_pos.npy" --random-outputs
       san $tool "${n}_small_dynamic" "$B/${n}_small_dynamic.fatbin" B=2 --in pos="$out/san_pos.npy" --random-outputs
     done
-    # Tensor cores in independent warps with attention's call in the task: the reduced Qwen3 hit an
-    # illegal address at B = 7 (positions 0 ... 4096 mixed: split-KV parts) in session 43.
+    # Tensor cores in independent warps with attention's call in the task (the defaults) over
+    # split-KV parts of every length, from empty on: the form that tested its copies' rows for
+    # null crashed there with an illegal address (session 44).
     python3 -c "import numpy as np; np.save('$out/san_pos7.npy', np.array([0, 1, 255, 256, 511, 4095, 4096], dtype=np.int32))"
     for n in llama3_2_1b qwen3_0_6b; do
-      [ -f "$B/${n}_small_inline.fatbin" ] &&
-        san $tool "${n}_small_inline" "$B/${n}_small_inline.fatbin" B=7 --in pos="$out/san_pos7.npy" --random-outputs
+      [ -f "$B/${n}_small.fatbin" ] &&
+        san $tool "${n}_small" "$B/${n}_small.fatbin" B=7 --in pos="$out/san_pos7.npy" --random-outputs
     done
   done
 fi
@@ -509,10 +509,10 @@ fi
 if want attn; then
 [ -n "$bw" ] || bw=$(copy_bw)
 # Decode attention alone (tools/bench_attn_warps.cu; B = 128, 512 positions): its cache stream
-# in the header's tensor-core form of independent warps (ETC_ATTN_MMA_WARPS=1) at both models'
+# in the header's tensor-core form of independent warps (the default) at both models'
 # shapes, as ratios of a copy.
 if command -v nvcc >/dev/null 2>&1 &&
-   nvcc -std=c++17 -O3 -I runtime/include -DETC_ATTN_MMA_WARPS=1 -gencode arch=compute_90a,code=sm_90a \
+   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
      tools/bench_attn_warps.cu -o "$out/bench_attn_warps" >"$out/bench_attn_warps.log" 2>&1 &&
    "$out/bench_attn_warps" >>"$out/bench_attn_warps.log" 2>&1; then
   # The prototype, then the header's attention in steps toward the generated code (the tool's
@@ -530,8 +530,8 @@ else
   row "attention alone (tools/bench_attn_warps.cu)" FAIL "$(tail -2 "$out/bench_attn_warps.log" | tr '\n' ' ' | cut -c1-200)"
 fi
 # Decode attention alone in a megakernel (tests/gpu/resources/attention_alone_*.etir; B = 128,
-# 512 positions a request) in each form tools/gpu_bundle.sh compiles (default, warps, staged,
-# mmawarps, inline: the knobs there) and any other put beside them; us a launch (etc-run
+# 512 positions a request) in each form tools/gpu_bundle.sh compiles (default, called, warps,
+# staged, nommawarps: the knobs there) and any other put beside them; us a launch (etc-run
 # --bench) and the cache's bytes over it as a ratio of the copy.
 python3 -c "import numpy as np; np.save('$out/lens128.npy', np.full(128, 512, np.int32))"
 for n in llama3_2_1b:64 qwen3_0_6b:128; do

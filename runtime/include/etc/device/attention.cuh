@@ -61,20 +61,18 @@ constexpr int kAttnRowBatch = 4;
 #ifndef ETC_ATTN_WARP_STEPS
 #define ETC_ATTN_WARP_STEPS 8
 #endif
-// ETC_ATTN_MMA_WARPS=1: calls that admit tensor cores (attn_mma: 16-bit q and caches, D a
-// multiple of 16 from 64, ETC_ATTN_MMA_MIN_G to 8 query heads a cache head) with 16-byte rows
-// take the tensor-core form of independent warps (attn_head_mma_warps): each warp copies its
-// own 16-row tiles into a ring of ETC_ATTN_WARP_SLOTS tiles of its own and never waits for
-// another warp until the end. Default 0 (the staged forms, attn_head_staged and attn_heads_mma,
-// and the FMA form of independent warps where ETC_ATTN_WARPS admits it) until the form's
-// fastest use, with ETC_INLINE_ATTENTION=1, is correct everywhere: H200, positions 511,
-// etc-run --bench 20 against the defaults, Llama-3.2-1B -3.3 / -2.5 / -9.7% at B = 1 / 16 / 128,
-// Qwen3-0.6B -8.1 / -4.8 / -4.5%, but the reduced Qwen3 (2 layers) hit an illegal address at
-// B = 7 (split-KV parts), which the same form behind the op function's call did not (one run
-// each; docs/benchmarks.md, session 43). Behind the call (ETC_INLINE_ATTENTION=0) the form was
-// level with the staged one for Llama and slower than the FMA warps for Qwen3.
+// ETC_ATTN_MMA_WARPS=1 (the default): calls that admit tensor cores (attn_mma: 16-bit q and
+// caches, D a multiple of 16 from 64, ETC_ATTN_MMA_MIN_G to 8 query heads a cache head) with
+// 16-byte rows take the tensor-core form of independent warps (attn_head_mma_warps): each warp
+// copies its own 16-row tiles into a ring of ETC_ATTN_WARP_SLOTS tiles of its own and never
+// waits for another warp until the end. 0: the staged forms (attn_head_staged, attn_heads_mma)
+// and the FMA form of independent warps where ETC_ATTN_WARPS admits it. With
+// ETC_INLINE_ATTENTION=1, H200, positions 511, etc-run --bench 20 against 0: Llama-3.2-1B -3.3 /
+// -2.5 / -9.7% at B = 1 / 16 / 128, Qwen3-0.6B -8.1 / -4.8 / -4.5% (docs/benchmarks.md, session
+// 43). Behind the op function's call (ETC_INLINE_ATTENTION=0) the form was level with the
+// staged one for Llama and slower than the FMA warps for Qwen3.
 #ifndef ETC_ATTN_MMA_WARPS
-#define ETC_ATTN_MMA_WARPS 0
+#define ETC_ATTN_MMA_WARPS 1
 #endif
 #ifndef ETC_ATTN_WARP_SLOTS
 #define ETC_ATTN_WARP_SLOTS 2
@@ -86,9 +84,9 @@ static_assert(ETC_ATTN_WARP_SLOTS >= 1, "ETC_ATTN_WARP_SLOTS must be at least 1"
 // independent warps about 10% of its stream; in a megakernel of one layer's attention alone at
 // B = 128 the form in the task took 63.2 us (Llama-3.2-1B) and 93.4 us (Qwen3-0.6B), behind the
 // call 88.0 and 136.8, and the staged form 84.3 and 136.6 (docs/benchmarks.md, session 43).
-// Default 0: see ETC_ATTN_MMA_WARPS.
+// Default 1; 0 keeps the call (a smaller task function).
 #ifndef ETC_INLINE_ATTENTION
-#define ETC_INLINE_ATTENTION 0
+#define ETC_INLINE_ATTENTION 1
 #endif
 // The fewest query heads a cache head for the tensor-core form (at most 8: the n8 side of its
 // products); below 4 a short call still takes the FMA form (attn_mma_min_rows).
@@ -253,6 +251,12 @@ struct AttnDenseRows {
   long long vrs;
   __device__ __forceinline__ TK* k(long long i) const { return kp + i * krs; }
   __device__ __forceinline__ TV* v(long long i) const { return vp + i * vrs; }
+  // Row i's K and V (attn_warp_tile): always there.
+  __device__ __forceinline__ bool kv(long long i, TK*& k_row, TV*& v_row) const {
+    k_row = k(i);
+    v_row = v(i);
+    return true;
+  }
 };
 
 template <class TK, class TV, class TT>
@@ -284,6 +288,16 @@ struct AttnPagedRows {
     long long r;
     const long long id = slot(i, r);
     return id < 0 ? nullptr : vp + id * vps + r * vrs;
+  }
+  // Row i's K and V from one look-up of its page (attn_warp_tile); a missing page gives false and
+  // the pools' first rows, an address to copy no bytes from.
+  __device__ __forceinline__ bool kv(long long i, TK*& k_row, TV*& v_row) const {
+    long long r;
+    const long long id = slot(i, r);
+    const long long at = id < 0 ? 0 : id;
+    k_row = kp + at * kps + (id < 0 ? 0 : r * krs);
+    v_row = vp + at * vps + (id < 0 ? 0 : r * vrs);
+    return id >= 0;
   }
 };
 
@@ -525,6 +539,14 @@ __device__ __forceinline__ unsigned long long attn_row_policy() {
   return 0;
 }
 
+// A 16-byte cp.async of `bytes` bytes (the rest zeros), with attn_row_policy's hint where
+// ETC_ATTN_EVICT_FIRST asks for it.
+__device__ __forceinline__ void attn_copy16(void* dst, const void* src, unsigned bytes, unsigned long long policy) {
+  if constexpr (ETC_ATTN_EVICT_FIRST != 0)
+    cp_async16_hint(dst, src, bytes, policy);
+  else
+    cp_async16(dst, src, bytes);
+}
 // Copies 16-byte chunk cc of a cache row to dst, or fills dst with zeros where the row is
 // missing (null). A zero fill copies no bytes, but its source must still be 16-byte aligned:
 // `aligned`, the head's K base in the cache or pool, is (the 16-byte path checked it).
@@ -532,10 +554,7 @@ template <class K>
 __device__ __forceinline__ void attn_stage_chunk(K* dst, const void* row, int cc, const void* aligned,
                                                  unsigned long long policy) {
   const void* from = row ? (const void*)((const K*)row + cc * (16 / (int)sizeof(K))) : aligned;
-  if constexpr (ETC_ATTN_EVICT_FIRST != 0)
-    cp_async16_hint(dst, from, row ? 16u : 0u, policy);
-  else
-    cp_async16(dst, from, row ? 16u : 0u);
+  attn_copy16(dst, from, row ? 16u : 0u, policy);
 }
 
 // The tensor-core forms' pieces (attn_heads_mma, attn_head_mma_warps). q^T's fragments for each
@@ -813,16 +832,25 @@ __device__ __forceinline__ int attn_warp_rings() {
 }
 // Rows [b0, b0 + 16) of K and V into a tile's slot (dk: its K rows, then its V rows), the first
 // nb of them copied and the rest zero-filled (as is a missing paged row). A lane's chunks are one
-// column (cc), rows r0, r0 + 32 / CPR, ...
+// column (cc), rows r0, r0 + 32 / CPR, ... Without a null pointer: a row past nb copies no bytes
+// from row b0 (nb >= 1, so a row of the cache; a row past the cache could be past the page
+// table). The form that copied from `ok ? row : nullptr` and tested the pointer for null crashed
+// in the megakernel with an illegal address (docs/benchmarks.md, session 44: ptxas scheduled a
+// CS2R that zeroes the pointer so that the null test read it before the zero landed), and it
+// spent about 410 PTX instructions a tile at Llama-3.2-1B's shape where this one spends 320.
 template <int D, class K, class Rows>
 __device__ __forceinline__ void attn_warp_tile(K* dk, const Rows& rows, long long b0, int nb, unsigned long long policy) {
-  constexpr int CPR = D / (16 / (int)sizeof(K));
+  constexpr int PE = 16 / (int)sizeof(K), CPR = D / PE;
   const int lane = threadIdx.x & 31, r0 = lane / CPR, cc = lane - r0 * CPR;
 #pragma unroll
   for (int r = r0; r < 16; r += 32 / CPR) {
     const bool ok = r < nb;
-    attn_stage_chunk(dk + attn_mma_at<D, K>(r, cc), ok ? (const void*)rows.k(b0 + r) : nullptr, cc, rows.kp, policy);
-    attn_stage_chunk(dk + 16 * D + attn_mma_at<D, K>(r, cc), ok ? (const void*)rows.v(b0 + r) : nullptr, cc, rows.kp, policy);
+    typename Rows::KT* k_row;
+    typename Rows::VT* v_row;
+    const bool has = rows.kv(b0 + (ok ? r : 0), k_row, v_row) && ok;
+    K* const dst = dk + attn_mma_at<D, K>(r, cc);
+    attn_copy16(dst, k_row + cc * PE, has ? 16u : 0u, policy);
+    attn_copy16(dst + 16 * D, v_row + cc * PE, has ? 16u : 0u, policy);
   }
 }
 // The tensor-core form of independent warps (ETC_ATTN_MMA_WARPS): the first kAttnWarpRings
