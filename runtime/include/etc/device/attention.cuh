@@ -67,10 +67,10 @@ constexpr int kAttnRowBatch = 4;
 // copies its own 16-row tiles into a ring of ETC_ATTN_WARP_SLOTS tiles of its own and never
 // waits for another warp until the end. 0: the staged forms (attn_head_staged, attn_heads_mma)
 // and the FMA form of independent warps where ETC_ATTN_WARPS admits it. With
-// ETC_INLINE_ATTENTION=1, H200, positions 511, etc-run --bench 20 against 0: Llama-3.2-1B -3.3 /
-// -2.5 / -9.7% at B = 1 / 16 / 128, Qwen3-0.6B -8.1 / -4.8 / -4.5% (docs/benchmarks.md, session
-// 43). Behind the op function's call (ETC_INLINE_ATTENTION=0) the form was level with the
-// staged one for Llama and slower than the FMA warps for Qwen3.
+// ETC_INLINE_ATTENTION=1, H200, positions 511, etc-run --bench 20 against both 0: Llama-3.2-1B
+// -2.7 / -10.4% at B = 1 / 128, Qwen3-0.6B -8.6 / -5.0% (docs/benchmarks.md, session 44; session
+// 43 -2.5% and -4.8% at B = 16). Behind the op function's call (ETC_INLINE_ATTENTION=0) the form
+// was level with the staged one for Llama and slower than the FMA warps for Qwen3.
 #ifndef ETC_ATTN_MMA_WARPS
 #define ETC_ATTN_MMA_WARPS 1
 #endif
