@@ -540,21 +540,26 @@ __device__ __forceinline__ unsigned long long attn_row_policy() {
 }
 
 // A 16-byte cp.async of `bytes` bytes (the rest zeros), with attn_row_policy's hint where
-// ETC_ATTN_EVICT_FIRST asks for it.
+// ETC_ATTN_EVICT_FIRST asks for it. A zero fill copies no bytes, but its source must still be a
+// 16-byte aligned address in the cache or pool (the 16-byte path checked their bases).
 __device__ __forceinline__ void attn_copy16(void* dst, const void* src, unsigned bytes, unsigned long long policy) {
   if constexpr (ETC_ATTN_EVICT_FIRST != 0)
     cp_async16_hint(dst, src, bytes, policy);
   else
     cp_async16(dst, src, bytes);
 }
-// Copies 16-byte chunk cc of a cache row to dst, or fills dst with zeros where the row is
-// missing (null). A zero fill copies no bytes, but its source must still be 16-byte aligned:
-// `aligned`, the head's K base in the cache or pool, is (the 16-byte path checked it).
-template <class K>
-__device__ __forceinline__ void attn_stage_chunk(K* dst, const void* row, int cc, const void* aligned,
+// Chunk cc of row i's K (v false) or V to dst, or zeros where `want` is false or the row is
+// missing (a paged row whose page is not in the pool). No null pointer stands for a missing row:
+// the tensor-core form of independent warps crashed with one (attn_warp_tile). i must be a row
+// of the part whatever `want` says (a row past the part could be past the page table).
+template <class K, class Rows>
+__device__ __forceinline__ void attn_stage_chunk(K* dst, const Rows& rows, long long i, bool want, bool v, int cc,
                                                  unsigned long long policy) {
-  const void* from = row ? (const void*)((const K*)row + cc * (16 / (int)sizeof(K))) : aligned;
-  attn_copy16(dst, from, row ? 16u : 0u, policy);
+  typename Rows::KT* k_row;
+  typename Rows::VT* v_row;
+  const bool has = rows.kv(i, k_row, v_row) && want;
+  const K* const row = v ? (const K*)v_row : (const K*)k_row;
+  attn_copy16(dst, row + cc * (16 / (int)sizeof(K)), has ? 16u : 0u, policy);
 }
 
 // The tensor-core forms' pieces (attn_heads_mma, attn_head_mma_warps). q^T's fragments for each
@@ -754,8 +759,9 @@ __device__ void attn_heads_mma(const Ctx& ctx, long long heads, long long qs, lo
           const K* sk = rows.k(b0 + r0);
           const K* sv = rows.v(b0 + r0);
           for (int r = r0; r < nz; r += step, d += step * D, e += step * D, sk += step * rows.krs, sv += step * rows.vrs) {
-            attn_stage_chunk(d, r < nb ? (const void*)sk : nullptr, cc, rows.kp, policy);
-            attn_stage_chunk(e, r < nb ? (const void*)sv : nullptr, cc, rows.kp, policy);
+            // A row past the block copies no bytes from the head's first row.
+            attn_copy16(d, (r < nb ? sk : (const K*)rows.kp) + cc * PE, r < nb ? 16u : 0u, policy);
+            attn_copy16(e, (r < nb ? sv : (const K*)rows.vp) + cc * PE, r < nb ? 16u : 0u, policy);
           }
           done = true;
         }
@@ -764,8 +770,7 @@ __device__ void attn_heads_mma(const Ctx& ctx, long long heads, long long qs, lo
         for (int idx = tid; idx < 2 * nz * CPR; idx += nt) {
           const bool v = idx >= nz * CPR;
           const int i = v ? idx - nz * CPR : idx, r = i / CPR, cc = i - r * CPR;
-          const void* src = r >= nb ? nullptr : v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
-          attn_stage_chunk((v ? dv : dk) + at(r, cc), src, cc, rows.kp, policy);
+          attn_stage_chunk((v ? dv : dk) + at(r, cc), rows, b0 + (r < nb ? r : 0), r < nb, v, cc, policy);
         }
     }
     cp_async_commit();
@@ -961,8 +966,7 @@ __device__ void attn_head_staged(const Ctx& ctx, TQ* qp, long long qs, const Row
         const unsigned long long policy = attn_row_policy();
         for (int idx = tid; idx < nb * CPR; idx += nt) {
           const int r = idx / CPR, cc = idx - r * CPR;
-          const void* src = v ? (const void*)rows.v(b0 + r) : (const void*)rows.k(b0 + r);
-          attn_stage_chunk(dst + at(r, cc), src, cc, rows.kp, policy);
+          attn_stage_chunk(dst + at(r, cc), rows, b0 + r, true, v, cc, policy);
         }
       }
       cp_async_commit();
