@@ -251,7 +251,8 @@ struct AttnDenseRows {
   long long vrs;
   __device__ __forceinline__ TK* k(long long i) const { return kp + i * krs; }
   __device__ __forceinline__ TV* v(long long i) const { return vp + i * vrs; }
-  // Row i's K and V (attn_warp_tile): always there.
+  // Row i's K and V (the copies into shared memory, attn_stage_chunk and attn_warp_tile):
+  // always there.
   __device__ __forceinline__ bool kv(long long i, TK*& k_row, TV*& v_row) const {
     k_row = k(i);
     v_row = v(i);
@@ -289,8 +290,8 @@ struct AttnPagedRows {
     const long long id = slot(i, r);
     return id < 0 ? nullptr : vp + id * vps + r * vrs;
   }
-  // Row i's K and V from one look-up of its page (attn_warp_tile); a missing page gives false and
-  // the pools' first rows, an address to copy no bytes from.
+  // Row i's K and V from one look-up of its page (attn_stage_chunk, attn_warp_tile); a missing
+  // page gives false and the pools' first rows, an address to copy no bytes from.
   __device__ __forceinline__ bool kv(long long i, TK*& k_row, TV*& v_row) const {
     long long r;
     const long long id = slot(i, r);
