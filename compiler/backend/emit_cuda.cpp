@@ -896,10 +896,10 @@ class Emitter {
     for (const std::string& v : views) call += ", " + v;
     call += ");";
     if (c.call.op == "attention_decode") {
-      // Decode attention in the task itself where ETC_INLINE_ATTENTION=1 (attention.cuh says
-      // why it is not the default): behind the shared function's call its tensor-core form of
-      // independent warps took 88.0 us where in the task it took 63.2 (Llama-3.2-1B's attention
-      // alone at B = 128, H200), and its task functions are few (layers share them).
+      // Decode attention in the task itself where ETC_INLINE_ATTENTION=1 (the default,
+      // attention.cuh): behind the shared function's call its tensor-core form of independent
+      // warps took 88.0 us where in the task it took 63.2 (Llama-3.2-1B's attention alone at
+      // B = 128, H200), and its task functions are few (layers share them).
       std::vector<std::string> unused;
       return "// in the task where ETC_INLINE_ATTENTION=1\n#if ETC_INLINE_ATTENTION\n    " + callCode(t, c, views, unused) +
              "\n#else\n    " + call + "\n#endif";

@@ -564,9 +564,11 @@ __device__ __forceinline__ void attn_stage_chunk(K* dst, const Rows& rows, long 
 }
 
 // The tensor-core forms' pieces (attn_heads_mma, attn_head_mma_warps). q^T's fragments for each
-// 16-deep k step: head lane / 4, d 2 * (lane % 4) (+1) (+8); zero for heads past G.
+// 16-deep k step (head lane / 4, d 2 * (lane % 4) (+1) (+8); zero for heads past G) and an empty
+// online softmax: m -inf, l and o^T zero.
 template <int D, int G, class TQ>
-__device__ __forceinline__ void attn_mma_load_q(TQ* qp, long long qs, unsigned (&qf)[D / 16][2]) {
+__device__ __forceinline__ void attn_mma_start(TQ* qp, long long qs, unsigned (&qf)[D / 16][2], float (&m)[2],
+                                               float (&l)[2], float (&ot)[D / 16][4]) {
   const int lane = threadIdx.x & 31, h = lane >> 2;
 #pragma unroll
   for (int t = 0; t < D / 16; ++t)
@@ -575,12 +577,6 @@ __device__ __forceinline__ void attn_mma_load_q(TQ* qp, long long qs, unsigned (
       const int d = t * 16 + half * 8 + (lane & 3) * 2;
       qf[t][half] = h < G ? attn_bits(ld(qp + (h * D + d) * qs)) | attn_bits(ld(qp + (h * D + d + 1) * qs)) << 16 : 0u;
     }
-}
-// q^T's fragments (attn_mma_load_q) and an empty online softmax: m -inf, l and o^T zero.
-template <int D, int G, class TQ>
-__device__ __forceinline__ void attn_mma_start(TQ* qp, long long qs, unsigned (&qf)[D / 16][2], float (&m)[2],
-                                               float (&l)[2], float (&ot)[D / 16][4]) {
-  attn_mma_load_q<D, G>(qp, qs, qf);
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) m[hh] = __int_as_float(0xff800000), l[hh] = 0.0f;
 #pragma unroll
