@@ -444,6 +444,15 @@ if command -v nvcc >/dev/null 2>&1 &&
 else
   row "weight stream (tools/bench_stream.cu)" FAIL "$(tail -2 "$out/bench_stream.log" | tr '\n' ' ' | cut -c1-200)"
 fi
+# The same stream when its weights are in L2 before it starts, or prefetched by a few CTAs of
+# its own ahead of it (tools/bench_pump.cu): whether an L2 pump beside the chain would pay.
+if command -v nvcc >/dev/null 2>&1 &&
+   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/bench_pump.cu -o "$out/bench_pump" >"$out/bench_pump.log" 2>&1 &&
+   "$out/bench_pump" >>"$out/bench_pump.log" 2>&1; then
+  row "weight stream from L2: half / all prefetched, best pump" INFO "$(awk '$1 == "pre" && $5 == 1 && $2 == 32.0 {print $8; exit}' "$out/bench_pump.log") / $(awk '$1 == "pre" && $5 == 1 && $2 == 64.0 {print $8; exit}' "$out/bench_pump.log") / $(awk '$1 == "pump" {print $8}' "$out/bench_pump.log" | sort -n | tail -1) of the stream alone (bench_pump.log)"
+else
+  row "weight stream from L2 (tools/bench_pump.cu)" FAIL "$(tail -2 "$out/bench_pump.log" | tr '\n' ' ' | cut -c1-200)"
+fi
 # What one layer's KV cache streams at, read as attention reads it (tools/bench_kv.cu; B = 128,
 # 512 positions, D = 128): cp.async in 32 KiB blocks (attention.cuh's copies, 2 slots) and TMA
 # tensor copies of the same blocks, as ratios of a copy.
