@@ -1,6 +1,6 @@
 // Would a weight pump help a decode step at small batch? A decode matmul task streams its
 // weights through a cp.async ring at about 20 GB/s an SM (docs/benchmarks.md, sessions 32 and
-// 34), far below what one SM reads from L2, while DRAM idles through a layer's short links. This
+// 34), while DRAM idles through a layer's short links. This
 // measures, on one short stream the size of Llama-3.2-1B's gate/up weights ([16384, 2048] bf16,
 // 64 MiB, L2 cold), how long 128 CTAs take to stream it through etc's ring (4 stages of 128
 // rows x 128 bytes):
@@ -10,6 +10,9 @@
 //   - with P extra CTAs in the same launch that prefetch ahead of the ring's slowest CTA, at most
 //     `ahead` MiB ahead (the consumers publish their step; the pump polls the minimum);
 //   - both.
+// Then what a CTA streams by itself, from L2 or from DRAM, by the ring's shape and by how its
+// copies are issued (each chunk's row and column from its index, or worked out once a thread),
+// for 1 to 128 CTAs of 512 KiB each.
 // The stream's time is in-kernel (globaltimer: the last consumer's end less the first one's
 // start), so a prefetch kernel before it is not counted.
 //
@@ -55,6 +58,14 @@ __device__ __forceinline__ void prefetch_slab(const unsigned short* w, long long
 __global__ void prepump(const unsigned short* w, long long K, int N, int slabs, int bulk) {
   const int per = (N + gridDim.x - 1) / gridDim.x, r0 = blockIdx.x * per, r1 = min(N, r0 + per);
   for (int s = 0; s < slabs; ++s) prefetch_slab(w, K, r0, r1, s, bulk);
+}
+
+// Reads n 16-byte words: run over a buffer twice L2's size, it leaves L2 holding none of the matrix.
+__global__ void flush_l2(const int4* buf, long long n, unsigned* sink) {
+  unsigned acc = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    acc ^= (unsigned)buf[i].x;
+  if (acc == 0x12345678u) sink[0] = acc;
 }
 
 __global__ void spin(unsigned long long ns) {
@@ -223,10 +234,15 @@ int main(int argc, char** argv) {
       for (int ahead : {slabs / 4, 3 * slabs / 8}) row("both", pre, P, ahead, 1);
   row("alone", 0, 0, 0, 1);
 
-  // What one SM streams from L2: the first `ctas` x 128 rows (512 KiB a CTA at K = 2048, a gate/up
-  // task's share) read once to bring them into L2, then streamed by `ctas` CTAs, by ring shape.
-  // `cold`: a copy of the matrix not read for a while, so from DRAM.
-  std::printf("\n128 rows a CTA (512 KiB at K = 2048), from L2 (read once before) or cold; step: each thread's\n"
+  // What one SM streams: the first `ctas` x SR rows (one stage's rows a CTA: 128 rows, 512 KiB at
+  // K = 2048, a gate/up task's share, for 16 KiB stages; 256 for 32 KiB) streamed by `ctas` CTAs, by ring shape: `L2`, read once before to bring them into L2;
+  // `dram`, L2 flushed before (a read of a buffer twice its size).
+  int4* scratch;
+  const long long scratch_words = 2LL * p.l2CacheSize / 16;
+  CK(cudaMalloc(&scratch, scratch_words * 16));
+  CK(cudaMemset(scratch, 0, scratch_words * 16));
+  std::printf("\n128 rows a CTA (512 KiB at K = 2048; 256 with 32 KiB stages), from L2 (read once before; 128 CTAs\n"
+              "read 64 MiB, more than L2 holds) or from DRAM (L2 flushed before); step: each thread's\n"
               "chunks worked out once:\n%-5s %-6s %6s %6s %6s %9s %8s\n", "from", "ctas", "stages", "KiB", "step", "us",
               "GB/s/SM");
   for (int cold : {0, 1})
@@ -250,8 +266,11 @@ int main(int argc, char** argv) {
             };
             std::vector<double> us;
             for (int r = 0; r < 15; ++r) {
-              const unsigned short* wi = cold ? w[it++ % copies] : w[0];
-              if (!cold) launch(wi);  // brings the rows into L2
+              const unsigned short* wi = w[0];
+              if (cold)
+                flush_l2<<<p.multiProcessorCount * 4, 512>>>(scratch, scratch_words, sink);
+              else
+                launch(wi);  // brings the rows into L2
               launch(wi);
               us.push_back(span_us(ctas));
             }
