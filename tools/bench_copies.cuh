@@ -7,8 +7,10 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #define CK(x)                                                                               \
   do {                                                                                      \
@@ -83,4 +85,48 @@ inline CUtensorMap tensor_map_2d(const void* base, unsigned long long inner, uns
     std::exit(1);
   }
   return m;
+}
+
+// The copy whose bandwidth the benchmarks' ratios divide by: n 16-byte words from a to b.
+__global__ void copy16(const int4* a, int4* b, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    b[i] = a[i];
+}
+
+// Reads n 16-byte words: run over a buffer twice L2's size, it leaves L2 holding nothing of what
+// a benchmark streams next.
+__global__ void flush_l2(const int4* buf, long long n, unsigned* sink) {
+  unsigned acc = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    acc ^= (unsigned)buf[i].x;
+  if (acc == 0x12345678u) sink[0] = acc;
+}
+
+__device__ __forceinline__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Median milliseconds of `reps` runs of f (after one untimed run), by CUDA events.
+template <class F>
+static float time_ms(F f, int reps) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  f();
+  CK(cudaDeviceSynchronize());
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    CK(cudaEventRecord(e0));
+    f();
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms);
+  }
+  CK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }

@@ -30,11 +30,6 @@
 constexpr int kCtas = 128, kS = 4, kSR = 128, kSC = 64;  // etc's gate/up ring: 16 KiB stages
 constexpr int kSlabBytes = 512;                          // a pump's prefetch: 512 B of one row
 
-__device__ __forceinline__ unsigned long long gtime() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
 __device__ __forceinline__ void prefetch_bulk(const void* g, unsigned bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(g), "r"(bytes) : "memory");
 }
@@ -60,17 +55,9 @@ __global__ void prepump(const unsigned short* w, long long K, int N, int slabs, 
   for (int s = 0; s < slabs; ++s) prefetch_slab(w, K, r0, r1, s, bulk);
 }
 
-// Reads n 16-byte words: run over a buffer twice L2's size, it leaves L2 holding none of the matrix.
-__global__ void flush_l2(const int4* buf, long long n, unsigned* sink) {
-  unsigned acc = 0;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-    acc ^= (unsigned)buf[i].x;
-  if (acc == 0x12345678u) sink[0] = acc;
-}
-
 __global__ void spin(unsigned long long ns) {
-  const unsigned long long t0 = gtime();
-  while (gtime() - t0 < ns) {
+  const unsigned long long t0 = globaltimer_ns();
+  while (globaltimer_ns() - t0 < ns) {
   }
 }
 
@@ -109,7 +96,7 @@ __global__ void __launch_bounds__(256) stream_pumped(const unsigned short* w, lo
     }
     return;
   }
-  const unsigned long long t0 = gtime();
+  const unsigned long long t0 = globaltimer_ns();
   const int r0 = blockIdx.x * R;
   const int stage_elems = SR * SC, chunks = stage_elems / 8, cpr = SC / 8;
   constexpr int kMaxChunks = 8;
@@ -155,7 +142,7 @@ __global__ void __launch_bounds__(256) stream_pumped(const unsigned short* w, lo
   __syncthreads();
   if (threadIdx.x == 0) {
     times[2 * blockIdx.x] = t0;
-    times[2 * blockIdx.x + 1] = gtime();
+    times[2 * blockIdx.x + 1] = globaltimer_ns();
   }
   if (acc == 0x12345678u) sink[blockIdx.x] = acc;
 }

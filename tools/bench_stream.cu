@@ -144,33 +144,6 @@ __global__ void __launch_bounds__(256) stream_ldg(const unsigned short* w, long 
   if (acc == 0x12345678u) sink[blockIdx.x] = acc;
 }
 
-__global__ void copy16(const int4* a, int4* b, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-    b[i] = a[i];
-}
-
-template <class F>
-static float time_ms(F f, int reps) {
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  f();
-  CK(cudaDeviceSynchronize());
-  std::vector<float> t;
-  for (int i = 0; i < reps; ++i) {
-    CK(cudaEventRecord(e0));
-    f();
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms);
-  }
-  CK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 int main(int argc, char** argv) {
   const long long K = argc > 1 ? std::atoll(argv[1]) : 2048, N = argc > 2 ? std::atoll(argv[2]) : 16384;
   cudaDeviceProp p;

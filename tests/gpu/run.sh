@@ -453,6 +453,16 @@ if command -v nvcc >/dev/null 2>&1 &&
 else
   row "weight stream from L2 (tools/bench_pump.cu)" FAIL "$(tail -2 "$out/bench_pump.log" | tr '\n' ' ' | cut -c1-200)"
 fi
+# The decode step's gate/up and down matmuls (etc's device functions, one task a CTA) against the
+# bare stream of the same weights (tools/bench_mm_stream.cu): what a task's own work costs.
+if command -v nvcc >/dev/null 2>&1 &&
+   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a tools/bench_mm_stream.cu \
+     -o "$out/bench_mm_stream" >"$out/bench_mm_stream.log" 2>&1 &&
+   "$out/bench_mm_stream" >>"$out/bench_mm_stream.log" 2>&1; then
+  row "decode matmuls / bare stream, M=1 and 128" INFO "$(awk '$1 ~ /^(gated|down)$/ {printf "%s M=%s %s  ", $1, $2, $7}' "$out/bench_mm_stream.log")(bench_mm_stream.log)"
+else
+  row "decode matmuls (tools/bench_mm_stream.cu)" FAIL "$(tail -2 "$out/bench_mm_stream.log" | tr '\n' ' ' | cut -c1-200)"
+fi
 # What one layer's KV cache streams at, read as attention reads it (tools/bench_kv.cu; B = 128,
 # 512 positions, D = 128): cp.async in 32 KiB blocks (attention.cuh's copies, 2 slots) and TMA
 # tensor copies of the same blocks, as ratios of a copy.

@@ -1,0 +1,195 @@
+// How far below the bare weight stream does a decode matmul task run? A B = 1 decode step
+// spends most of a Llama-3.2-1B layer in its gate/up and down grids, whose tasks stream their
+// weights at about 19 GB/s an SM (docs/benchmarks.md, session 45), where 128 CTAs that only
+// stream the same 64 MiB through etc's ring reach about 26. This times, in one process, with
+// L2 flushed before each launch and each launch timed in the kernel (the last CTA's end less
+// the first one's start):
+//   ring     the bare stream: each of 128 CTAs reads its 128 rows of the [16384, 2048] gate/up
+//            weights through a ring of 4 stages of 128 rows x 128 bytes, no products;
+//   gated    etc's matmul_silu_mul<TM, 128, 64> (runtime/include/etc/device/matmul.cuh), one
+//            task a CTA as the megakernel's gate/up grid: 64 gate and 64 up rows over all of K;
+//   down     etc's matmul<TM, 64, 128>, the down projection's 128 tasks of 64 columns by a
+//            quarter of K = 8192 (f32 partial sums), [2048, 8192] weights;
+// at M = 1 (TM = 16: mma.sync) and M = 128 (TM = 128: wgmma), and prints each one's time, the
+// weights' GB/s an SM, and its ratio to the ring's and to a device-to-device copy's rate.
+//
+//   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
+//     tools/bench_mm_stream.cu -o bench_mm_stream
+//   ./bench_mm_stream
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "bench_copies.cuh"
+#include "etc/device/matmul.cuh"
+
+using etc::dev::Ctx;
+using etc::dev::View;
+using bf16 = __nv_bfloat16;
+
+constexpr int kTasks = 128, kH = 2048, kI = 8192;
+
+__device__ __forceinline__ void stamp(unsigned long long* times, unsigned long long t0) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    times[2 * blockIdx.x] = t0;
+    times[2 * blockIdx.x + 1] = globaltimer_ns();
+  }
+}
+
+template <class T>
+__device__ View<T> view2(T* p, long long r, long long c, long long rs) {
+  View<T> v{};
+  v.ptr = p;
+  v.rank = 2;
+  v.ext[0] = r;
+  v.ext[1] = c;
+  v.stride[0] = rs;
+  v.stride[1] = 1;
+  return v;
+}
+
+// The bare stream: CTA i reads rows [128 i, 128 i + 128) of w [N, K], 4 stages of 128 x 64.
+__global__ void __launch_bounds__(256) ring(const bf16* w, long long K, unsigned long long* times, unsigned* sink) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned long long t0 = globaltimer_ns();
+  constexpr int S = 4, SR = 128, SC = 64, CPR = SC / 8;
+  const bf16* src = w + (long long)blockIdx.x * SR * K;
+  const int steps = (int)(K / SC);
+  auto issue = [&](int st) {
+    if (st < steps) {
+      bf16* dst = reinterpret_cast<bf16*>(smem) + (st % S) * SR * SC;
+      for (int c = threadIdx.x; c < SR * CPR; c += blockDim.x) {
+        const int r = c / CPR, cc = c % CPR;
+        cp16(dst + r * SC + cc * 8, src + r * K + (long long)st * SC + cc * 8);
+      }
+    }
+    commit();
+  };
+  for (int s = 0; s < S - 1; ++s) issue(s);
+  unsigned acc = 0;
+  for (int st = 0; st < steps; ++st) {
+    wait_group<S - 2>();
+    __syncthreads();
+    issue(st + S - 1);
+    acc ^= reinterpret_cast<const unsigned*>(smem + (st % S) * SR * SC * 2)[threadIdx.x];
+  }
+  stamp(times, t0);
+  if (acc == 0x12345678u) sink[blockIdx.x] = acc;
+}
+
+// The gate/up grid's task i: y[:, 64 i, +64) = silu(a @ gate[64 i, +64)^T) * (a @ up[...]^T).
+template <int TM>
+__global__ void __launch_bounds__(256, 1) gated(const bf16* a, const bf16* gate, const bf16* up, bf16* y, int M,
+                                                 unsigned long long* times) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned long long t0 = globaltimer_ns();
+  const Ctx c{smem, etc::dev::matmul_silu_mul_smem_bytes<bf16, TM, 128, 64>()};
+  const long long n0 = 64LL * blockIdx.x;
+  etc::dev::matmul_silu_mul<TM, 128, 64>(c, view2(a, M, kH, kH), view2(gate + n0 * kH, 64, kH, kH),
+                                         view2(up + n0 * kH, 64, kH, kH), true, view2(y + n0, M, 64, kI));
+  stamp(times, t0);
+}
+
+// The down grid's task (i, j): part j of y[:, 64 i, +64) over K columns [2048 j, +2048).
+template <int TM>
+__global__ void __launch_bounds__(256, 1) down(const bf16* a, const bf16* w, float* y, int M,
+                                                unsigned long long* times) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned long long t0 = globaltimer_ns();
+  const Ctx c{smem, etc::dev::matmul_smem_bytes<bf16, TM, 64, 128>()};
+  const long long n0 = 64LL * (blockIdx.x / 4), k0 = 2048LL * (blockIdx.x % 4);
+  etc::dev::matmul<TM, 64, 128>(c, view2(a + k0, M, 2048, kI), view2(w + n0 * kI + k0, 64, 2048, kI), true,
+                                view2(y + (blockIdx.x % 4) * (long long)M * kH + n0, M, 64, kH));
+  stamp(times, t0);
+}
+
+__global__ void fill_bf16(bf16* p, long long n, float v) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    p[i] = __float2bfloat16(v * (float)((i * 2654435761LL) % 17 - 8));
+}
+
+int main() {
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  bf16 *gu, *dw, *a, *y;
+  float* yp;
+  unsigned* sink;
+  unsigned long long* times;
+  int4* scratch;
+  const long long gu_elems = 2LL * kI * kH, dw_elems = (long long)kH * kI;
+  const long long scratch_words = 2LL * p.l2CacheSize / 16;
+  CK(cudaMalloc(&gu, gu_elems * 2));
+  CK(cudaMalloc(&dw, dw_elems * 2));
+  CK(cudaMalloc(&a, 128LL * kI * 2));
+  CK(cudaMalloc(&y, 128LL * kI * 2));
+  CK(cudaMalloc(&yp, 4LL * 128 * kH * 4));
+  CK(cudaMalloc(&sink, 4096 * 4));
+  CK(cudaMalloc(&times, 2 * kTasks * 8));
+  CK(cudaMalloc(&scratch, scratch_words * 16));
+  CK(cudaMemset(scratch, 0, scratch_words * 16));
+  fill_bf16<<<1024, 256>>>(gu, gu_elems, 0.01f);
+  fill_bf16<<<1024, 256>>>(dw, dw_elems, 0.01f);
+  fill_bf16<<<1024, 256>>>(a, 128LL * kI, 0.1f);
+  CK(cudaDeviceSynchronize());
+
+  int4 *ca, *cb;
+  const long long cbytes = 1LL << 30;
+  CK(cudaMalloc(&ca, cbytes));
+  CK(cudaMalloc(&cb, cbytes));
+  CK(cudaMemset(ca, 1, cbytes));
+  const float copy_ms = time_ms([&] { copy16<<<p.multiProcessorCount * 8, 512>>>(ca, cb, cbytes / 16); }, 20);
+  const double copy_gbs = 2.0 * cbytes / (copy_ms * 1e-3) / 1e9;
+  CK(cudaFree(ca));
+  CK(cudaFree(cb));
+
+  const unsigned ring_smem = 4 * 128 * 64 * 2;
+  CK(cudaFuncSetAttribute(ring, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_smem));
+  const unsigned g16 = etc::dev::matmul_silu_mul_smem_bytes<bf16, 16, 128, 64>();
+  const unsigned g128 = etc::dev::matmul_silu_mul_smem_bytes<bf16, 128, 128, 64>();
+  const unsigned d16 = etc::dev::matmul_smem_bytes<bf16, 16, 64, 128>();
+  const unsigned d128 = etc::dev::matmul_smem_bytes<bf16, 128, 64, 128>();
+  CK(cudaFuncSetAttribute(gated<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, g16));
+  CK(cudaFuncSetAttribute(gated<128>, cudaFuncAttributeMaxDynamicSharedMemorySize, g128));
+  CK(cudaFuncSetAttribute(down<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, d16));
+  CK(cudaFuncSetAttribute(down<128>, cudaFuncAttributeMaxDynamicSharedMemorySize, d128));
+
+  // Median of 15 launches, each after an L2 flush, of the span from the first CTA's start to the
+  // last one's end, in us.
+  auto span = [&](auto launch) {
+    std::vector<double> us;
+    for (int r = 0; r < 15; ++r) {
+      flush_l2<<<p.multiProcessorCount * 4, 512>>>(scratch, scratch_words, sink);
+      launch();
+      CK(cudaGetLastError());
+      std::vector<unsigned long long> t(2 * kTasks);
+      CK(cudaMemcpy(t.data(), times, t.size() * 8, cudaMemcpyDeviceToHost));
+      unsigned long long lo = ~0ULL, hi = 0;
+      for (int c = 0; c < kTasks; ++c) lo = std::min(lo, t[2 * c]), hi = std::max(hi, t[2 * c + 1]);
+      us.push_back((hi - lo) / 1000.0);
+    }
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+  };
+  std::printf("%s, %d SMs; copy %.0f GB/s (read + write), %.1f GB/s an SM at %d CTAs\n", p.name,
+              p.multiProcessorCount, copy_gbs, copy_gbs / kTasks, kTasks);
+  std::printf("%-6s %4s %10s %9s %8s %7s %7s\n", "what", "M", "weights", "us", "GB/s/SM", "/ring", "/copy");
+  const double ring_us = span([&] { ring<<<kTasks, 256, ring_smem>>>(gu, kH, times, sink); });
+  auto report = [&](const char* what, int M, double mib, double us) {
+    const double gbs = mib * 1048576.0 / kTasks / (us * 1e-6) / 1e9;
+    std::printf("%-6s %4d %6.1f MiB %9.2f %8.1f %6.2fx %6.2fx\n", what, M, mib, us, gbs, ring_us / us * mib / 64.0,
+                gbs / (copy_gbs / kTasks));
+  };
+  report("ring", 0, 64.0, ring_us);
+  for (int M : {1, 128}) {
+    const bf16* up = gu + (long long)kI * kH;
+    const double g = M <= 16 ? span([&] { gated<16><<<kTasks, 256, g16>>>(a, gu, up, y, M, times); })
+                             : span([&] { gated<128><<<kTasks, 256, g128>>>(a, gu, up, y, M, times); });
+    report("gated", M, 64.0, g);
+    const double d = M <= 16 ? span([&] { down<16><<<kTasks, 256, d16>>>(a, dw, yp, M, times); })
+                             : span([&] { down<128><<<kTasks, 256, d128>>>(a, dw, yp, M, times); });
+    report("down", M, 32.0, d);
+  }
+  return 0;
+}
