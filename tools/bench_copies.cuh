@@ -130,3 +130,73 @@ static float time_ms(F f, int reps) {
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
+
+// The stream benchmarks' ring (tools/bench_stream.cu, bench_pump.cu, bench_mm_stream.cu): one
+// CTA reads rows [r0, r0 + R) of w [N, K] (16-bit) into `ring`, S stages of SR rows x SC columns,
+// in a matmul's order (each block of SR rows over K in steps of SC), S - 1 stages in flight, and
+// returns an xor of what it read. STEP: each thread's chunks of a stage (at most 8: a 32 KiB
+// stage of 256 threads) are worked out once as offsets, which a stage then moves by its column
+// (one block of rows, R == SR), as etc's wgmma stages do; otherwise each chunk's row and column
+// come from its index by run-time division. progress: where not null, progress[blockIdx.x] is
+// set to the stage the CTA waits for next.
+template <int S, bool STEP = false>
+__device__ unsigned ring_rows(unsigned char* ring, const unsigned short* w, long long K, int r0, int R, int SR, int SC,
+                              volatile int* progress = nullptr) {
+  const int kb = (int)(K / SC), steps = (R / SR) * kb;
+  const int stage_elems = SR * SC, chunks = stage_elems / 8, cpr = SC / 8;
+  constexpr int kMaxChunks = 8;
+  int soff[kMaxChunks], doff[kMaxChunks];
+  const int mine = STEP ? (chunks - (int)threadIdx.x + (int)blockDim.x - 1) / (int)blockDim.x : 0;
+  if constexpr (STEP) {
+#pragma unroll
+    for (int i = 0; i < kMaxChunks; ++i) {
+      const int c = threadIdx.x + i * blockDim.x, r = c / cpr, cc = c % cpr;
+      soff[i] = (int)(r * K) + cc * 8;
+      doff[i] = r * SC + cc * 8;
+    }
+  }
+  auto issue = [&](int st) {
+    if (st < steps) {
+      const int rb = st / kb, k0 = (st % kb) * SC;
+      unsigned short* dst = reinterpret_cast<unsigned short*>(ring) + (st % S) * stage_elems;
+      if constexpr (STEP) {
+        const unsigned short* src = w + (long long)r0 * K + k0;
+#pragma unroll
+        for (int i = 0; i < kMaxChunks; ++i)
+          if (i < mine) cp16(dst + doff[i], src + soff[i]);
+      } else {
+        for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+          const int r = c / cpr, cc = c % cpr;
+          cp16(dst + r * SC + cc * 8, w + (long long)(r0 + rb * SR + r) * K + k0 + cc * 8);
+        }
+      }
+    }
+    commit();
+  };
+  for (int s = 0; s < S - 1; ++s) issue(s);
+  unsigned acc = 0;
+  for (int st = 0; st < steps; ++st) {
+    wait_group<S - 2>();
+    __syncthreads();
+    if (progress && threadIdx.x == 0) progress[blockIdx.x] = st;
+    issue(st + S - 1);
+    const unsigned* src = reinterpret_cast<const unsigned*>(ring + (st % S) * stage_elems * 2);
+    for (int i = threadIdx.x; i < stage_elems / 2; i += blockDim.x * 8) acc ^= src[i];
+  }
+  return acc;
+}
+
+// What the benchmarks' ratios divide by: a 1 GiB device-to-device copy's rate in GB/s, read and
+// write counted; ms, where not null, gets its median time.
+inline double copy_gbs(const cudaDeviceProp& p, float* ms = nullptr) {
+  int4 *a, *b;
+  const long long bytes = 1LL << 30;
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&b, bytes));
+  CK(cudaMemset(a, 1, bytes));
+  const float t = time_ms([&] { copy16<<<p.multiProcessorCount * 8, 512>>>(a, b, bytes / 16); }, 20);
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  if (ms) *ms = t;
+  return 2.0 * bytes / (t * 1e-3) / 1e9;
+}

@@ -54,27 +54,7 @@ __device__ View<T> view2(T* p, long long r, long long c, long long rs) {
 __global__ void __launch_bounds__(256) ring(const bf16* w, long long K, unsigned long long* times, unsigned* sink) {
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned long long t0 = globaltimer_ns();
-  constexpr int S = 4, SR = 128, SC = 64, CPR = SC / 8;
-  const bf16* src = w + (long long)blockIdx.x * SR * K;
-  const int steps = (int)(K / SC);
-  auto issue = [&](int st) {
-    if (st < steps) {
-      bf16* dst = reinterpret_cast<bf16*>(smem) + (st % S) * SR * SC;
-      for (int c = threadIdx.x; c < SR * CPR; c += blockDim.x) {
-        const int r = c / CPR, cc = c % CPR;
-        cp16(dst + r * SC + cc * 8, src + r * K + (long long)st * SC + cc * 8);
-      }
-    }
-    commit();
-  };
-  for (int s = 0; s < S - 1; ++s) issue(s);
-  unsigned acc = 0;
-  for (int st = 0; st < steps; ++st) {
-    wait_group<S - 2>();
-    __syncthreads();
-    issue(st + S - 1);
-    acc ^= reinterpret_cast<const unsigned*>(smem + (st % S) * SR * SC * 2)[threadIdx.x];
-  }
+  const unsigned acc = ring_rows<4>(smem, reinterpret_cast<const unsigned short*>(w), K, blockIdx.x * 128, 128, 128, 64);
   stamp(times, t0);
   if (acc == 0x12345678u) sink[blockIdx.x] = acc;
 }
@@ -134,15 +114,7 @@ int main() {
   fill_bf16<<<1024, 256>>>(a, 128LL * kI, 0.1f);
   CK(cudaDeviceSynchronize());
 
-  int4 *ca, *cb;
-  const long long cbytes = 1LL << 30;
-  CK(cudaMalloc(&ca, cbytes));
-  CK(cudaMalloc(&cb, cbytes));
-  CK(cudaMemset(ca, 1, cbytes));
-  const float copy_ms = time_ms([&] { copy16<<<p.multiProcessorCount * 8, 512>>>(ca, cb, cbytes / 16); }, 20);
-  const double copy_gbs = 2.0 * cbytes / (copy_ms * 1e-3) / 1e9;
-  CK(cudaFree(ca));
-  CK(cudaFree(cb));
+  const double copy_rate = copy_gbs(p);
 
   const unsigned ring_smem = 4 * 128 * 64 * 2;
   CK(cudaFuncSetAttribute(ring, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_smem));
@@ -173,13 +145,13 @@ int main() {
     return us[us.size() / 2];
   };
   std::printf("%s, %d SMs; copy %.0f GB/s (read + write), %.1f GB/s an SM at %d CTAs\n", p.name,
-              p.multiProcessorCount, copy_gbs, copy_gbs / kTasks, kTasks);
+              p.multiProcessorCount, copy_rate, copy_rate / kTasks, kTasks);
   std::printf("%-6s %4s %10s %9s %8s %7s %7s\n", "what", "M", "weights", "us", "GB/s/SM", "/ring", "/copy");
   const double ring_us = span([&] { ring<<<kTasks, 256, ring_smem>>>(gu, kH, times, sink); });
   auto report = [&](const char* what, int M, double mib, double us) {
     const double gbs = mib * 1048576.0 / kTasks / (us * 1e-6) / 1e9;
     std::printf("%-6s %4d %6.1f MiB %9.2f %8.1f %6.2fx %6.2fx\n", what, M, mib, us, gbs, ring_us / us * mib / 64.0,
-                gbs / (copy_gbs / kTasks));
+                gbs / (copy_rate / kTasks));
   };
   report("ring", 0, 64.0, ring_us);
   for (int M : {1, 128}) {

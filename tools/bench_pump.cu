@@ -63,16 +63,13 @@ __global__ void spin(unsigned long long ns) {
 
 // CTAs [0, ctas): the ring of S stages of SR rows x SC columns, each CTA over its R rows; CTAs
 // past them: the pump, from slab `first_slab`, at most `ahead` slabs past the slowest consumer's.
-// STEP: each thread's chunks of a stage (at most 8: a 32 KiB stage) are worked out once, as
-// offsets; a stage then adds its column to them (one block of rows, R == SR), as etc's wgmma
-// stages do. Otherwise each chunk's row and column come from its index, by run-time division.
+// STEP: see ring_rows (bench_copies.cuh).
 template <int S, bool STEP = false>
 __global__ void __launch_bounds__(256) stream_pumped(const unsigned short* w, long long K, int R, int SR, int SC,
                                                      int ctas, int first_slab, int ahead, int bulk,
                                                      volatile int* progress, unsigned long long* times,
                                                      unsigned* sink) {
   extern __shared__ __align__(16) unsigned char ring[];
-  const int kb = (int)(K / SC), steps = (R / SR) * kb;
   if (blockIdx.x >= ctas) {
     const int P = gridDim.x - ctas, N = R * ctas, per = (N + P - 1) / P;
     const int r0 = (blockIdx.x - ctas) * per, r1 = min(N, r0 + per);
@@ -97,47 +94,7 @@ __global__ void __launch_bounds__(256) stream_pumped(const unsigned short* w, lo
     return;
   }
   const unsigned long long t0 = globaltimer_ns();
-  const int r0 = blockIdx.x * R;
-  const int stage_elems = SR * SC, chunks = stage_elems / 8, cpr = SC / 8;
-  constexpr int kMaxChunks = 8;
-  int soff[kMaxChunks], doff[kMaxChunks];
-  const int mine = STEP ? (chunks - (int)threadIdx.x + (int)blockDim.x - 1) / (int)blockDim.x : 0;
-  if constexpr (STEP) {
-#pragma unroll
-    for (int i = 0; i < kMaxChunks; ++i) {
-      const int c = threadIdx.x + i * blockDim.x, r = c / cpr, cc = c % cpr;
-      soff[i] = (int)(r * K) + cc * 8;
-      doff[i] = r * SC + cc * 8;
-    }
-  }
-  auto issue = [&](int st) {
-    if (st < steps) {
-      const int rb = st / kb, k0 = (st % kb) * SC;
-      unsigned short* dst = reinterpret_cast<unsigned short*>(ring) + (st % S) * stage_elems;
-      if constexpr (STEP) {
-        const unsigned short* src = w + (long long)r0 * K + k0;
-#pragma unroll
-        for (int i = 0; i < kMaxChunks; ++i)
-          if (i < mine) cp16(dst + doff[i], src + soff[i]);
-      } else {
-        for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
-          const int r = c / cpr, cc = c % cpr;
-          cp16(dst + r * SC + cc * 8, w + (long long)(r0 + rb * SR + r) * K + k0 + cc * 8);
-        }
-      }
-    }
-    commit();
-  };
-  for (int s = 0; s < S - 1; ++s) issue(s);
-  unsigned acc = 0;
-  for (int st = 0; st < steps; ++st) {
-    wait_group<S - 2>();
-    __syncthreads();
-    if (threadIdx.x == 0) progress[blockIdx.x] = st;
-    issue(st + S - 1);
-    const unsigned* src = reinterpret_cast<const unsigned*>(ring + (st % S) * stage_elems * 2);
-    for (int i = threadIdx.x; i < stage_elems / 2; i += blockDim.x * 8) acc ^= src[i];
-  }
+  const unsigned acc = ring_rows<S, STEP>(ring, w, K, blockIdx.x * R, R, SR, SC, progress);
   if (threadIdx.x == 0) progress[blockIdx.x] = 1 << 29;
   __syncthreads();
   if (threadIdx.x == 0) {

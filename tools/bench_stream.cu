@@ -28,29 +28,7 @@ template <int S>
 __global__ void __launch_bounds__(256) stream(const unsigned short* w, long long K, int R, int SR, int SC,
                                               unsigned* sink) {
   extern __shared__ __align__(16) unsigned char ring[];
-  const int r0 = blockIdx.x * R;
-  const int stage_elems = SR * SC, chunks = stage_elems / 8, cpr = SC / 8;
-  const int kb = (int)(K / SC), steps = (R / SR) * kb;
-  auto issue = [&](int st) {
-    if (st < steps) {
-      const int rb = st / kb, k0 = (st % kb) * SC;
-      unsigned short* dst = reinterpret_cast<unsigned short*>(ring) + (st % S) * stage_elems;
-      for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
-        const int r = c / cpr, cc = c % cpr;
-        cp16(dst + r * SC + cc * 8, w + (long long)(r0 + rb * SR + r) * K + k0 + cc * 8);
-      }
-    }
-    commit();
-  };
-  for (int s = 0; s < S - 1; ++s) issue(s);
-  unsigned acc = 0;
-  for (int st = 0; st < steps; ++st) {
-    wait_group<S - 2>();
-    __syncthreads();
-    issue(st + S - 1);
-    const unsigned* src = reinterpret_cast<const unsigned*>(ring + (st % S) * stage_elems * 2);
-    for (int i = threadIdx.x; i < stage_elems / 2; i += blockDim.x * 8) acc ^= src[i];
-  }
+  const unsigned acc = ring_rows<S>(ring, w, K, blockIdx.x * R, R, SR, SC);
   if (acc == 0x12345678u) sink[blockIdx.x] = acc;  // keeps the reads
 }
 
@@ -160,13 +138,8 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&sink, 4096 * sizeof(unsigned)));
   // A map of copy i with boxes of bw columns by rows rows.
   auto tensor_map = [&](int i, int bw, int rows) { return tensor_map_2d(w[i], K, N, bw, rows); };
-  int4 *ca, *cb;
-  const long long cbytes = 1LL << 30;
-  CK(cudaMalloc(&ca, cbytes));
-  CK(cudaMalloc(&cb, cbytes));
-  CK(cudaMemset(ca, 1, cbytes));
-  const float copy_ms = time_ms([&] { copy16<<<p.multiProcessorCount * 8, 512>>>(ca, cb, cbytes / 16); }, 20);
-  const double copy_bw = 2.0 * cbytes / (copy_ms * 1e-3) / 1e12;
+  float copy_ms;
+  const double copy_bw = copy_gbs(p, &copy_ms) / 1e3;
   std::printf("%s, %d SMs, L2 %d MiB; copy of 1 GiB: %.3f ms, %.2f TB/s (read + write)\n", p.name,
               p.multiProcessorCount, p.l2CacheSize >> 20, copy_ms, copy_bw);
   std::printf("matrix [%lld, %lld] bf16, %.1f MiB. how: ring = cp.async ring of `stages` stages of KiB, each\n"
