@@ -108,13 +108,13 @@ __device__ __forceinline__ unsigned long long globaltimer_ns() {
   return t;
 }
 
-// Median milliseconds of `reps` runs of f (after one untimed run), by CUDA events.
+// Median milliseconds of `reps` runs of f (after `warmups` untimed runs), by CUDA events.
 template <class F>
-static float time_ms(F f, int reps) {
+static float time_ms(F f, int reps, int warmups = 1) {
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
-  f();
+  for (int i = 0; i < warmups; ++i) f();
   CK(cudaDeviceSynchronize());
   std::vector<float> t;
   for (int i = 0; i < reps; ++i) {

@@ -159,24 +159,7 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&sink, 4));
   CK(cudaMemset(k, 1, elems * 2));
   CK(cudaMemset(v, 1, elems * 2));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  auto time_us = [&](auto&& launch) {
-    for (int i = 0; i < 3; ++i) launch();
-    std::vector<float> ts;
-    for (int i = 0; i < 15; ++i) {
-      CK(cudaEventRecord(e0));
-      launch();
-      CK(cudaEventRecord(e1));
-      CK(cudaEventSynchronize(e1));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      ts.push_back(ms * 1000.0f);
-    }
-    std::sort(ts.begin(), ts.end());
-    return ts[ts.size() / 2];
-  };
+  auto time_us = [&](auto&& launch) { return time_ms(launch, 15, 3) * 1000.0f; };
   const size_t cb = size_t{1} << 30;
   void *x, *y;
   CK(cudaMalloc(&x, cb));

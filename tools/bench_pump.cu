@@ -179,8 +179,9 @@ int main(int argc, char** argv) {
   row("alone", 0, 0, 0, 1);
 
   // What one SM streams: the first `ctas` x SR rows (one stage's rows a CTA: 128 rows, 512 KiB at
-  // K = 2048, a gate/up task's share, for 16 KiB stages; 256 for 32 KiB) streamed by `ctas` CTAs, by ring shape: `L2`, read once before to bring them into L2;
-  // `dram`, L2 flushed before (a read of a buffer twice its size).
+  // K = 2048, a gate/up task's share, for 16 KiB stages; 256 for 32 KiB) streamed by `ctas` CTAs,
+  // by ring shape: `L2`, read once before to bring them into L2; `dram`, L2 flushed before (a
+  // read of a buffer twice its size).
   int4* scratch;
   const long long scratch_words = 2LL * p.l2CacheSize / 16;
   CK(cudaMalloc(&scratch, scratch_words * 16));
