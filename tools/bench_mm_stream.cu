@@ -62,25 +62,25 @@ __global__ void __launch_bounds__(256) ring(const bf16* w, long long K, unsigned
 // The gate/up grid's task i: y[:, 64 i, +64) = silu(a @ gate[64 i, +64)^T) * (a @ up[...]^T).
 template <int TM>
 __global__ void __launch_bounds__(256, 1) gated(const bf16* a, const bf16* gate, const bf16* up, bf16* y, int M,
-                                                 unsigned long long* times) {
+                                                 int K, unsigned long long* times) {
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned long long t0 = globaltimer_ns();
   const Ctx c{smem, etc::dev::matmul_silu_mul_smem_bytes<bf16, TM, 128, 64>()};
   const long long n0 = 64LL * blockIdx.x;
-  etc::dev::matmul_silu_mul<TM, 128, 64>(c, view2(a, M, kH, kH), view2(gate + n0 * kH, 64, kH, kH),
-                                         view2(up + n0 * kH, 64, kH, kH), true, view2(y + n0, M, 64, kI));
+  etc::dev::matmul_silu_mul<TM, 128, 64>(c, view2(a, M, K, K), view2(gate + n0 * K, 64, K, K),
+                                         view2(up + n0 * K, 64, K, K), true, view2(y + n0, M, 64, kI));
   stamp(times, t0);
 }
 
 // The down grid's task (i, j): part j of y[:, 64 i, +64) over K columns [2048 j, +2048).
 template <int TM>
-__global__ void __launch_bounds__(256, 1) down(const bf16* a, const bf16* w, float* y, int M,
+__global__ void __launch_bounds__(256, 1) down(const bf16* a, const bf16* w, float* y, int M, int Kp,
                                                 unsigned long long* times) {
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned long long t0 = globaltimer_ns();
   const Ctx c{smem, etc::dev::matmul_smem_bytes<bf16, TM, 64, 128>()};
-  const long long n0 = 64LL * (blockIdx.x / 4), k0 = 2048LL * (blockIdx.x % 4);
-  etc::dev::matmul<TM, 64, 128>(c, view2(a + k0, M, 2048, kI), view2(w + n0 * kI + k0, 64, 2048, kI), true,
+  const long long n0 = 64LL * (blockIdx.x / 4), k0 = (long long)Kp * (blockIdx.x % 4);
+  etc::dev::matmul<TM, 64, 128>(c, view2(a + k0, M, Kp, kI), view2(w + n0 * kI + k0, 64, Kp, kI), true,
                                 view2(y + (blockIdx.x % 4) * (long long)M * kH + n0, M, 64, kH));
   stamp(times, t0);
 }
@@ -146,22 +146,50 @@ int main() {
   };
   std::printf("%s, %d SMs; copy %.0f GB/s (read + write), %.1f GB/s an SM at %d CTAs\n", p.name,
               p.multiProcessorCount, copy_rate, copy_rate / kTasks, kTasks);
-  std::printf("%-6s %4s %10s %9s %8s %7s %7s\n", "what", "M", "weights", "us", "GB/s/SM", "/ring", "/copy");
-  const double ring_us = span([&] { ring<<<kTasks, 256, ring_smem>>>(gu, kH, times, sink); });
-  auto report = [&](const char* what, int M, double mib, double us) {
-    const double gbs = mib * 1048576.0 / kTasks / (us * 1e-6) / 1e9;
-    std::printf("%-6s %4d %6.1f MiB %9.2f %8.1f %6.2fx %6.2fx\n", what, M, mib, us, gbs, ring_us / us * mib / 64.0,
-                gbs / (copy_rate / kTasks));
+  std::printf("%-6s %4s %5s %10s %9s %8s %7s %7s\n", "what", "M", "K", "weights", "us", "GB/s/SM", "/ring", "/copy");
+  // Each form at K = 512, 1024 and 2048 a task (the decode step's is 2048): the slope of time
+  // against K is the form's stream rate, the rest its fixed cost (start, epilogue, stragglers).
+  struct Fit {
+    double us[3];
   };
-  report("ring", 0, 64.0, ring_us);
+  const int ks[3] = {512, 1024, 2048};
+  auto report = [&](const char* what, int M, int K, double mib, double us, double ring_us) {
+    const double gbs = mib * 1048576.0 / kTasks / (us * 1e-6) / 1e9;
+    std::printf("%-6s %4d %5d %6.1f MiB %9.2f %8.1f %6.2fx %6.2fx\n", what, M, K, mib, us, gbs,
+                ring_us / us * mib / (64.0 * K / 2048), gbs / (copy_rate / kTasks));
+  };
+  auto fit = [&](const char* what, int M, const Fit& f, double mib2048) {
+    // Least squares over the three K: us = fixed + K * per_k.
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int i = 0; i < 3; ++i) sx += ks[i], sy += f.us[i], sxx += (double)ks[i] * ks[i], sxy += ks[i] * f.us[i];
+    const double per_k = (3 * sxy - sx * sy) / (3 * sxx - sx * sx), fixed = (sy - per_k * sx) / 3;
+    const double gbs = mib2048 * 1048576.0 / 2048 / kTasks / (per_k * 1e-6) / 1e9;
+    std::printf("fit    %-6s M=%-4d fixed %6.2f us, stream %6.1f GB/s an SM (%.3f us per 64 of K)\n", what, M, fixed, gbs,
+                per_k * 64);
+  };
+  Fit ring_fit{};
+  for (int i = 0; i < 3; ++i) {
+    ring_fit.us[i] = span([&] { ring<<<kTasks, 256, ring_smem>>>(gu, ks[i], times, sink); });
+    report("ring", 0, ks[i], 64.0 * ks[i] / 2048, ring_fit.us[i], ring_fit.us[i]);
+  }
+  fit("ring", 0, ring_fit, 64.0);
   for (int M : {1, 128}) {
-    const bf16* up = gu + (long long)kI * kH;
-    const double g = M <= 16 ? span([&] { gated<16><<<kTasks, 256, g16>>>(a, gu, up, y, M, times); })
-                             : span([&] { gated<128><<<kTasks, 256, g128>>>(a, gu, up, y, M, times); });
-    report("gated", M, 64.0, g);
-    const double d = M <= 16 ? span([&] { down<16><<<kTasks, 256, d16>>>(a, dw, yp, M, times); })
-                             : span([&] { down<128><<<kTasks, 256, d128>>>(a, dw, yp, M, times); });
-    report("down", M, 32.0, d);
+    Fit gf{}, df{};
+    for (int i = 0; i < 3; ++i) {
+      const int K = ks[i];
+      const bf16* up = gu + (long long)kI * K;
+      gf.us[i] = M <= 16 ? span([&] { gated<16><<<kTasks, 256, g16>>>(a, gu, up, y, M, K, times); })
+                         : span([&] { gated<128><<<kTasks, 256, g128>>>(a, gu, up, y, M, K, times); });
+      report("gated", M, K, 64.0 * K / 2048, gf.us[i], ring_fit.us[i]);
+    }
+    fit("gated", M, gf, 64.0);
+    for (int i = 0; i < 3; ++i) {
+      const int K = ks[i];
+      df.us[i] = M <= 16 ? span([&] { down<16><<<kTasks, 256, d16>>>(a, dw, yp, M, K, times); })
+                         : span([&] { down<128><<<kTasks, 256, d128>>>(a, dw, yp, M, K, times); });
+      report("down", M, K, 32.0 * K / 2048, df.us[i], ring_fit.us[i]);
+    }
+    fit("down", M, df, 32.0);
   }
   return 0;
 }
