@@ -1313,6 +1313,11 @@ int main() {
   static_assert(detail::MmGeom<float, 16, 64, 128>::STAGES == 2, "f32 tiles keep the 96 KiB ring");
   static_assert(detail::MmWgGeom<bf16, 32, 128, 128>::STAGES == 2 && detail::MmWgGeom<bf16, 128, 128, 128>::STAGES == 2,
                 "wgmma LM-head tiles: 2 stages");
+  // The large ring (144 KiB): 3 stages of the 128 x 64 x 128 tiles of a decode step at B > 32,
+  // 4 of the gated 128 x 128 x 64 ones (the t_mm and t_mm_gated cases at 64 and 128 rows).
+  static_assert(detail::MmWgGeom<bf16, 128, 64, 128>::STAGES == 3 && detail::MmWgGeom<bf16, 64, 64, 128>::STAGES == 4 &&
+                    detail::MmWgGeom<bf16, 128, 128, 64>::STAGES == 4,
+                "the large ring's stages");
   t_mm<16, 128, 128, bf16, bf16>(1, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 256, true, true, true);
   t_mm<32, 128, 128, bf16, bf16>(32, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 256, false, true, true);
   t_mm<128, 128, 128, bf16, bf16>(128, 120, 2048, true, 2048, 2048, 120, 0, 0, 0, 256, false, true, true);

@@ -27,9 +27,15 @@
 #define ETC_MM_MAX_STAGES 4
 #endif
 // The ring of a tile with 64 or more rows of a (a decode step at B > 32), whose stages are
-// twice or four times as large: 96 KiB is 2 stages of a 128 x 64 x 128 tile.
+// twice or four times as large: 144 KiB is 3 stages of a 128 x 64 x 128 tile (48 KiB each: 2
+// in flight where 96 KiB left 1) and 4 of the gated 128 x 128 x 64 one. H200, Llama-3.2-1B
+// decode (tools/gpu_ab.sh -p 511, two rounds), 96 -> 144 KiB: B = 128 3689 -> 3622 us (-1.8%),
+// B = 1 and 16 level (-0.5%, +0.3%); 192 KiB: B = 128 -2.2% but B = 1 and 16 +1.2 and +1.6%
+// (every task's L1 shrinks with the kernel's shared memory). Alone, 128 CTAs of the down
+// projection's 128 x 64 x 128 tiles at M = 128 took 19.8 us with 2 stages and 15.0 with 4
+// (tools/bench_mm_stream.cu); the gated tile's time did not change with depth.
 #ifndef ETC_MM_LARGE_RING_KIB
-#define ETC_MM_LARGE_RING_KIB ETC_MM_RING_KIB
+#define ETC_MM_LARGE_RING_KIB 144
 #endif
 // The ring of a tile with fewer than 64 rows of a whose stage holds 32 KiB or more of b (an LM
 // head's 128 x 128 tiles, which lower-ops gives grids of many waves): 3 stages of such a tile
