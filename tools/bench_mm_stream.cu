@@ -10,8 +10,12 @@
 //            task a CTA as the megakernel's gate/up grid: 64 gate and 64 up rows over all of K;
 //   down     etc's matmul<TM, 64, 128>, the down projection's 128 tasks of 64 columns by a
 //            quarter of K = 8192 (f32 partial sums), [2048, 8192] weights;
-// at M = 1 (TM = 16: mma.sync) and M = 128 (TM = 128: wgmma), and prints each one's time, the
-// weights' GB/s an SM, and its ratio to the ring's and to a device-to-device copy's rate.
+// at M = 1 (TM = 16: mma.sync) and M = 128 (TM = 128: wgmma), each with K = 512, 1024 and 2048
+// a task (2048: the decode step's), and prints each one's time, the weights' GB/s an SM, its
+// ratio to the ring's and to a device-to-device copy's rate, and a least-squares line through
+// the three K ("fit": the fixed cost, the stream rate). Session 46 (H200): the ring 1.0 us +
+// 29 GB/s an SM; gated M = 1 1.5 us + 23.5, down 1.7 + 25; gated M = 128 5.9 + 20 (of weights:
+// a's tiles double the bytes), down 2.7 + 15.
 //
 //   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
 //     tools/bench_mm_stream.cu -o bench_mm_stream

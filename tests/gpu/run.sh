@@ -459,7 +459,7 @@ if command -v nvcc >/dev/null 2>&1 &&
    nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a tools/bench_mm_stream.cu \
      -o "$out/bench_mm_stream" >"$out/bench_mm_stream.log" 2>&1 &&
    "$out/bench_mm_stream" >>"$out/bench_mm_stream.log" 2>&1; then
-  row "decode matmuls / bare stream, M=1 and 128" INFO "$(awk '$1 ~ /^(gated|down)$/ {printf "%s M=%s %s  ", $1, $2, $7}' "$out/bench_mm_stream.log")(bench_mm_stream.log)"
+  row "decode matmuls / bare stream, M=1 and 128" INFO "$(awk '$1 ~ /^(gated|down)$/ && $3 == 2048 {printf "%s M=%s %s  ", $1, $2, $8}' "$out/bench_mm_stream.log")(bench_mm_stream.log)"
 else
   row "decode matmuls (tools/bench_mm_stream.cu)" FAIL "$(tail -2 "$out/bench_mm_stream.log" | tr '\n' ' ' | cut -c1-200)"
 fi
