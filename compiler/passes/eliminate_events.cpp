@@ -113,23 +113,33 @@ class Eliminator {
   bool deleted(const Site& s) const { return deleted_.count(s) > 0; }
   const TaskStmt& stmt(const Site& s) const { return m_.tasks[s.task].body[s.index]; }
   Slice& eventSlice(const Site& s) {
+    index_valid_ = false;  // the caller may retarget the statement
     TaskStmt& st = m_.tasks[s.task].body[s.index];
     if (auto* w = std::get_if<WaitStmt>(&st)) return w->event;
     return std::get<NotifyStmt>(st).event;
   }
 
-  // The live notifies and waits of event e.
+  // The live notifies and waits of event e, in task and statement order.
   std::vector<Site> sites(uint32_t e, bool waits) const {
+    if (!index_valid_) indexSites();
     std::vector<Site> out;
+    for (const Site& s : (waits ? wait_sites_ : notify_sites_)[e])
+      if (!deleted(s)) out.push_back(s);
+    return out;
+  }
+  // Every event's wait and notify statements. sites() is asked for each hop of the transitive
+  // reduction's search; scanning the module for each made that rule quadratic in the model's
+  // depth (Qwen3-0.6B's 28 layers: 10.8 s of eliminate-events, where Llama's 16 took 1.0).
+  void indexSites() const {
+    wait_sites_.assign(m_.events.size(), {});
+    notify_sites_.assign(m_.events.size(), {});
     for (uint32_t t = 0; t < m_.tasks.size(); ++t)
       for (uint32_t i = 0; i < m_.tasks[t].body.size(); ++i) {
         const TaskStmt& st = m_.tasks[t].body[i];
-        const Slice* s = nullptr;
-        if (const auto* w = std::get_if<WaitStmt>(&st); w && waits) s = &w->event;
-        if (const auto* n = std::get_if<NotifyStmt>(&st); n && !waits) s = &n->event;
-        if (s && s->target == e && !deleted({t, i})) out.push_back({t, i});
+        if (const auto* w = std::get_if<WaitStmt>(&st)) wait_sites_[w->event.target].push_back({t, i});
+        if (const auto* n = std::get_if<NotifyStmt>(&st)) notify_sites_[n->event.target].push_back({t, i});
       }
-    return out;
+    index_valid_ = true;
   }
 
   // Statements of the same kind in a row are interchangeable: what precedes a notify (apart
@@ -650,6 +660,9 @@ class Eliminator {
   std::map<uint32_t, uint32_t> merged_into_;
   std::set<uint32_t> joined_;     // rule 4: events whose notifies and wait moved to another
   std::vector<size_t> run_position_;   // per task: its run statement's index in the graph being reduced
+  // sites()'s index, rebuilt after any statement's slice was handed out for writing.
+  mutable std::vector<std::vector<Site>> wait_sites_, notify_sites_;
+  mutable bool index_valid_ = false;
 };
 
 }  // namespace
