@@ -139,7 +139,7 @@ run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-def
   if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then
     fail "device-define: the defines do not come first"; head -5 "$tmp/out"; else pass; fi
 # ETC_MM_PREFETCH_STAGES (a weight prefetch, --weight-prefetch, of fewer stages than the ring's S - 1) compiles.
-LIMIT=300 run prefetch-stages-nvrtc 0 samples/llama_layer.etir -arch sm_90a --weight-prefetch --device-define ETC_MM_PREFETCH_STAGES=1 -o "$tmp/pf1.fatbin"
+LIMIT=300 run prefetch-stages-nvrtc 0 samples/mlp.etir -arch sm_90a --weight-prefetch --device-define ETC_MM_PREFETCH_STAGES=1 -o "$tmp/pf1.fatbin"
 # Every unfused kernel calls its task function's instantiation 0 (one copy of each task's code
 # for the unfused form, not one per kernel); the megakernel keeps its own.
 run unfused-instances 0 --emit=cuda samples/llama_layer.etir &&
@@ -154,8 +154,7 @@ run notify-block 0 --emit=cuda samples/llama_layer.etir &&
           END {exit !(bad || stray)}' "$tmp/out"; then
     fail "notify-block: a checked notify in the fast path, or an add outside it"; else pass; fi
 # Index math left in the code (--no-derived-syms): a divisor known only at run time takes the _rt
-# helpers (cdiv(16, B) in the decode layer's attention grids), a constant one the plain helpers;
-# ETC_INDEX_DIV32=1 (their 32-bit path) compiles.
+# helpers (cdiv(16, B) in the decode layer's attention grids), a constant one the plain helpers.
 run index-div 0 --emit=cuda --no-derived-syms samples/llama_layer.etir &&
   stdout_has index-div "etc::dev::cdiv_rt(16LL, etc_s0)" && stdout_has index-div "etc::dev::cdiv(etc_s0, 4LL)"
 # Syms and derived syms are read once per function into locals: p.sym and p.derived appear only in
@@ -172,8 +171,6 @@ for sched in static dynamic; do
         fail "sym-locals-$sched: $f uses p.derived outside the locals"; else pass; fi
   done
 done
-LIMIT=300 run index-div32 0 samples/llama_layer.etir -arch sm_90a --device-define ETC_INDEX_DIV32=1 -o "$tmp/div32.fatbin" &&
-  if [ -s "$tmp/div32.fatbin" ]; then pass; else fail "index-div32: no fatbin"; fi
 # Decode attention alone at each model's shape, for the checks of its knobs below (the per-task
 # kernel's shared memory is attention's): a whole decode layer took 5 to 9 times as long in NVRTC.
 cat >"$tmp/attn_g2.etir" <<'ETIR'
@@ -206,6 +203,9 @@ graph @main {
   attn = attention_decode(q, k_cache, v_cache, lens) { head_dim = HEAD }
 }
 ETIR
+# ETC_INDEX_DIV32=1 (the index helpers' 32-bit path) compiles, where cdiv(16, B) is left in the code.
+LIMIT=300 run index-div32 0 "$tmp/attn_g4.etir" -arch sm_90a --no-derived-syms --device-define ETC_INDEX_DIV32=1 -o "$tmp/div32.fatbin" &&
+  if [ -s "$tmp/div32.fatbin" ]; then pass; else fail "index-div32: no fatbin"; fi
 # The decode attention's knobs other than the defaults (FMA scores and o, plain cache copies, one
 # 32 KiB slot) still compile: the default paths compile with every sample.
 LIMIT=300 run attention-knobs 0 "$tmp/attn_g4.etir" -arch sm_90a --device-define ETC_ATTN_MMA=0 --device-define ETC_ATTN_EVICT_FIRST=0 \
@@ -259,7 +259,8 @@ LIMIT=300 run attention-warps-g4 0 "$tmp/attn_g4.etir" -arch sm_90a --resource-u
 # heads_per_task = 2: the one-part grid's tasks each take two cache heads (attention_decode over
 # several heads through one ring on the device) and compile.
 sed 's/{ head_dim = HEAD }/{ head_dim = HEAD, heads_per_task = 2 }/' samples/llama_layer.etir >"$tmp/heads2.etir"
-LIMIT=300 run heads-per-task 0 "$tmp/heads2.etir" -arch sm_90a -o "$tmp/heads2.fatbin" &&
+sed 's/{ head_dim = HEAD }/{ head_dim = HEAD, heads_per_task = 2 }/' "$tmp/attn_g4.etir" >"$tmp/attn_g4_heads2.etir"
+LIMIT=300 run heads-per-task 0 "$tmp/attn_g4_heads2.etir" -arch sm_90a -o "$tmp/heads2.fatbin" &&
   if [ -s "$tmp/heads2.fatbin" ]; then pass; else fail "heads-per-task: no fatbin"; fi
 run heads-per-task-tasks 0 --emit=tasks "$tmp/heads2.etir" &&
   stdout_has heads-per-task-tasks "task @attention_decode_attn_whole grid [B - B * min(cdiv(S, 64) - 1, cdiv(16, B) - 1, 1), 4] (b, g) {"
