@@ -171,58 +171,30 @@ for sched in static dynamic; do
         fail "sym-locals-$sched: $f uses p.derived outside the locals"; else pass; fi
   done
 done
-# Decode attention alone at each model's shape, for the checks of its knobs below (the per-task
-# kernel's shared memory is attention's): a whole decode layer took 5 to 9 times as long in NVRTC.
-cat >"$tmp/attn_g2.etir" <<'ETIR'
-module @attention_g2
-sym B in [1, 128]
-const HQ = 16
-const HK = 8
-const D = 128
-const S = 4097
-tensor q : bf16[B, HQ * D] input
-tensor k_cache : bf16[B, S, HK * D] input
-tensor v_cache : bf16[B, S, HK * D] input
-tensor lens : i32[B] input
-tensor o_0 : bf16[B, HQ * D] output
-graph @main {
-  o_0 = attention_decode(q, k_cache, v_cache, lens) { head_dim = D }
-}
-ETIR
-cat >"$tmp/attn_g4.etir" <<'ETIR'
-module @attention_g4
-sym B in [1, 128]
-sym S in [1, 8192]
-const HEAD = 64
-tensor q : bf16[B, 32 * HEAD] input
-tensor k_cache : bf16[B, S, 8 * HEAD] input
-tensor v_cache : bf16[B, S, 8 * HEAD] input
-tensor lens : i32[B] input
-tensor attn : bf16[B, 32 * HEAD] output
-graph @main {
-  attn = attention_decode(q, k_cache, v_cache, lens) { head_dim = HEAD }
-}
-ETIR
+# Decode attention alone at each model's shape (tests/gpu/resources) for the checks of its knobs
+# below (the per-task kernel's shared memory is attention's): a whole decode layer took 5 to 9
+# times as long in NVRTC.
+attn_g2=tests/gpu/resources/attention_alone_qwen3_0_6b.etir attn_g4=tests/gpu/resources/attention_alone_llama3_2_1b.etir
 # ETC_INDEX_DIV32=1 (the index helpers' 32-bit path) compiles, where cdiv(16, B) is left in the code.
-LIMIT=300 run index-div32 0 "$tmp/attn_g4.etir" -arch sm_90a --no-derived-syms --device-define ETC_INDEX_DIV32=1 -o "$tmp/div32.fatbin" &&
+LIMIT=300 run index-div32 0 "$attn_g4" -arch sm_90a --no-derived-syms --device-define ETC_INDEX_DIV32=1 -o "$tmp/div32.fatbin" &&
   if [ -s "$tmp/div32.fatbin" ]; then pass; else fail "index-div32: no fatbin"; fi
 # The decode attention's knobs other than the defaults (FMA scores and o, plain cache copies, one
 # 32 KiB slot) still compile: the default paths compile with every sample.
-LIMIT=300 run attention-knobs 0 "$tmp/attn_g4.etir" -arch sm_90a --device-define ETC_ATTN_MMA=0 --device-define ETC_ATTN_EVICT_FIRST=0 \
+LIMIT=300 run attention-knobs 0 "$attn_g4" -arch sm_90a --device-define ETC_ATTN_MMA=0 --device-define ETC_ATTN_EVICT_FIRST=0 \
   --device-define ETC_ATTN_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=32 -o "$tmp/attn_knobs.fatbin" &&
   if [ -s "$tmp/attn_knobs.fatbin" ]; then pass; else fail "attention-knobs: no fatbin"; fi
 # Qwen3's attention (2 query heads a cache head) takes the tensor-core form of independent warps
 # (ETC_ATTN_MMA_WARPS, default 1): a ring a warp for 8 warps, of 2 tiles (ETC_ATTN_WARP_SLOTS) of
 # 16 K rows and 16 V rows at D = 128 (128 KiB), after the scratch; 1 tile a warp halves it.
-LIMIT=300 run attention-mma-warps-g2 0 "$tmp/attn_g2.etir" -arch sm_90a --resource-usage -o "$tmp/attn.fatbin" &&
-  smem_is attention-mma-warps-g2 etc_main_attention_decode_o_0_whole 16+134176
-LIMIT=300 run attention-mma-warps-g2-slots 0 "$tmp/attn_g2.etir" -arch sm_90a --resource-usage \
+LIMIT=300 run attention-mma-warps-g2 0 "$attn_g2" -arch sm_90a --resource-usage -o "$tmp/attn.fatbin" &&
+  smem_is attention-mma-warps-g2 etc_main_attention_decode_o_whole 16+134176
+LIMIT=300 run attention-mma-warps-g2-slots 0 "$attn_g2" -arch sm_90a --resource-usage \
   --device-define ETC_ATTN_WARP_SLOTS=1 -o "$tmp/attn.fatbin" &&
-  smem_is attention-mma-warps-g2-slots etc_main_attention_decode_o_0_whole 16+68640
+  smem_is attention-mma-warps-g2-slots etc_main_attention_decode_o_whole 16+68640
 # Without it (ETC_ATTN_MMA_WARPS=0), the FMA form of independent warps (ETC_ATTN_WARPS, default
 # 2), which stages nothing: its task reserves the scratch and the warps' reduction only, no ring.
-LIMIT=300 run attention-warps-g2 0 "$tmp/attn_g2.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=0 \
-  -o "$tmp/attn.fatbin" && smem_is attention-warps-g2 etc_main_attention_decode_o_0_whole 16+19488
+LIMIT=300 run attention-warps-g2 0 "$attn_g2" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=0 \
+  -o "$tmp/attn.fatbin" && smem_is attention-warps-g2 etc_main_attention_decode_o_whole 16+19488
 # The generated task calls attention_decode itself, or through the shared op function, as
 # ETC_INLINE_ATTENTION says.
 python3 tools/gen_decode_sample.py qwen3_0_6b --layers 1 --vocab 2048 >"$tmp/q1.etir"
@@ -235,31 +207,32 @@ LIMIT=300 run attention-inline-emit 0 "$tmp/q1.etir" --emit cuda -o "$tmp/q1.cu"
 # ring of 2 slots (ETC_ATTN_SLOTS) of 128-row blocks (kAttnMmaBlockRows: 32 KiB of K and of V at D = 128, above
 # ETC_ATTN_BLOCK_KIB's 16), one slot with ETC_ATTN_SLOTS=1 (compiled with the tensor-core form
 # outlined, ETC_ATTN_MMA_OUTLINE=1, as well).
-LIMIT=300 run attention-mma-g2 0 "$tmp/attn_g2.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=0 \
-  --device-define ETC_ATTN_WARPS=0 -o "$tmp/attn.fatbin" && smem_is attention-mma-g2 etc_main_attention_decode_o_0_whole 16+134176
-LIMIT=300 run attention-mma-g2-slots 0 "$tmp/attn_g2.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=0 \
+LIMIT=300 run attention-mma-g2 0 "$attn_g2" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=0 \
+  --device-define ETC_ATTN_WARPS=0 -o "$tmp/attn.fatbin" && smem_is attention-mma-g2 etc_main_attention_decode_o_whole 16+134176
+LIMIT=300 run attention-mma-g2-slots 0 "$attn_g2" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=0 \
   --device-define ETC_ATTN_WARPS=0 --device-define ETC_ATTN_SLOTS=1 --device-define ETC_ATTN_MMA_OUTLINE=1 -o "$tmp/attn.fatbin" &&
-  smem_is attention-mma-g2-slots etc_main_attention_decode_o_0_whole 16+68640
+  smem_is attention-mma-g2-slots etc_main_attention_decode_o_whole 16+68640
 # With ETC_ATTN_MMA_MIN_G=4 it takes the FMA form, whose blocks and slots are
 # ETC_ATTN_FMA_BLOCK_KIB's and ETC_ATTN_FMA_SLOTS': one slot of 16 KiB of K and of V.
-LIMIT=300 run attention-fma-block 0 "$tmp/attn_g2.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_WARPS=0 \
+LIMIT=300 run attention-fma-block 0 "$attn_g2" -arch sm_90a --resource-usage --device-define ETC_ATTN_WARPS=0 \
   --device-define ETC_ATTN_MMA_MIN_G=4 --device-define ETC_ATTN_FMA_BLOCK_KIB=16 --device-define ETC_ATTN_FMA_SLOTS=1 \
-  -o "$tmp/attn.fatbin" && smem_is attention-fma-block etc_main_attention_decode_o_0_whole 16+35872
+  -o "$tmp/attn.fatbin" && smem_is attention-fma-block etc_main_attention_decode_o_whole 16+35872
 # Llama's attention (4 query heads a cache head) keeps its ring whatever the FMA knobs say, and blocks of
 # 128 rows (16 KiB at D = 64) where ETC_ATTN_BLOCK_KIB asks for fewer.
-LIMIT=300 run attention-fma-block-mma 0 "$tmp/attn_g4.etir" -arch sm_90a --resource-usage \
+LIMIT=300 run attention-fma-block-mma 0 "$attn_g4" -arch sm_90a --resource-usage \
   --device-define ETC_ATTN_FMA_BLOCK_KIB=16 --device-define ETC_ATTN_FMA_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=8 \
-  -o "$tmp/ll.fatbin" && smem_is attention-fma-block-mma etc_main_attention_decode_attn_whole 16+70720
+  -o "$tmp/ll.fatbin" && smem_is attention-fma-block-mma etc_main_attention_decode_o_whole 16+70720
 # ETC_ATTN_WARPS=4 gives Llama's 4 heads a cache head the FMA form of independent warps: no ring
 # (with an odd count of row steps in flight and plain cache loads, which compile too).
-LIMIT=300 run attention-warps-g4 0 "$tmp/attn_g4.etir" -arch sm_90a --resource-usage --device-define ETC_ATTN_WARPS=4 \
+LIMIT=300 run attention-warps-g4 0 "$attn_g4" -arch sm_90a --resource-usage --device-define ETC_ATTN_WARPS=4 \
   --device-define ETC_ATTN_MMA_WARPS=0 \
   --device-define ETC_ATTN_WARP_STEPS=3 --device-define ETC_ATTN_EVICT_FIRST=0 -o "$tmp/ll.fatbin" &&
-  smem_is attention-warps-g4 etc_main_attention_decode_attn_whole 16+21568
+  smem_is attention-warps-g4 etc_main_attention_decode_o_whole 16+21568
 # heads_per_task = 2: the one-part grid's tasks each take two cache heads (attention_decode over
 # several heads through one ring on the device) and compile.
 sed 's/{ head_dim = HEAD }/{ head_dim = HEAD, heads_per_task = 2 }/' samples/llama_layer.etir >"$tmp/heads2.etir"
-sed 's/{ head_dim = HEAD }/{ head_dim = HEAD, heads_per_task = 2 }/' "$tmp/attn_g4.etir" >"$tmp/attn_g4_heads2.etir"
+sed 's/{ head_dim = D }/{ head_dim = D, heads_per_task = 2 }/' "$attn_g4" >"$tmp/attn_g4_heads2.etir"
+grep -q 'heads_per_task = 2' "$tmp/attn_g4_heads2.etir" || fail "heads-per-task: attention_alone_llama3_2_1b.etir's attention changed"
 LIMIT=300 run heads-per-task 0 "$tmp/attn_g4_heads2.etir" -arch sm_90a -o "$tmp/heads2.fatbin" &&
   if [ -s "$tmp/heads2.fatbin" ]; then pass; else fail "heads-per-task: no fatbin"; fi
 run heads-per-task-tasks 0 --emit=tasks "$tmp/heads2.etir" &&
