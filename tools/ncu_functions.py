@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a kernel's warps stall, function by function, from ncu's per-instruction source page.
 
-    ncu --section WarpStateStats --section SourceCounters -c 1 -o rep etc-run model.fatbin ...
+    ncu --clock-control none --section WarpStateStats --section SourceCounters -c 1 -o rep etc-run model.fatbin ...
     ncu --import rep.ncu-rep --page source --csv --print-source sass > sass.csv
     python3 tools/ncu_functions.py sass.csv [--top N] [--function TEXT [--instructions M]]
 

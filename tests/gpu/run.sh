@@ -314,12 +314,13 @@ if want trace && [ -f "$f" ]; then
   fi
 fi
 # Where a B = 1 Llama step's warps stall, function by function (ncu's warp stall sampling, summed
-# by tools/ncu_functions.py; ncu runs the SMs at its own clocks, so its duration is no timing).
+# by tools/ncu_functions.py; its duration is no timing). --clock-control none: by default ncu locks
+# the GPU's clocks at base while it profiles, and the lent GPUs' clocks are not ours to set.
 f="$B/llama3_2_1b.fatbin" ncu="${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}"
 if want ncu && [ -f "$f" ] && [ -x "$ncu" ]; then
   log="$out/ncu_llama3_2_1b.log"
   python3 -c "import numpy as np, sys; np.save(sys.argv[1], np.full(1, 511, np.int32))" "$out/ncu_pos.npy"
-  if "$ncu" --section WarpStateStats --section SourceCounters -c 1 -f -o "$out/ncu_llama3_2_1b" \
+  if "$ncu" --clock-control none --section WarpStateStats --section SourceCounters -c 1 -f -o "$out/ncu_llama3_2_1b" \
        "$B/etc-run" "$f" --sym B=1 --in pos="$out/ncu_pos.npy" --seed 5 >"$log" 2>&1 &&
      "$ncu" --import "$out/ncu_llama3_2_1b.ncu-rep" --page source --csv --print-source sass \
        >"$out/ncu_llama3_2_1b_sass.csv" 2>>"$log" &&
