@@ -108,6 +108,41 @@ __device__ __forceinline__ unsigned long long globaltimer_ns() {
   return t;
 }
 
+// A CTA's part of a launch timed in the kernel: after all its threads are done, its start t0
+// and its end go to times[2 * blockIdx.x] and [2 * blockIdx.x + 1].
+__device__ __forceinline__ void stamp_span(unsigned long long* times, unsigned long long t0) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    times[2 * blockIdx.x] = t0;
+    times[2 * blockIdx.x + 1] = globaltimer_ns();
+  }
+}
+
+// The launch's time from the stamps of its first `ctas` CTAs: the last end less the first
+// start, in us.
+inline double span_us(const unsigned long long* times, int ctas) {
+  CK(cudaGetLastError());
+  std::vector<unsigned long long> t(2 * ctas);
+  CK(cudaMemcpy(t.data(), times, t.size() * 8, cudaMemcpyDeviceToHost));
+  unsigned long long lo = ~0ULL, hi = 0;
+  for (int c = 0; c < ctas; ++c) lo = std::min(lo, t[2 * c]), hi = std::max(hi, t[2 * c + 1]);
+  return (hi - lo) / 1000.0;
+}
+
+// flush_l2 over a buffer of its own, twice L2's size: `flush()` before a launch leaves it L2
+// cold.
+struct L2Flush {
+  int4* buf = nullptr;
+  long long words = 0;
+  unsigned* sink = nullptr;
+  int blocks = 0;
+  L2Flush(const cudaDeviceProp& p, unsigned* s) : words(2LL * p.l2CacheSize / 16), sink(s), blocks(p.multiProcessorCount * 4) {
+    CK(cudaMalloc(&buf, words * 16));
+    CK(cudaMemset(buf, 0, words * 16));
+  }
+  void operator()() const { flush_l2<<<blocks, 512>>>(buf, words, sink); }
+};
+
 // Median milliseconds of `reps` runs of f (after `warmups` untimed runs), by CUDA events.
 template <class F>
 static float time_ms(F f, int reps, int warmups = 1) {

@@ -34,14 +34,6 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kTasks = 128, kH = 2048, kI = 8192;
 
-__device__ __forceinline__ void stamp(unsigned long long* times, unsigned long long t0) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    times[2 * blockIdx.x] = t0;
-    times[2 * blockIdx.x + 1] = globaltimer_ns();
-  }
-}
-
 template <class T>
 __device__ View<T> view2(T* p, long long r, long long c, long long rs) {
   View<T> v{};
@@ -59,7 +51,7 @@ __global__ void __launch_bounds__(256) ring(const bf16* w, long long K, unsigned
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned long long t0 = globaltimer_ns();
   const unsigned acc = ring_rows<4>(smem, reinterpret_cast<const unsigned short*>(w), K, blockIdx.x * 128, 128, 128, 64);
-  stamp(times, t0);
+  stamp_span(times, t0);
   if (acc == 0x12345678u) sink[blockIdx.x] = acc;
 }
 
@@ -73,7 +65,7 @@ __global__ void __launch_bounds__(256, 1) gated(const bf16* a, const bf16* gate,
   const long long n0 = 64LL * blockIdx.x;
   etc::dev::matmul_silu_mul<TM, 128, 64>(c, view2(a, M, K, K), view2(gate + n0 * K, 64, K, K),
                                          view2(up + n0 * K, 64, K, K), true, view2(y + n0, M, 64, kI));
-  stamp(times, t0);
+  stamp_span(times, t0);
 }
 
 // The down grid's task (i, j): part j of y[:, 64 i, +64) over K columns [2048 j, +2048).
@@ -86,7 +78,7 @@ __global__ void __launch_bounds__(256, 1) down(const bf16* a, const bf16* w, flo
   const long long n0 = 64LL * (blockIdx.x / 4), k0 = (long long)Kp * (blockIdx.x % 4);
   etc::dev::matmul<TM, 64, 128>(c, view2(a + k0, M, Kp, kI), view2(w + n0 * kI + k0, 64, Kp, kI), true,
                                 view2(y + (blockIdx.x % 4) * (long long)M * kH + n0, M, 64, kH));
-  stamp(times, t0);
+  stamp_span(times, t0);
 }
 
 __global__ void fill_bf16(bf16* p, long long n, float v) {
@@ -101,9 +93,7 @@ int main() {
   float* yp;
   unsigned* sink;
   unsigned long long* times;
-  int4* scratch;
   const long long gu_elems = 2LL * kI * kH, dw_elems = (long long)kH * kI;
-  const long long scratch_words = 2LL * p.l2CacheSize / 16;
   CK(cudaMalloc(&gu, gu_elems * 2));
   CK(cudaMalloc(&dw, dw_elems * 2));
   CK(cudaMalloc(&a, 128LL * kI * 2));
@@ -111,12 +101,11 @@ int main() {
   CK(cudaMalloc(&yp, 4LL * 128 * kH * 4));
   CK(cudaMalloc(&sink, 4096 * 4));
   CK(cudaMalloc(&times, 2 * kTasks * 8));
-  CK(cudaMalloc(&scratch, scratch_words * 16));
-  CK(cudaMemset(scratch, 0, scratch_words * 16));
   fill_bf16<<<1024, 256>>>(gu, gu_elems, 0.01f);
   fill_bf16<<<1024, 256>>>(dw, dw_elems, 0.01f);
   fill_bf16<<<1024, 256>>>(a, 128LL * kI, 0.1f);
   CK(cudaDeviceSynchronize());
+  const L2Flush flush(p, sink);
 
   const double copy_rate = copy_gbs(p);
 
@@ -136,14 +125,9 @@ int main() {
   auto span = [&](auto launch) {
     std::vector<double> us;
     for (int r = 0; r < 15; ++r) {
-      flush_l2<<<p.multiProcessorCount * 4, 512>>>(scratch, scratch_words, sink);
+      flush();
       launch();
-      CK(cudaGetLastError());
-      std::vector<unsigned long long> t(2 * kTasks);
-      CK(cudaMemcpy(t.data(), times, t.size() * 8, cudaMemcpyDeviceToHost));
-      unsigned long long lo = ~0ULL, hi = 0;
-      for (int c = 0; c < kTasks; ++c) lo = std::min(lo, t[2 * c]), hi = std::max(hi, t[2 * c + 1]);
-      us.push_back((hi - lo) / 1000.0);
+      us.push_back(span_us(times, kTasks));
     }
     std::sort(us.begin(), us.end());
     return us[us.size() / 2];
@@ -153,47 +137,42 @@ int main() {
   std::printf("%-6s %4s %5s %10s %9s %8s %7s %7s\n", "what", "M", "K", "weights", "us", "GB/s/SM", "/ring", "/copy");
   // Each form at K = 512, 1024 and 2048 a task (the decode step's is 2048): the slope of time
   // against K is the form's stream rate, the rest its fixed cost (start, epilogue, stragglers).
-  struct Fit {
-    double us[3];
-  };
   const int ks[3] = {512, 1024, 2048};
-  auto report = [&](const char* what, int M, int K, double mib, double us, double ring_us) {
-    const double gbs = mib * 1048576.0 / kTasks / (us * 1e-6) / 1e9;
-    std::printf("%-6s %4d %5d %6.1f MiB %9.2f %8.1f %6.2fx %6.2fx\n", what, M, K, mib, us, gbs,
-                ring_us / us * mib / (64.0 * K / 2048), gbs / (copy_rate / kTasks));
-  };
-  auto fit = [&](const char* what, int M, const Fit& f, double mib2048) {
-    // Least squares over the three K: us = fixed + K * per_k.
+  double ring_us[3] = {};
+  // Times launch(K) at each K, prints a row for each (mib: its weights at K = 2048) and the
+  // least-squares line us = fixed + K * per_k through the three.
+  auto sweep = [&](const char* what, int M, double mib, auto launch) {
+    double us[3];
+    for (int i = 0; i < 3; ++i) {
+      const int K = ks[i];
+      us[i] = span([&] { launch(K); });
+      if (M == 0) ring_us[i] = us[i];
+      const double w = mib * K / 2048, gbs = w * 1048576.0 / kTasks / (us[i] * 1e-6) / 1e9;
+      std::printf("%-6s %4d %5d %6.1f MiB %9.2f %8.1f %6.2fx %6.2fx\n", what, M, K, w, us[i], gbs,
+                  ring_us[i] / us[i] * mib / 64.0, gbs / (copy_rate / kTasks));
+    }
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (int i = 0; i < 3; ++i) sx += ks[i], sy += f.us[i], sxx += (double)ks[i] * ks[i], sxy += ks[i] * f.us[i];
+    for (int i = 0; i < 3; ++i) sx += ks[i], sy += us[i], sxx += (double)ks[i] * ks[i], sxy += ks[i] * us[i];
     const double per_k = (3 * sxy - sx * sy) / (3 * sxx - sx * sx), fixed = (sy - per_k * sx) / 3;
-    const double gbs = mib2048 * 1048576.0 / 2048 / kTasks / (per_k * 1e-6) / 1e9;
+    const double gbs = mib * 1048576.0 / 2048 / kTasks / (per_k * 1e-6) / 1e9;
     std::printf("fit    %-6s M=%-4d fixed %6.2f us, stream %6.1f GB/s an SM (%.3f us per 64 of K)\n", what, M, fixed, gbs,
                 per_k * 64);
   };
-  Fit ring_fit{};
-  for (int i = 0; i < 3; ++i) {
-    ring_fit.us[i] = span([&] { ring<<<kTasks, 256, ring_smem>>>(gu, ks[i], times, sink); });
-    report("ring", 0, ks[i], 64.0 * ks[i] / 2048, ring_fit.us[i], ring_fit.us[i]);
-  }
-  fit("ring", 0, ring_fit, 64.0);
+  sweep("ring", 0, 64.0, [&](int K) { ring<<<kTasks, 256, ring_smem>>>(gu, K, times, sink); });
   for (int M : {1, 128}) {
-    Fit gf{}, df{};
-    for (int i = 0; i < 3; ++i) {
-      const int K = ks[i];
+    sweep("gated", M, 64.0, [&](int K) {
       const bf16* up = gu + (long long)kI * K;
-      gf.us[i] = M <= 16 ? span([&] { gated<16><<<kTasks, 256, g16>>>(a, gu, up, y, M, K, times); })
-                         : span([&] { gated<128><<<kTasks, 256, g128>>>(a, gu, up, y, M, K, times); });
-      report("gated", M, K, 64.0 * K / 2048, gf.us[i], ring_fit.us[i]);
-    }
-    fit("gated", M, gf, 64.0);
-    for (int i = 0; i < 3; ++i) {
-      const int K = ks[i];
-      df.us[i] = M <= 16 ? span([&] { down<16><<<kTasks, 256, d16>>>(a, dw, yp, M, K, times); })
-                         : span([&] { down<128><<<kTasks, 256, d128>>>(a, dw, yp, M, K, times); });
-      report("down", M, K, 32.0 * K / 2048, df.us[i], ring_fit.us[i]);
-    }
-    fit("down", M, df, 32.0);
+      if (M <= 16)
+        gated<16><<<kTasks, 256, g16>>>(a, gu, up, y, M, K, times);
+      else
+        gated<128><<<kTasks, 256, g128>>>(a, gu, up, y, M, K, times);
+    });
+    sweep("down", M, 32.0, [&](int K) {
+      if (M <= 16)
+        down<16><<<kTasks, 256, d16>>>(a, dw, yp, M, K, times);
+      else
+        down<128><<<kTasks, 256, d128>>>(a, dw, yp, M, K, times);
+    });
   }
   return 0;
 }

@@ -96,11 +96,7 @@ __global__ void __launch_bounds__(256) stream_pumped(const unsigned short* w, lo
   const unsigned long long t0 = globaltimer_ns();
   const unsigned acc = ring_rows<S, STEP>(ring, w, K, blockIdx.x * R, R, SR, SC, progress);
   if (threadIdx.x == 0) progress[blockIdx.x] = 1 << 29;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    times[2 * blockIdx.x] = t0;
-    times[2 * blockIdx.x + 1] = globaltimer_ns();
-  }
+  stamp_span(times, t0);
   if (acc == 0x12345678u) sink[blockIdx.x] = acc;
 }
 
@@ -138,15 +134,6 @@ int main(int argc, char** argv) {
   const int slabs = (int)(K * 2 / kSlabBytes);
   const double slab_mib = (double)N * kSlabBytes / 1048576.0;
   int it = 0;
-  // The stream's time: the last consumer's end less the first one's start.
-  auto span_us = [&](int ctas) {
-    CK(cudaGetLastError());
-    std::vector<unsigned long long> t(2 * ctas);
-    CK(cudaMemcpy(t.data(), times, t.size() * 8, cudaMemcpyDeviceToHost));
-    unsigned long long lo = ~0ULL, hi = 0;
-    for (int c = 0; c < ctas; ++c) lo = std::min(lo, t[2 * c]), hi = std::max(hi, t[2 * c + 1]);
-    return (hi - lo) / 1000.0;
-  };
   auto one = [&](int pre_slabs, int P, int ahead, int bulk) {
     const unsigned short* wi = w[it++ % copies];
     CK(cudaMemset(progress, 0, kCtas * sizeof(int)));
@@ -154,7 +141,7 @@ int main(int argc, char** argv) {
     spin<<<1, 32>>>(60000);  // the prefetches land; the chain's idle time
     stream_pumped<kS><<<kCtas + P, 256, smem>>>(wi, K, R, kSR, kSC, kCtas, pre_slabs, ahead, bulk, progress, times,
                                                sink);
-    return span_us(kCtas);
+    return span_us(times, kCtas);
   };
   double alone = 0;  // the first row's time: the others' speed-up is against it
   auto row = [&](const char* how, int pre_slabs, int P, int ahead, int bulk) {
@@ -182,10 +169,7 @@ int main(int argc, char** argv) {
   // K = 2048, a gate/up task's share, for 16 KiB stages; 256 for 32 KiB) streamed by `ctas` CTAs,
   // by ring shape: `L2`, read once before to bring them into L2; `dram`, L2 flushed before (a
   // read of a buffer twice its size).
-  int4* scratch;
-  const long long scratch_words = 2LL * p.l2CacheSize / 16;
-  CK(cudaMalloc(&scratch, scratch_words * 16));
-  CK(cudaMemset(scratch, 0, scratch_words * 16));
+  const L2Flush flush(p, sink);
   std::printf("\n128 rows a CTA (512 KiB at K = 2048; 256 with 32 KiB stages), from L2 (read once before; 128 CTAs\n"
               "read 64 MiB, more than L2 holds) or from DRAM (L2 flushed before); step: each thread's\n"
               "chunks worked out once:\n%-5s %-6s %6s %6s %6s %9s %8s\n", "from", "ctas", "stages", "KiB", "step", "us",
@@ -213,11 +197,11 @@ int main(int argc, char** argv) {
             for (int r = 0; r < 15; ++r) {
               const unsigned short* wi = w[0];
               if (cold)
-                flush_l2<<<p.multiProcessorCount * 4, 512>>>(scratch, scratch_words, sink);
+                flush();
               else
                 launch(wi);  // brings the rows into L2
               launch(wi);
-              us.push_back(span_us(ctas));
+              us.push_back(span_us(times, ctas));
             }
             std::sort(us.begin(), us.end());
             const double med = us[us.size() / 2];
