@@ -432,48 +432,50 @@ for _ in range(20):
 ts.sort(); print(f"{2 * x.numel() / (ts[len(ts)//2] * 1e-3) / 1e12:.3f}")
 PY
 }
+# Builds tools/NAME.cu with nvcc, as CI's tools/*/compile tests do, and runs it with ARGS; its
+# output goes to $out/NAME.log. tool_fail ROW NAME: the row's FAIL with the log's last lines.
+run_tool() {
+  local name=$1
+  shift
+  command -v nvcc >/dev/null 2>&1 &&
+    nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a "tools/$name.cu" -o "$out/$name" \
+      >"$out/$name.log" 2>&1 &&
+    "$out/$name" "$@" >>"$out/$name.log" 2>&1
+}
+tool_fail() { row "$1" FAIL "$(tail -2 "$out/$2.log" 2>/dev/null | tr '\n' ' ' | cut -c1-200)"; }
 bw=""
 if want bench; then
 bw=$(copy_bw)
 row "device-to-device copy bandwidth" INFO "${bw:-?} TB/s (read + write)"
 # What a weight stream through a cp.async ring reaches, by stage shape (tools/bench_stream.cu):
 # the ceiling of the decode matmuls' streaming, as a ratio of a copy.
-if command -v nvcc >/dev/null 2>&1 &&
-   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/bench_stream.cu -o "$out/bench_stream" >"$out/bench_stream.log" 2>&1 &&
-   "$out/bench_stream" >>"$out/bench_stream.log" 2>&1; then
+if run_tool bench_stream; then
   row "weight stream, 128 B a row / best shape" INFO "$(awk '$1 == "ring" && $3 == 128 && $4 == 128 && $5 == 4 {print $9; exit}' "$out/bench_stream.log") / $(awk '$1 ~ /^(ring|bulk|tma|ldg)$/ {print $9}' "$out/bench_stream.log" | sort -n | tail -1) of the copy (bench_stream.log)"
 else
-  row "weight stream (tools/bench_stream.cu)" FAIL "$(tail -2 "$out/bench_stream.log" | tr '\n' ' ' | cut -c1-200)"
+  tool_fail "weight stream (tools/bench_stream.cu)" bench_stream
 fi
 # The same stream when its weights are in L2 before it starts, or prefetched by a few CTAs of
 # its own ahead of it (tools/bench_pump.cu): whether an L2 pump beside the chain would pay.
-if command -v nvcc >/dev/null 2>&1 &&
-   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/bench_pump.cu -o "$out/bench_pump" >"$out/bench_pump.log" 2>&1 &&
-   "$out/bench_pump" >>"$out/bench_pump.log" 2>&1; then
+if run_tool bench_pump; then
   row "weight stream from L2: half / all prefetched, best pump" INFO "$(awk '$1 == "pre" && $5 == 1 && $2 == 32.0 {print $8; exit}' "$out/bench_pump.log") / $(awk '$1 == "pre" && $5 == 1 && $2 == 64.0 {print $8; exit}' "$out/bench_pump.log") / $(awk '$1 == "pump" {print $8}' "$out/bench_pump.log" | sort -n | tail -1) of the stream alone (bench_pump.log)"
 else
-  row "weight stream from L2 (tools/bench_pump.cu)" FAIL "$(tail -2 "$out/bench_pump.log" | tr '\n' ' ' | cut -c1-200)"
+  tool_fail "weight stream from L2 (tools/bench_pump.cu)" bench_pump
 fi
 # The decode step's gate/up and down matmuls (etc's device functions, one task a CTA) against the
 # bare stream of the same weights (tools/bench_mm_stream.cu): what a task's own work costs.
-if command -v nvcc >/dev/null 2>&1 &&
-   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a tools/bench_mm_stream.cu \
-     -o "$out/bench_mm_stream" >"$out/bench_mm_stream.log" 2>&1 &&
-   "$out/bench_mm_stream" >>"$out/bench_mm_stream.log" 2>&1; then
+if run_tool bench_mm_stream; then
   row "decode matmuls / bare stream, M=1 and 128" INFO "$(awk '$1 ~ /^(gated|down)$/ && $3 == 2048 {printf "%s M=%s %s  ", $1, $2, $8}' "$out/bench_mm_stream.log")(bench_mm_stream.log)"
 else
-  row "decode matmuls (tools/bench_mm_stream.cu)" FAIL "$(tail -2 "$out/bench_mm_stream.log" | tr '\n' ' ' | cut -c1-200)"
+  tool_fail "decode matmuls (tools/bench_mm_stream.cu)" bench_mm_stream
 fi
 # What one layer's KV cache streams at, read as attention reads it (tools/bench_kv.cu; B = 128,
 # 512 positions, D = 128): cp.async in 32 KiB blocks (attention.cuh's copies, 2 slots) and TMA
 # tensor copies of the same blocks, as ratios of a copy.
-if command -v nvcc >/dev/null 2>&1 &&
-   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/bench_kv.cu -o "$out/bench_kv" >"$out/bench_kv.log" 2>&1 &&
-   "$out/bench_kv" 128 128 512 >>"$out/bench_kv.log" 2>&1; then
+if run_tool bench_kv 128 128 512; then
   kv_ratio() { awk -v c="$1" '$1 == "[B,S,HK,D]" && $2 == c && $3 == 32 && $5 == 2 {print $8; exit}' "$out/bench_kv.log"; }
   row "KV stream, 32 KiB blocks: cp.async / TMA" INFO "$(kv_ratio cp.async) / $(kv_ratio tma2d) of the copy (bench_kv.log)"
 else
-  row "KV stream (tools/bench_kv.cu)" FAIL "$(tail -2 "$out/bench_kv.log" | tr '\n' ' ' | cut -c1-200)"
+  tool_fail "KV stream (tools/bench_kv.cu)" bench_kv
 fi
 # mlp weights: w_gate_up [16384, 2048] + w_down [2048, 8192] + ln [2048], bf16.
 wbytes=$(( (16384 * 2048 + 2048 * 8192 + 2048) * 2 ))
@@ -532,10 +534,7 @@ if want attn; then
 # Decode attention alone (tools/bench_attn_warps.cu; B = 128, 512 positions): its cache stream
 # in the header's tensor-core form of independent warps (the default) at both models'
 # shapes, as ratios of a copy.
-if command -v nvcc >/dev/null 2>&1 &&
-   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
-     tools/bench_attn_warps.cu -o "$out/bench_attn_warps" >"$out/bench_attn_warps.log" 2>&1 &&
-   "$out/bench_attn_warps" >>"$out/bench_attn_warps.log" 2>&1; then
+if run_tool bench_attn_warps; then
   # The prototype, then the header's attention in steps toward the generated code (the tool's
   # comment): where the ratio drops is what the megakernel costs the form.
   aw_ratios() {
@@ -548,7 +547,7 @@ if command -v nvcc >/dev/null 2>&1 &&
   row "attention alone B=128, Llama" INFO "$(aw_ratios llama)of the copy (bench_attn_warps.log)"
   row "attention alone B=128, Qwen3" INFO "$(aw_ratios qwen3)of the copy"
 else
-  row "attention alone (tools/bench_attn_warps.cu)" FAIL "$(tail -2 "$out/bench_attn_warps.log" | tr '\n' ' ' | cut -c1-200)"
+  tool_fail "attention alone (tools/bench_attn_warps.cu)" bench_attn_warps
 fi
 # Decode attention alone in a megakernel (tests/gpu/resources/attention_alone_*.etir; B = 128,
 # 512 positions a request) in each form tools/gpu_bundle.sh compiles (default, called, warps,
