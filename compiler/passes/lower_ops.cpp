@@ -369,10 +369,11 @@ class Lowerer {
     if (tn == 0) tn = gated ? gatedTileN(M, N) : 64;
     // 128 rather than 64: each stage then reads 256 contiguous bytes of every weight row
     // (H100, mlp B = 1: 102 -> 92 us for the megakernel; 256 was slower at small B). A gated
-    // tile streams 2 * tn weight rows: 64 deep at 128 rows, as the 128-column tiles of
-    // planMatmulGroup, which keeps four ring stages.
-    // The device tile is tn's next power of two (tile_n may be any multiple of 8).
-    if (tk == 0) tk = gated && tiling::pow2Ceil(tn) >= 64 ? 64 : 128;
+    // tile streams 2 * tn weight rows, so a 64-column one takes 32 KiB stages (3 in matmul.cuh's
+    // wide ring) where 64 deep took 4 of 16 KiB: H200, Llama-3.2-1B decode, etc-run --bench 20,
+    // two rounds, B = 1 1512 -> 1464 us (-3.2%), B = 16 -1.9%, B = 128 -0.3% (docs/benchmarks.md,
+    // session 47; session 31's -3.7% the other way ran with the weight prefetch before the waits).
+    if (tk == 0) tk = 128;
     if (gated) sk = 1;
     int64_t k_hi = tiling::upperBound(m_, K);
     if (sk == 0) {
@@ -504,9 +505,9 @@ class Lowerer {
       // of them after no wait, so they take stages of 32 KiB of weights, 128 deep, which stream
       // faster (matmul.cuh's wide ring). H200, Llama-3.2-1B decode, etc-run --bench 20, against
       // 128 x 64 tiles: B = 1 1656.1 -> 1646.0 us, B = 16 1775.8 -> 1766.7 (docs/benchmarks.md,
-      // session 31). Tiles that wait on their input keep 16 KiB stages: the gated tiles 128 deep
-      // and the down projection's 256 deep made B = 1 3.7% slower (likely their weight prefetch
-      // before the waits, twice as large; not measured apart).
+      // session 31). The down projection's tiles keep 16 KiB stages: 256 deep (4 stages of 32
+      // KiB in a 184 KiB ring) it made B = 1 5.7% slower (session 47, against the gated tiles'
+      // 32 KiB stages that lowerMatmul now gives them).
       if (tiles64 >= 8 * kMatmulTaskTarget) {
         mm_tiles_[group[i]] = {128, 128, 1};
         continue;

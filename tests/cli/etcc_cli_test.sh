@@ -54,7 +54,7 @@ run cubin-two-archs 1 --emit=cubin samples/two_stage_sum.etir && stderr_has cubi
 run cubin-virtual 1 --emit=cubin --arch=compute_90 samples/two_stage_sum.etir && stderr_has cubin-virtual "needs a real architecture"
 run emit-cuda 0 --emit=cuda samples/two_stage_sum.etir && stdout_has emit-cuda "etc_main_mega" && stdout_has emit-cuda "etc_descriptor"
 run emit-tasks 0 --emit=tasks samples/mlp.etir && stdout_has emit-tasks "task @matmul_act" && stdout_has emit-tasks "wait ev_" &&
-  stdout_has emit-tasks '{ transpose_b, act = "silu_mul", tile_k = 64 } -> act[:, i * 64 : min(I, i * 64 + 64)]'
+  stdout_has emit-tasks '{ transpose_b, act = "silu_mul", tile_k = 128 } -> act[:, i * 64 : min(I, i * 64 + 64)]'
 # --no-gated-matmul keeps the gate/up matmul and the silu_mul as grids of their own.
 run no-gated-matmul 0 --emit=tasks --no-gated-matmul samples/mlp.etir && stdout_has no-gated-matmul "task @matmul_gate_up" &&
   stdout_has no-gated-matmul "task @silu_mul_act"
@@ -286,8 +286,8 @@ printf 'module @symrow\nsym N in [1, 64]\ntensor x : bf16[4, N] input\ntensor w 
 # The gated matmul: its weights prefetched (both) before the waits with --weight-prefetch, one
 # instantiation per tile_m.
 run gated-matmul-cuda 0 --emit=cuda --weight-prefetch "$tmp/l2.etir" &&
-  stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul_prefetch<16, 128, 64>(ctx, a0, a1, a2, true);" &&
-  stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul<128, 128, 64>(ctx, a0, a1, a2, true, a3, prefetched);" &&
+  stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul_prefetch<16, 128, 128>(ctx, a0, a1, a2, true);" &&
+  stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul<128, 128, 128>(ctx, a0, a1, a2, true, a3, prefetched);" &&
   stdout_has gated-matmul-cuda "(ctx, pa, pb, pc);"
 # tile_n = 24 (a multiple of 8, not a power of two): the device tile is the next power of two (32
 # columns, 32 + 32 for the gated form), its columns past 24 clipped; the fatbin builds.

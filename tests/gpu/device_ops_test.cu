@@ -1322,9 +1322,19 @@ int main() {
   t_mm<32, 128, 128, bf16, bf16>(32, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 256, false, true, true);
   t_mm<128, 128, 128, bf16, bf16>(128, 120, 2048, true, 2048, 2048, 120, 0, 0, 0, 256, false, true, true);
 
-  // The gated matmul: Llama-3.2-1B's gate/up tiles (64 + 64 rows, 64 deep) at B = 1 and 128
-  // (both warp tilings), Qwen3-0.6B's (32 + 32), a ragged tile (N < TN / 2, M past 64), [K, N]
-  // weights, f16, and f32 (the two-pass path), prefetched as a task does and called twice.
+  // The gated matmul: Llama-3.2-1B's gate/up tiles (64 + 64 rows, 128 deep since session 47:
+  // 3 stages of the wide ring on mma.sync, 2 of 48 KiB at 32 rows and 3 from 64 on wgmma) at
+  // B = 1, 7, 24, 40 and 128, and 64 deep as they were; Qwen3-0.6B's (32 + 32), a ragged tile
+  // (N < TN / 2, M past 64), [K, N] weights, f16, and f32 (the two-pass path), prefetched as a
+  // task does and called twice.
+  static_assert(detail::MmGeom<bf16, 16, 128, 128>::STAGES == 3 && detail::MmWgGeom<bf16, 32, 128, 128>::STAGES == 2 &&
+                    detail::MmWgGeom<bf16, 64, 128, 128>::STAGES == 3,
+                "the gated 128-deep tiles' stages");
+  t_mm_gated<16, 128, 128, bf16, bf16>(1, 64, 2048, true, 256, true);
+  t_mm_gated<16, 128, 128, bf16, bf16>(7, 64, 2048, true, 256, false, true);
+  t_mm_gated<32, 128, 128, bf16, bf16>(24, 64, 2048, true, 256, true);
+  t_mm_gated<64, 128, 128, bf16, bf16>(40, 64, 2048, true, 256, true, true);
+  t_mm_gated<128, 128, 128, bf16, bf16>(128, 64, 2048, true, 256, true);
   t_mm_gated<16, 128, 64, bf16, bf16>(1, 64, 2048, true, 256, true);
   t_mm_gated<64, 128, 64, bf16, bf16>(64, 64, 2048, true, 256, true, true);
   t_mm_gated<64, 64, 128, bf16, bf16>(40, 32, 1024, true, 256, true);
