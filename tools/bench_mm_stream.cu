@@ -6,8 +6,9 @@
 // the first one's start):
 //   ring     the bare stream: each of 128 CTAs reads its 128 rows of the [16384, 2048] gate/up
 //            weights through a ring of 4 stages of 128 rows x 128 bytes, no products;
-//   gated    etc's matmul_silu_mul<TM, 128, 64> (runtime/include/etc/device/matmul.cuh), one
-//            task a CTA as the megakernel's gate/up grid: 64 gate and 64 up rows over all of K;
+//   gated    etc's matmul_silu_mul<TM, 128, kGatedTK> (runtime/include/etc/device/matmul.cuh),
+//            one task a CTA as the megakernel's gate/up grid: 64 gate and 64 up rows over all
+//            of K, 128 deep as lower-ops tiles it since session 47 (-DGATED_TK=64: as before);
 //   down     etc's matmul<TM, 64, 128>, the down projection's 128 tasks of 64 columns by a
 //            quarter of K = 8192 (f32 partial sums), [2048, 8192] weights;
 // at M = 1 (TM = 16: mma.sync) and M = 128 (TM = 128: wgmma), each with K = 512, 1024 and 2048
@@ -15,7 +16,7 @@
 // ratio to the ring's and to a device-to-device copy's rate, and a least-squares line through
 // the three K ("fit": the fixed cost, the stream rate). Session 46 (H200): the ring 1.0 us +
 // 29 GB/s an SM; gated M = 1 1.5 us + 23.5, down 1.7 + 25; gated M = 128 5.9 + 20 (of weights:
-// a's tiles double the bytes), down 2.7 + 15.
+// a's tiles double the bytes), down 2.7 + 15 (the gated tiles then 64 deep).
 //
 //   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
 //     tools/bench_mm_stream.cu -o bench_mm_stream
@@ -32,7 +33,10 @@ using etc::dev::Ctx;
 using etc::dev::View;
 using bf16 = __nv_bfloat16;
 
-constexpr int kTasks = 128, kH = 2048, kI = 8192;
+#ifndef GATED_TK
+#define GATED_TK 128
+#endif
+constexpr int kTasks = 128, kH = 2048, kI = 8192, kGatedTK = GATED_TK;
 
 template <class T>
 __device__ View<T> view2(T* p, long long r, long long c, long long rs) {
@@ -61,9 +65,9 @@ __global__ void __launch_bounds__(256, 1) gated(const bf16* a, const bf16* gate,
                                                  int K, unsigned long long* times) {
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned long long t0 = globaltimer_ns();
-  const Ctx c{smem, etc::dev::matmul_silu_mul_smem_bytes<bf16, TM, 128, 64>()};
+  const Ctx c{smem, etc::dev::matmul_silu_mul_smem_bytes<bf16, TM, 128, kGatedTK>()};
   const long long n0 = 64LL * blockIdx.x;
-  etc::dev::matmul_silu_mul<TM, 128, 64>(c, view2(a, M, K, K), view2(gate + n0 * K, 64, K, K),
+  etc::dev::matmul_silu_mul<TM, 128, kGatedTK>(c, view2(a, M, K, K), view2(gate + n0 * K, 64, K, K),
                                          view2(up + n0 * K, 64, K, K), true, view2(y + n0, M, 64, kI));
   stamp_span(times, t0);
 }
@@ -111,8 +115,8 @@ int main() {
 
   const unsigned ring_smem = 4 * 128 * 64 * 2;
   CK(cudaFuncSetAttribute(ring, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_smem));
-  const unsigned g16 = etc::dev::matmul_silu_mul_smem_bytes<bf16, 16, 128, 64>();
-  const unsigned g128 = etc::dev::matmul_silu_mul_smem_bytes<bf16, 128, 128, 64>();
+  const unsigned g16 = etc::dev::matmul_silu_mul_smem_bytes<bf16, 16, 128, kGatedTK>();
+  const unsigned g128 = etc::dev::matmul_silu_mul_smem_bytes<bf16, 128, 128, kGatedTK>();
   const unsigned d16 = etc::dev::matmul_smem_bytes<bf16, 16, 64, 128>();
   const unsigned d128 = etc::dev::matmul_smem_bytes<bf16, 128, 64, 128>();
   CK(cudaFuncSetAttribute(gated<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, g16));
