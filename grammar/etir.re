@@ -371,10 +371,6 @@ namespace {
 
 using kind = Parser::symbol_kind;
 
-bool isKeyword(Parser::symbol_kind_type k) {
-  return k >= kind::S_KW_MODULE && k <= kind::S_KW_RUN;
-}
-
 std::string quoteString(std::string_view s) {
   std::string out = "\"";
   size_t n = 0;

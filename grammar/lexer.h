@@ -22,6 +22,11 @@
 
 namespace etc::grammar {
 
+// Whether a token kind is one of the keywords (`module` through `run`).
+inline bool isKeyword(Parser::symbol_kind_type k) {
+  return k >= Parser::symbol_kind::S_KW_MODULE && k <= Parser::symbol_kind::S_KW_RUN;
+}
+
 class Lexer {
  public:
   // `text` must satisfy text.data()[text.size()] == '\0' (SourceManager guarantees it).

@@ -126,8 +126,6 @@ bool mayEndHere(const TokenSet& expected) {
          std::any_of(std::begin(kDeclKeywords), std::end(kDeclKeywords), [&](Kind k) { return bool(expected[k]); });
 }
 
-bool isKeyword(Kind k) { return k >= kind::S_KW_MODULE && k <= kind::S_KW_RUN; }
-
 std::string expectedList(TokenSet set) {
   auto has = [&](Kind k) { return bool(set[k]); };
   auto hasAll = [&](auto&& ks) {

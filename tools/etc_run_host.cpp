@@ -8,14 +8,13 @@
 
 #include <fmt/format.h>
 
+#include "bad_input.h"
 #include "compiler/interp/view.h"
 #include "npy.h"
 #include "safetensors.h"
 
 namespace etc::tools {
 namespace {
-
-[[noreturn]] void bad(const std::string& why) { throw std::runtime_error(why); }
 
 std::string describe(const TensorSpec& s) {
   std::string text;

@@ -6,10 +6,10 @@
 #include <fstream>
 #include <iterator>
 
+#include "bad_input.h"
+
 namespace etc::tools {
 namespace {
-
-[[noreturn]] void bad(const std::string& why) { throw std::runtime_error(why); }
 
 const char kMagic[] = "\x93NUMPY";
 

@@ -7,12 +7,11 @@
 #include <tuple>
 #include <vector>
 
+#include "bad_input.h"
 #include "npy.h"
 
 namespace etc::tools {
 namespace {
-
-[[noreturn]] void bad(const std::string& why) { throw std::runtime_error(why); }
 
 constexpr uint64_t kMaxHeader = 100u << 20;  // the format's own limit (100 MB)
 

@@ -7,7 +7,6 @@ namespace etc::rt {
 namespace {
 
 constexpr size_t kEhdrSize = 64, kShdrSize = 64, kSymSize = 24;
-constexpr uint16_t kShnXindex = 0xffff;
 
 // The NUL-terminated string at `at` in a string table, if it is one.
 bool stringAt(std::span<const uint8_t> strtab, uint64_t at, std::string_view& out) {

@@ -25,6 +25,8 @@ struct ElfSymbol {
 };
 
 constexpr uint32_t kShtSymtab = 2, kShtNobits = 8, kShtDynsym = 11, kShtSymtabShndx = 18;
+// A section index too large for a symbol's 16 bits: the real one is in SHT_SYMTAB_SHNDX.
+constexpr uint16_t kShnXindex = 0xffff;
 
 // Little-endian load of `bytes` bytes at `at`; the caller has checked the range.
 uint64_t loadLe(std::span<const uint8_t> b, uint64_t at, int bytes);

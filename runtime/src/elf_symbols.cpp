@@ -6,7 +6,7 @@ namespace etc::rt {
 
 namespace {
 
-constexpr uint16_t kShnUndef = 0, kShnLoReserve = 0xff00, kShnXindex = 0xffff;
+constexpr uint16_t kShnUndef = 0, kShnLoReserve = 0xff00;
 
 // Looks for `name` in symbol table section `symtab_index`. Returns false with `error` set on a
 // malformed table; returns true with `found` telling whether the symbol was there.

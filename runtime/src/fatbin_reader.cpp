@@ -7,7 +7,7 @@ namespace etc::rt {
 
 namespace {
 
-constexpr uint32_t kMagic = 0xBA55ED50u;
+constexpr uint32_t kFatbinMagic = 0xBA55ED50u;
 constexpr uint16_t kVersion = 1;
 constexpr size_t kContainerHeaderSize = 16;
 constexpr size_t kEntryHeaderSize = 64;
@@ -112,9 +112,9 @@ bool parseFatbin(std::span<const uint8_t> bytes, std::vector<FatbinImage>& out, 
       return false;
     }
     const uint64_t magic = load(bytes, pos, 4);
-    if (magic != kMagic) {
+    if (magic != kFatbinMagic) {
       error = "not a CUDA fatbin: the magic number at offset " + std::to_string(pos) + " is " +
-              hex32(magic) + ", a fatbin starts with " + hex32(kMagic);
+              hex32(magic) + ", a fatbin starts with " + hex32(kFatbinMagic);
       return false;
     }
     const uint16_t version = uint16_t(load(bytes, pos + 4, 2));

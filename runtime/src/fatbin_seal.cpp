@@ -13,7 +13,7 @@ namespace etc::rt {
 namespace {
 
 // "ETCSEAL" and the seal's version: '1' (FNV-1a 64) or '2' (sealDigest, what sealFatbin writes).
-constexpr char kMagic[8] = {'E', 'T', 'C', 'S', 'E', 'A', 'L', '2'};
+constexpr char kSealMagic[8] = {'E', 'T', 'C', 'S', 'E', 'A', 'L', '2'};
 constexpr size_t kVersionAt = 7;
 constexpr uint64_t kFnvBasis = 1469598103934665603ull, kFnvPrime = 1099511628211ull;
 
@@ -50,7 +50,7 @@ uint64_t sealDigest(std::span<const uint8_t> bytes) {
 
 void sealFatbin(std::vector<uint8_t>& fatbin) {
   const uint64_t length = fatbin.size(), digest = sealDigest(fatbin);
-  fatbin.insert(fatbin.end(), std::begin(kMagic), std::end(kMagic));
+  fatbin.insert(fatbin.end(), std::begin(kSealMagic), std::end(kSealMagic));
   putLe(fatbin, length);
   putLe(fatbin, digest);
   putLe(fatbin, 0);
@@ -64,14 +64,14 @@ size_t unsealedSize(std::span<const uint8_t> file) {
   if (file.size() >= 16 && loadLe(file, 0, 4) == 0xBA55ED50u) {
     const uint64_t end = loadLe(file, 6, 2) + loadLe(file, 8, 8);
     if (end < file.size() && file.size() - end < kSealBytes &&
-        std::memcmp(file.data() + end, kMagic, std::min<size_t>(kVersionAt, file.size() - end)) == 0)
+        std::memcmp(file.data() + end, kSealMagic, std::min<size_t>(kVersionAt, file.size() - end)) == 0)
       fail(ETC_STATUS_BAD_FATBIN, "the fatbin's seal is cut short (" + std::to_string(file.size() - end) + " of its " +
                                       std::to_string(kSealBytes) + " bytes): " + damaged);
   }
   if (file.size() < kSealBytes) return file.size();
   const std::span<const uint8_t> seal = file.last(kSealBytes);
   const char version = static_cast<char>(seal[kVersionAt]);
-  if (std::memcmp(seal.data(), kMagic, kVersionAt) != 0) return file.size();
+  if (std::memcmp(seal.data(), kSealMagic, kVersionAt) != 0) return file.size();
   if (version != '1' && version != '2')
     fail(ETC_STATUS_BAD_FATBIN, std::string("the fatbin's seal is of a version this runtime does not read ('") + version +
                                     "'; it reads '1' and '2'): open it with the runtime of the etcc that wrote it, or "
