@@ -93,8 +93,8 @@ run no-prefetch 0 --emit=cuda samples/mlp.etir &&
 # --parallel-waits: a static task's run of waits becomes one WaitGroup (a check per event element,
 # one join), the dynamic schedule's debug checks stay waits; without it, no group. The paged
 # llama layer's attention task waits on two events (kv_append's and kv_ranges', each a counter
-# that other grids wait on too) in one group; NVRTC compiles it, with --profile too (the
-# group's own wait time).
+# that other grids wait on too) in one group. NVRTC compiles the groups, with --profile too (the
+# group's own wait time), on wait_load below (a whole layer took NVRTC 18 s of the test's time).
 run parallel-waits 0 --emit=cuda --parallel-waits samples/llama_layer_paged.etir &&
   if awk '/etc::dev::WaitGroup etc_wg;/ {g = 1; c = 0} g && /etc_wg.check\(/ {c++} g && /etc_wg.join\(\)/ {if (c >= 2) two = 1; g = 0}
          END {exit !two}' "$tmp/out"; then pass; else fail "parallel-waits: no group of two or more checks"; fi &&
@@ -131,15 +131,19 @@ ETIR
 run parallel-waits-load 0 --emit=cuda --parallel-waits "$tmp/wait_load.etir" &&
   if [ "$(grep -c 'etc::dev::WaitGroup etc_wg;' "$tmp/out")" = 3 ]; then pass; else
     fail "parallel-waits-load: $(grep -c 'etc::dev::WaitGroup etc_wg;' "$tmp/out") groups, expected 3"; fi
+LIMIT=300 run parallel-waits-nvrtc 0 "$tmp/wait_load.etir" -arch sm_90a --parallel-waits --profile -o "$tmp/pw.fatbin"
 run no-parallel-waits 0 --emit=cuda samples/llama_layer.etir &&
   if grep -q WaitGroup "$tmp/out"; then fail "no-parallel-waits: a WaitGroup without the flag"; else pass; fi
-LIMIT=300 run parallel-waits-nvrtc 0 samples/llama_layer_paged.etir -arch sm_90a --parallel-waits --profile -o "$tmp/pw.fatbin"
 # --device-define: a knob before the device headers; anything but ETC_NAME=INTEGER is refused.
 run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-define=ETC_MM_MAX_STAGES=8 samples/mlp.etir &&
   if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then
     fail "device-define: the defines do not come first"; head -5 "$tmp/out"; else pass; fi
-# ETC_MM_PREFETCH_STAGES (a weight prefetch, --weight-prefetch, of fewer stages than the ring's S - 1) compiles.
-LIMIT=300 run prefetch-stages-nvrtc 0 samples/mlp.etir -arch sm_90a --weight-prefetch --device-define ETC_MM_PREFETCH_STAGES=1 -o "$tmp/pf1.fatbin"
+# ETC_MM_PREFETCH_STAGES (a weight prefetch, --weight-prefetch, of fewer stages than the ring's S - 1) compiles,
+# on a small MLP (a gated matmul, then one that waits for it; B up to 8, so one tile size: the
+# mlp sample's tiles up to 128 rows took NVRTC 12 s).
+printf 'module @small_mlp\nsym B in [1, 8]\ntensor x : bf16[B, 256] input\ntensor wg : bf16[512, 256] param\ntensor wu : bf16[512, 256] param\ntensor wd : bf16[256, 512] param\ntensor y : bf16[B, 256] output\ngraph @main {\n  a = matmul(x, wg, wu) { transpose_b, act = "silu_mul" }\n  y = matmul(a, wd) { transpose_b }\n}\n' >"$tmp/small_mlp.etir"
+LIMIT=300 run prefetch-stages-nvrtc 0 "$tmp/small_mlp.etir" -arch sm_90a --weight-prefetch --device-define ETC_MM_PREFETCH_STAGES=1 -o "$tmp/pf1.fatbin" &&
+  if grep -q matmul_prefetch <("$etcc" --emit=cuda --weight-prefetch "$tmp/small_mlp.etir"); then pass; else fail "prefetch-stages-nvrtc: small_mlp has no prefetch"; fi
 # Every unfused kernel calls its task function's instantiation 0 (one copy of each task's code
 # for the unfused form, not one per kernel); the megakernel keeps its own.
 run unfused-instances 0 --emit=cuda samples/llama_layer.etir &&
@@ -348,7 +352,7 @@ run gated-strides 1 --emit=cuda "$tmp/gated_strides.etir" &&
 run no-row-form 0 --emit=cuda "$tmp/symrow.etir" &&
   if grep -q "_rows<" "$tmp/out"; then fail "no-row-form: a row of symbolic length got a row form"; else pass; fi
 LIMIT=300 run share-task-code-fatbin 0 --share-task-code "$tmp/l2.etir" -arch sm_90a -o "$tmp/l2.fatbin"
-LIMIT=300 run dynamic-fatbin 0 --schedule=dynamic samples/mlp.etir -arch sm_90a -o "$tmp/dyn.fatbin"
+LIMIT=300 run dynamic-fatbin 0 --schedule=dynamic "$tmp/small_mlp.etir" -arch sm_90a -o "$tmp/dyn.fatbin"
 # verify-schedule rejects a cycle; --no-verify-schedule lets it through (for watchdog tests).
 run cycle-rejected 1 tests/gpu/hang/cycle.etir --emit=tasks && stderr_has cycle-rejected "wait on each other in a cycle: @first -> @second -> @first"
 run cycle-unverified 0 tests/gpu/hang/cycle.etir --emit=tasks --no-verify-schedule
