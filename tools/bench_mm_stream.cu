@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(256, 1) gated(const bf16* a, const bf16* gate,
   const Ctx c{smem, etc::dev::matmul_silu_mul_smem_bytes<bf16, TM, 128, kGatedTK>()};
   const long long n0 = 64LL * blockIdx.x;
   etc::dev::matmul_silu_mul<TM, 128, kGatedTK>(c, view2(a, M, K, K), view2(gate + n0 * K, 64, K, K),
-                                         view2(up + n0 * K, 64, K, K), true, view2(y + n0, M, 64, kI));
+                                               view2(up + n0 * K, 64, K, K), true, view2(y + n0, M, 64, kI));
   stamp_span(times, t0);
 }
 

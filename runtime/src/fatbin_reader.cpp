@@ -7,7 +7,6 @@ namespace etc::rt {
 
 namespace {
 
-constexpr uint32_t kFatbinMagic = 0xBA55ED50u;
 constexpr uint16_t kVersion = 1;
 constexpr size_t kContainerHeaderSize = 16;
 constexpr size_t kEntryHeaderSize = 64;
