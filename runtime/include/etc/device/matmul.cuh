@@ -66,6 +66,9 @@
 #ifndef ETC_MM_WGMMA_MIN_ROWS
 #define ETC_MM_WGMMA_MIN_ROWS 17
 #endif
+#ifndef ETC_MM_WG_RING_BY_TMP
+#define ETC_MM_WG_RING_BY_TMP 0
+#endif
 #ifndef ETC_MM_LARGE_M_FM
 #define ETC_MM_LARGE_M_FM 4
 #endif
@@ -109,7 +112,14 @@ struct MmWgGeom {
   static constexpr int A_ELEMS = WTMP * TK;
   static constexpr int B_ELEMS = TN * TK;
   static constexpr unsigned STAGE_BYTES = (unsigned)(A_ELEMS + B_ELEMS) * 2u;
+  // The ring by the rows a stage holds (WTMP): a 32-row tile's stages are as large as a 64-row
+  // one's, so it takes the large ring too (ETC_MM_WG_RING_BY_TMP=1: by TMP, the wide or small
+  // ring, as before session 48).
+#if ETC_MM_WG_RING_BY_TMP
   static constexpr int STAGES = mm_ring_stages(TMP, STAGE_BYTES, (unsigned)B_ELEMS * 2u);
+#else
+  static constexpr int STAGES = mm_ring_stages(WTMP, STAGE_BYTES, (unsigned)B_ELEMS * 2u);
+#endif
   static constexpr unsigned SMEM = OK && ETC_MM_WGMMA ? STAGES * STAGE_BYTES + 1024u : 0u;
   // Whether this compilation has the form (sm_90a, not turned off).
   static constexpr bool ON = OK && ETC_MM_WGMMA && kHaveWgmma;
