@@ -101,9 +101,11 @@ done
 # head that take the FMA form of independent warps): the defaults in the first binary (tensor
 # cores in independent warps wherever they apply); without them (ETC_ATTN_MMA_WARPS=0) every
 # shape the FMA form admits in the second (8), none in the third (0: the staged and tensor-core
-# forms), and the previous defaults in the fourth. The variants are for sm_90a only.
+# forms), and the previous defaults in the fourth. The third also keeps the matmul tiles under
+# 64 rows on mma.sync (ETC_MM_WGMMA_MIN_ROWS=33), the form sm_80 runs, which the default gives
+# only to the odd shapes on sm_90a. The variants are for sm_90a only.
 for t in device_ops_test:"" device_ops_test_warps:"-DETC_ATTN_MMA_WARPS=0 -DETC_ATTN_WARPS=8" \
-         device_ops_test_staged:"-DETC_ATTN_MMA_WARPS=0 -DETC_ATTN_WARPS=0" \
+         device_ops_test_staged:"-DETC_ATTN_MMA_WARPS=0 -DETC_ATTN_WARPS=0 -DETC_MM_WGMMA_MIN_ROWS=33" \
          device_ops_test_nommawarps:-DETC_ATTN_MMA_WARPS=0; do
   bin=${t%%:*}
   if [ ! -x "$build/gpu/$bin" ] ||

@@ -327,7 +327,7 @@ LIMIT=60 run wgmma-ptx 0 --emit=ptx -arch sm_90a "$tmp/wg.etir" &&
   stdout_has wgmma-ptx "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16" &&
   stdout_has wgmma-ptx "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"
 n_default=$(grep -c "wgmma.mma_async" "$tmp/out")
-# The 32-row tiles take wgmma too by default (ETC_MM_WGMMA_MIN_ROWS 17); at 33 they keep
+# The 16- and 32-row tiles take wgmma too by default (ETC_MM_WGMMA_MIN_ROWS 1); at 33 they keep
 # mma.sync (fewer products in the PTX).
 LIMIT=60 run wgmma-min-rows 0 --emit=ptx -arch sm_90a --device-define ETC_MM_WGMMA_MIN_ROWS=33 "$tmp/wg.etir" &&
   if [ "$(grep -c "wgmma.mma_async" "$tmp/out")" -lt "$n_default" ]; then pass; else

@@ -1300,32 +1300,34 @@ int main() {
   t_mm<128, 64, 128, bf16, bf16>(128, 64, 1024, true, 1024, 1024, 64, 0, 0, 0, 256, false, true, true, 112);
   t_mm<64, 64, 128, bf16, bf16>(50, 64, 1024, true, 1024, 1024, 64, 0, 0, 0, 256, false, false, true, 16);
   // Tiles of 32 rows: wgmma with half of each m64 product padding (the default
-  // ETC_MM_WGMMA_MIN_ROWS, 17), or mma.sync where the build sets it above 32
+  // ETC_MM_WGMMA_MIN_ROWS, 1), or mma.sync where the build sets it above 32
   // (NVCC_FLAGS=-DETC_MM_WGMMA_MIN_ROWS=33 build_device_test.sh) and on sm_80.
   t_mm<32, 64, 128, bf16, bf16>(32, 64, 2048, true, 2048, 2048, 64, 0, 0, 0, 256, false, true, true);
   t_mm<32, 64, 128, f16, float>(17, 50, 1024, true, 1024, 1032, 50, 8, 16, 0, 256, false, false, true, 16);
   t_mm_gated<32, 128, 64, bf16, bf16>(32, 64, 2048, true, 256, true, true);
   // The LM head's 128 x 128 tiles, 128 deep (lower-ops, many waves): 3 stages of the wide ring
-  // below 32 rows (mma.sync: 16 rows of a and 128 of b, 136 elements a row); on wgmma 3 of the
-  // large ring at 32 and 64 rows (a 32-row stage holds 64 rows of a, as a 64-row one) and 2 at
-  // 128. Prefetched, at B = 1, 32 and 128.
+  // below 32 rows on mma.sync (16 rows of a and 128 of b, 136 elements a row: sm_80, or
+  // ETC_MM_WGMMA_MIN_ROWS=33); on wgmma 3 of the large ring at 16, 32 and 64 rows (a stage holds
+  // 64 rows of a, the m64 products') and 2 at 128. Prefetched, at B = 1, 32 and 128.
   static_assert(detail::MmGeom<bf16, 16, 128, 128>::STAGES == 3, "the wide ring holds 3 LM-head stages");
   static_assert(detail::MmGeom<bf16, 16, 64, 128>::STAGES == 4, "a 64-column tile keeps the 96 KiB ring");
   static_assert(detail::MmGeom<float, 16, 64, 128>::STAGES == 2, "f32 tiles keep the 96 KiB ring");
-  static_assert(detail::MmWgGeom<bf16, 32, 128, 128>::STAGES == 3 && detail::MmWgGeom<bf16, 128, 128, 128>::STAGES == 2,
-                "wgmma LM-head tiles: 3 stages at 32 rows, 2 at 128");
+  static_assert(detail::MmWgGeom<bf16, 16, 128, 128>::STAGES == 3 && detail::MmWgGeom<bf16, 32, 128, 128>::STAGES == 3 &&
+                    detail::MmWgGeom<bf16, 128, 128, 128>::STAGES == 2,
+                "wgmma LM-head tiles: 3 stages at 16 and 32 rows, 2 at 128");
   // The large ring (144 KiB): 3 stages of the 128 x 64 x 128 tiles of a decode step at B > 32,
   // 4 of the gated 128 x 128 x 64 ones (the t_mm and t_mm_gated cases at 64 and 128 rows), and
-  // 4 of a 32-row tile of 64 columns (32 KiB stages: the q/k/v, o and down tiles at B = 17 to 32).
+  // 4 of a 16- or 32-row tile of 64 columns (32 KiB stages: the q/k/v, o and down tiles at B <= 32).
   static_assert(detail::MmWgGeom<bf16, 128, 64, 128>::STAGES == 3 && detail::MmWgGeom<bf16, 64, 64, 128>::STAGES == 4 &&
-                    detail::MmWgGeom<bf16, 128, 128, 64>::STAGES == 4 && detail::MmWgGeom<bf16, 32, 64, 128>::STAGES == 4,
+                    detail::MmWgGeom<bf16, 128, 128, 64>::STAGES == 4 && detail::MmWgGeom<bf16, 32, 64, 128>::STAGES == 4 &&
+                    detail::MmWgGeom<bf16, 16, 64, 128>::STAGES == 4,
                 "the large ring's stages");
   t_mm<16, 128, 128, bf16, bf16>(1, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 256, true, true, true);
   t_mm<32, 128, 128, bf16, bf16>(32, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 256, false, true, true);
   t_mm<128, 128, 128, bf16, bf16>(128, 120, 2048, true, 2048, 2048, 120, 0, 0, 0, 256, false, true, true);
 
   // The gated matmul: Llama-3.2-1B's gate/up tiles (64 + 64 rows, 128 deep since session 47:
-  // 3 stages of the wide ring on mma.sync, 3 of the large ring from 32 rows on wgmma) at
+  // 3 stages of the wide ring on mma.sync, 3 of the large ring on wgmma) at
   // B = 1, 7, 24, 40 and 128, and 64 deep as they were; Qwen3-0.6B's (32 + 32), a ragged tile
   // (N < TN / 2, M past 64), [K, N] weights, f16, and f32 (the two-pass path), prefetched as a
   // task does and called twice.

@@ -58,7 +58,8 @@ python3 tests/gpu/moe_router.py "$out/router.npy" 2>"$out/router.log" && router_
 # device_ops_test_warps, _staged and _nommawarps: the same cases without the default tensor-core
 # form of independent warps (ETC_ATTN_MMA_WARPS=0), decode attention in the FMA form of
 # independent warps wherever it applies (ETC_ATTN_WARPS=8), in its staged and tensor-core forms
-# throughout (ETC_ATTN_WARPS=0), and in the previous defaults.
+# throughout (ETC_ATTN_WARPS=0; and the matmul tiles under 64 rows on mma.sync), and in the
+# previous defaults.
 want ops && for t in device_ops_test device_ops_test_warps device_ops_test_staged device_ops_test_nommawarps; do
   [ -x "$B/$t" ] || continue
   if "$B/$t" >"$out/$t.log" 2>&1; then

@@ -54,9 +54,14 @@
 #ifndef ETC_MM_WGMMA
 #define ETC_MM_WGMMA 1
 #endif
-// The fewest rows of a (at run time) that take wgmma. From 17 on, tiles of 32 rows take it too,
-// as m64 products half of padding: H200, Llama-3.2-1B decode, etc-run --bench, one call, 33 ->
-// 17: B = 24 2217.5 -> 2008.1 us, B = 32 2360.8 -> 2098.8 us. 33: 32-row tiles on mma.sync.
+// The fewest rows of a (at run time) that take wgmma. Tiles of 32 rows took it from session 29
+// (m64 products half of padding; H200, Llama-3.2-1B decode, etc-run --bench, 33 -> 17: B = 24
+// 2217.5 -> 2008.1 us, B = 32 2360.8 -> 2098.8 us), tiles of 16 from session 48 (at B = 1, 15 of
+// the m64 product's 16 row fragments are padding, but the stage's b, the bytes that count, is
+// read once by the tensor cores' async proxy instead of by ldmatrix in every warp; H200, the
+// same bench at position 511, 17 -> 1: Llama-3.2-1B B = 1 1464 -> 1415 us (-3.3%), B = 8 -3.3%,
+// B = 16 -4.5%; Qwen3-0.6B B = 1 -1.3%, B = 16 -0.7%; 9, mma.sync below 9 rows: B = 1 and 8 +2%,
+// the K loop of both forms in one function). 17: 16-row tiles on mma.sync; 33: 32-row ones too.
 // The most ring stages of b a task's weight prefetch issues before its waits (the ring's
 // S - 1 where that is fewer): a deeper ring then keeps more stages in flight in the K loop
 // without putting more requests in flight while the chain's small tasks run.
@@ -64,7 +69,7 @@
 #define ETC_MM_PREFETCH_STAGES 64
 #endif
 #ifndef ETC_MM_WGMMA_MIN_ROWS
-#define ETC_MM_WGMMA_MIN_ROWS 17
+#define ETC_MM_WGMMA_MIN_ROWS 1
 #endif
 #ifndef ETC_MM_WG_RING_BY_TMP
 #define ETC_MM_WG_RING_BY_TMP 0
@@ -96,7 +101,7 @@ __host__ __device__ constexpr int mm_ring_stages(int tmp, unsigned stage_bytes, 
 // the rest): stages 0 .. mm_prefetch_stages(S) - 1.
 __host__ __device__ constexpr int mm_prefetch_stages(int s) { return cmax(0, cmin(s - 1, ETC_MM_PREFETCH_STAGES)); }
 
-// The wgmma form (sm_90a, 16-bit, 32, 64 or 128 rows of a): each stage holds a's TMP rows and b's
+// The wgmma form (sm_90a, 16-bit, 16, 32, 64 or 128 rows of a): each stage holds a's TMP rows and b's
 // TN rows unpadded, in TK / 64 atoms of the 128-byte swizzle (wgmma.cuh), the ring starting at
 // the first 1024-byte boundary of ctx.smem. A warpgroup (4 warps) computes 64 rows of a by NW
 // columns: the two warpgroups of a CTA take a's two halves of 64 rows (TMP 128), or b's two
@@ -107,7 +112,7 @@ struct MmWgGeom {
   static constexpr int WTMP = TMP < 64 ? 64 : TMP;  // a's rows in a stage: the m64 products' (past TMP unread)
   static constexpr int NW = TMP == 128 ? TN : TN / 2;
   static constexpr bool OK = sizeof(T) == 2 &&
-                             (TMP == 64 || TMP == 128 || (TMP == 32 && ETC_MM_WGMMA_MIN_ROWS <= 32)) &&
+                             (TMP == 64 || TMP == 128 || ((TMP == 16 || TMP == 32) && ETC_MM_WGMMA_MIN_ROWS <= TMP)) &&
                              TK % 64 == 0 && TN % 16 == 0 && (NW == 32 || NW == 64 || NW == 128);  // wgmma_ss's
   static constexpr int A_ELEMS = WTMP * TK;
   static constexpr int B_ELEMS = TN * TK;
