@@ -30,18 +30,11 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "etc/fatbin_format.h"
+
 namespace etc::backend {
 
 namespace {
-
-constexpr uint32_t kMagic = 0xBA55ED50u;
-constexpr uint16_t kVersion = 1;
-constexpr uint16_t kContainerHeaderSize = 16;
-constexpr uint16_t kKindPtx = 1, kKindElf = 2;
-constexpr uint16_t kEntryConstant = 0x0101;
-constexpr uint32_t kEntryHeaderSize = 64;
-constexpr uint32_t kPtxOptionsRecordSize = 8;
-constexpr uint64_t kFlag64Bit = 0x1, kFlagHostLinux = 0x10, kFlagArchSpecific = 0x100000;
 
 size_t padTo8(size_t n) { return (n + 7) & ~size_t(7); }
 
@@ -142,15 +135,15 @@ std::vector<uint8_t> writeFatbin(const std::vector<FatbinEntry>& entries) {
       minor = e.image[8];  // EI_ABIVERSION
     }
     const size_t payload = is_ptx ? compact.size() + 1 : e.image.size();
-    const uint32_t header_size = kEntryHeaderSize + (is_ptx ? kPtxOptionsRecordSize + 8 : 0);
-    const uint64_t flags = kFlag64Bit | kFlagHostLinux | (e.target.arch_specific ? kFlagArchSpecific : 0);
+    const uint32_t header_size = fatbin::kEntryHeaderSize + (is_ptx ? fatbin::kPtxOptionsRecordSize + 8 : 0);
+    const uint64_t flags = fatbin::kFlag64Bit | fatbin::kFlagHostLinux | (e.target.arch_specific ? fatbin::kFlagArchSpecific : 0);
 
-    put16(body, is_ptx ? kKindPtx : kKindElf);
-    put16(body, kEntryConstant);
+    put16(body, is_ptx ? fatbin::kKindPtx : fatbin::kKindElf);
+    put16(body, fatbin::kEntryConstant);
     put32(body, header_size);
     put64(body, padTo8(payload));
     put32(body, 0);  // stored uncompressed
-    put32(body, is_ptx ? kEntryHeaderSize : 0);
+    put32(body, is_ptx ? fatbin::kEntryHeaderSize : 0);
     put16(body, minor);
     put16(body, major);
     put32(body, uint32_t(e.target.sm));
@@ -160,7 +153,7 @@ std::vector<uint8_t> writeFatbin(const std::vector<FatbinEntry>& entries) {
     put64(body, 0);
     put64(body, 0);
     if (is_ptx) {
-      put32(body, kEntryHeaderSize + kPtxOptionsRecordSize);  // where the (empty) options are
+      put32(body, fatbin::kEntryHeaderSize + fatbin::kPtxOptionsRecordSize);  // where the (empty) options are
       put32(body, 0);
       padZeros(body, 8);  // the options' NUL and its padding
     }
@@ -174,10 +167,10 @@ std::vector<uint8_t> writeFatbin(const std::vector<FatbinEntry>& entries) {
   }
 
   std::vector<uint8_t> out;
-  out.reserve(kContainerHeaderSize + body.size());
-  put32(out, kMagic);
-  put16(out, kVersion);
-  put16(out, kContainerHeaderSize);
+  out.reserve(fatbin::kContainerHeaderSize + body.size());
+  put32(out, fatbin::kMagic);
+  put16(out, fatbin::kVersion);
+  put16(out, fatbin::kContainerHeaderSize);
   put64(out, body.size());
   out.insert(out.end(), body.begin(), body.end());
   return out;

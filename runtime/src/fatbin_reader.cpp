@@ -3,15 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "etc/fatbin_format.h"
+
 namespace etc::rt {
 
 namespace {
-
-constexpr uint16_t kVersion = 1;
-constexpr size_t kContainerHeaderSize = 16;
-constexpr size_t kEntryHeaderSize = 64;
-constexpr uint16_t kKindPtx = 1, kKindElf = 2;
-constexpr uint64_t kFlagCompressed = 0x8000, kFlagArchSpecific = 0x100000;
 
 uint64_t load(std::span<const uint8_t> b, size_t at, int bytes) {
   uint64_t v = 0;
@@ -36,8 +32,8 @@ bool parseEntries(std::span<const uint8_t> bytes, size_t begin, size_t end,
   while (pos < end) {
     const std::string name = entryName(index, pos);
     const size_t left = end - pos;
-    if (left < kEntryHeaderSize) {
-      error = name + " is truncated: an entry header has " + std::to_string(kEntryHeaderSize) +
+    if (left < fatbin::kEntryHeaderSize) {
+      error = name + " is truncated: an entry header has " + std::to_string(fatbin::kEntryHeaderSize) +
               " bytes but only " + std::to_string(left) + " remain in the container";
       return false;
     }
@@ -47,13 +43,13 @@ bool parseEntries(std::span<const uint8_t> bytes, size_t begin, size_t end,
     const uint64_t compressed_size = load(bytes, pos + 16, 4);
     const uint32_t sm = uint32_t(load(bytes, pos + 28, 4));
     const uint64_t flags = load(bytes, pos + 40, 8);
-    if (kind != kKindPtx && kind != kKindElf) {
+    if (kind != fatbin::kKindPtx && kind != fatbin::kKindElf) {
       error = name + " has unknown kind " + std::to_string(kind) + " (1 is PTX, 2 is ELF)";
       return false;
     }
-    if (header_size < kEntryHeaderSize) {
+    if (header_size < fatbin::kEntryHeaderSize) {
       error = name + " gives a header size of " + std::to_string(header_size) +
-              " bytes, less than the " + std::to_string(kEntryHeaderSize) + " of an entry header";
+              " bytes, less than the " + std::to_string(fatbin::kEntryHeaderSize) + " of an entry header";
       return false;
     }
     if (header_size > left) {
@@ -68,10 +64,10 @@ bool parseEntries(std::span<const uint8_t> bytes, size_t begin, size_t end,
       return false;
     }
     FatbinImage image;
-    image.is_ptx = kind == kKindPtx;
+    image.is_ptx = kind == fatbin::kKindPtx;
     image.sm = int(sm);
-    image.arch_specific = (flags & kFlagArchSpecific) != 0;
-    image.compressed = (flags & kFlagCompressed) != 0;
+    image.arch_specific = (flags & fatbin::kFlagArchSpecific) != 0;
+    image.compressed = (flags & fatbin::kFlagCompressed) != 0;
     std::span<const uint8_t> payload = bytes.subspan(pos + header_size, payload_size);
     if (image.compressed) {
       if (compressed_size > payload_size) {
@@ -102,32 +98,32 @@ bool parseFatbin(std::span<const uint8_t> bytes, std::vector<FatbinImage>& out, 
   const size_t images_before = out.size();
   do {
     const size_t left = bytes.size() - pos;
-    if (left < kContainerHeaderSize) {
+    if (left < fatbin::kContainerHeaderSize) {
       error = (pos == 0 ? std::string("the file is too short to be a fatbin: ")
                         : "the data after the fatbin container at offset " + std::to_string(pos) +
                               " is too short for another container: ") +
               std::to_string(left) + " bytes, a fatbin header has " +
-              std::to_string(kContainerHeaderSize);
+              std::to_string(fatbin::kContainerHeaderSize);
       return false;
     }
     const uint64_t magic = load(bytes, pos, 4);
-    if (magic != kFatbinMagic) {
+    if (magic != fatbin::kMagic) {
       error = "not a CUDA fatbin: the magic number at offset " + std::to_string(pos) + " is " +
-              hex32(magic) + ", a fatbin starts with " + hex32(kFatbinMagic);
+              hex32(magic) + ", a fatbin starts with " + hex32(fatbin::kMagic);
       return false;
     }
     const uint16_t version = uint16_t(load(bytes, pos + 4, 2));
     const uint64_t header_size = load(bytes, pos + 6, 2);
     const uint64_t entries_size = load(bytes, pos + 8, 8);
-    if (version != kVersion) {
+    if (version != fatbin::kVersion) {
       error = "unsupported fatbin version " + std::to_string(version) + " at offset " +
-              std::to_string(pos) + " (this reader knows version " + std::to_string(kVersion) + ")";
+              std::to_string(pos) + " (this reader knows version " + std::to_string(fatbin::kVersion) + ")";
       return false;
     }
-    if (header_size < kContainerHeaderSize || header_size > left) {
+    if (header_size < fatbin::kContainerHeaderSize || header_size > left) {
       error = "the fatbin header at offset " + std::to_string(pos) + " gives a header size of " +
               std::to_string(header_size) + " bytes; it must be at least " +
-              std::to_string(kContainerHeaderSize) + " and within the " + std::to_string(left) +
+              std::to_string(fatbin::kContainerHeaderSize) + " and within the " + std::to_string(left) +
               " bytes of the file that remain";
       return false;
     }

@@ -10,9 +10,6 @@
 
 namespace etc::rt {
 
-// The first word of every fatbin container.
-constexpr uint32_t kFatbinMagic = 0xBA55ED50u;
-
 struct FatbinImage {
   bool is_ptx = false;         // PTX text, else an ELF cubin
   int sm = 0;                  // 90 for sm_90a and compute_90

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "elf_file.h"
+#include "etc/fatbin_format.h"
 #include "fatbin_reader.h"
 #include "rt_error.h"
 
@@ -62,7 +63,7 @@ size_t unsealedSize(std::span<const uint8_t> file) {
                               "or compile the module again";
   // A seal cut short: the first container ends before the file does, and what follows is the
   // beginning of a seal (the container's header: magic, version, header size, entries size).
-  if (file.size() >= 16 && loadLe(file, 0, 4) == kFatbinMagic) {
+  if (file.size() >= 16 && loadLe(file, 0, 4) == fatbin::kMagic) {
     const uint64_t end = loadLe(file, 6, 2) + loadLe(file, 8, 8);
     if (end < file.size() && file.size() - end < kSealBytes &&
         std::memcmp(file.data() + end, kSealMagic, std::min<size_t>(kVersionAt, file.size() - end)) == 0)

@@ -8,9 +8,9 @@
 // whose contiguous dimension has a stride other than 1) is loaded element by element.
 //
 // bf16/f16: tensor cores through mma.sync m16n8k16 (sm_80 and sm_90a alike), fragments from
-// ldmatrix (.trans for a [K, N] b); on sm_90a, tiles of 32 or more rows of a with b as [N, K]
-// use wgmma instead (mm_wgmma, below: H200, Llama-3.2-1B decode at B = 64 3530 -> 2831 us, at
-// B = 128 5519 -> 4513 us). The output tile is cut into per-warp groups of fragments;
+// ldmatrix (.trans for a [K, N] b); on sm_90a, tiles with b as [N, K] use wgmma instead, 16 rows
+// of a included (mm_wgmma, below: H200, Llama-3.2-1B decode at B = 64 3530 -> 2831 us, at
+// B = 128 5519 -> 4513 us; at B = 1 1464 -> 1415 us). The output tile is cut into per-warp groups of fragments;
 // warps left over after one warp per group split K, and their partial sums are added in a
 // fixed order through shared memory (deterministic).
 // f32: FFMA on a 4x4 micro-tile per thread; the threads that share a micro-tile split K and
@@ -50,7 +50,7 @@
 // small M no warp is left without rows. H100, Llama-3.2-1B decode at B = 128: 7623 / 7603 us
 // with one tiling (8 fragments of rows and 2 of columns a warp), 7498 / 7519 with 4 (4 x 4),
 // 7749 with 2; B = 64 (not affected) 4922 / 4877.
-// 0: no wgmma (sm_90a) for tiles of 32 or more rows of a; they take mma.sync as on sm_80.
+// 0: no wgmma (sm_90a); every tile takes mma.sync as on sm_80.
 #ifndef ETC_MM_WGMMA
 #define ETC_MM_WGMMA 1
 #endif
