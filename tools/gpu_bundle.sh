@@ -116,6 +116,6 @@ for t in device_ops_test:"" device_ops_test_warps:"-DETC_ATTN_MMA_WARPS=0 -DETC_
 done
 du -sh gpu-bundle
 # The whole folder is over 64 MiB (the full decode models), more than a lent GPU machine takes
-# with a working tree; compressed it is about 4 MB. run.sh unpacks it where gpu-bundle/ is absent.
+# with a working tree; compressed it is about 19 MB (session 48). run.sh unpacks it where gpu-bundle/ is absent.
 tar cJf gpu-bundle.tar.xz gpu-bundle
 ls -l gpu-bundle.tar.xz
