@@ -269,11 +269,9 @@ __global__ void __launch_bounds__(256, 1) attn_header_kernel(const __nv_bfloat16
 // them with its own cp.async groups and __syncwarp, and never waits for another warp until the
 // end. That form's products cost a few instructions a tile where the FMA warps spend some 440
 // (Llama's shape: 16 rows of 4 heads), and its CTA ring's barriers are what the warps form took
-// away. Untimed when written (session 42, no device time left).
-template <int D>
-__device__ __forceinline__ int tile_at(int r, int cc) {
-  return r * D + (cc ^ (r & 7)) * 8;
-}
+// away. The products, the online softmax and the final combination are attention.cuh's own
+// (attn_mma_start, attn_mma_tile, attn_mma_finish), which took this form as the default in
+// session 44; the prototype keeps its ring of each warp.
 template <int D, int G, int NSW>
 __device__ void attn_mma_warps(const __nv_bfloat16* q, const __nv_bfloat16* kp, const __nv_bfloat16* vp, long long rs,
                                int n, float scale, __nv_bfloat16* o, unsigned char* smem) {
@@ -297,103 +295,28 @@ __device__ void attn_mma_warps(const __nv_bfloat16* q, const __nv_bfloat16* kp, 
       for (int idx = lane; idx < 16 * CPR; idx += 32) {
         const int r = idx / CPR, cc = idx - r * CPR, j = t * 16 + r;
         const long long row = (long long)(j < n ? j : 0) * rs + cc * PE;
-        edd::cp_async16_hint(dk + tile_at<D>(r, cc), kp + row, j < n ? 16u : 0u, policy);
-        edd::cp_async16_hint(dv + tile_at<D>(r, cc), vp + row, j < n ? 16u : 0u, policy);
+        edd::cp_async16_hint(dk + edd::attn_mma_at<D, K>(r, cc), kp + row, j < n ? 16u : 0u, policy);
+        edd::cp_async16_hint(dv + edd::attn_mma_at<D, K>(r, cc), vp + row, j < n ? 16u : 0u, policy);
       }
     }
     edd::cp_async_commit();
   };
   for (int i = 0; i < NSW; ++i) request(i);
+  // The products, the online softmax and the warps' final combination are attention.cuh's own
+  // pieces; what this prototype adds is the ring of each warp.
   unsigned qf[DT][2];
-  {
-    const int h = lane >> 2;
-    for (int k = 0; k < DT; ++k)
-      for (int half = 0; half < 2; ++half) {
-        const int d = k * 16 + half * 8 + (lane & 3) * 2;
-        qf[k][half] = h < G ? edd::attn_bits(q[h * D + d]) | edd::attn_bits(q[h * D + d + 1]) << 16 : 0u;
-      }
-  }
-  const float ninf = __int_as_float(0xff800000);
-  float m[2] = {ninf, ninf}, l[2] = {0.0f, 0.0f}, ot[DT][4];
-  for (int t = 0; t < DT; ++t)
-    for (int e = 0; e < 4; ++e) ot[t][e] = 0.0f;
+  float m[2], l[2], ot[DT][4];
+  edd::attn_mma_start<D, G>(q, 1, qf, m, l, ot);
   for (int i = 0; i < mine; ++i) {
     const int t = warp + i * nw;
     const K* const k_s = ring + (i % NSW) * 2 * TILE;
-    const K* const v_s = k_s + TILE;
     edd::cp_async_wait<NSW - 1>();
     __syncwarp();
-    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int k = 0; k < DT; ++k) {
-      unsigned af[4];
-      edd::ldsm_x4(af, k_s + tile_at<D>(lane & 15, 2 * k + (lane >> 4)));
-      edd::mma16816<K>(s, af, qf[k][0], qf[k][1]);
-    }
-    const int j = t * 16 + (lane >> 2);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) s[e] = j + (e >> 1) * 8 < n ? s[e] * scale : ninf;
-    float p[4];
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      float mx = fmaxf(s[hh], s[hh + 2]);
-#pragma unroll
-      for (int x = 4; x < 32; x <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, x));
-      const float m_new = fmaxf(m[hh], mx);
-      const float alpha = __expf(m[hh] - m_new);
-      p[hh] = __expf(s[hh] - m_new);
-      p[hh + 2] = __expf(s[hh + 2] - m_new);
-      l[hh] = l[hh] * alpha + p[hh] + p[hh + 2];
-      m[hh] = m_new;
-#pragma unroll
-      for (int t2 = 0; t2 < DT; ++t2) {
-        ot[t2][hh] *= alpha;
-        ot[t2][hh + 2] *= alpha;
-      }
-    }
-    float rest[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) rest[e] = p[e] - __bfloat162float(__float2bfloat16(p[e]));
-    const unsigned hi0 = edd::movmatrix_t(edd::attn_pack<K>(p[0], p[1])),
-                   hi1 = edd::movmatrix_t(edd::attn_pack<K>(p[2], p[3]));
-    const unsigned lo0 = edd::movmatrix_t(edd::attn_pack<K>(rest[0], rest[1])),
-                   lo1 = edd::movmatrix_t(edd::attn_pack<K>(rest[2], rest[3]));
-    const int mi = lane >> 3, r = (lane & 7) + (mi >> 1) * 8;
-#pragma unroll
-    for (int dt = 0; dt < DT; ++dt) {
-      unsigned af[4];
-      edd::ldsm_x4_t(af, v_s + tile_at<D>(r, 2 * dt + (mi & 1)));
-      edd::mma16816<K>(ot[dt], af, hi0, hi1);
-      edd::mma16816<K>(ot[dt], af, lo0, lo1);
-    }
+    edd::attn_mma_tile<D, K>(k_s, k_s + TILE, n - t * 16, qf, scale, m, l, ot);
     __syncwarp();  // every lane is done with the slot
     request(i + NSW);
   }
-  for (int hh = 0; hh < 2; ++hh)
-    for (int x = 4; x < 32; x <<= 1) l[hh] += __shfl_xor_sync(0xffffffffu, l[hh], x);
-  const int h0 = (lane & 3) * 2;
-  for (int hh = 0; hh < 2; ++hh) {
-    const int h = h0 + hh;
-    if (h >= G) continue;
-    if (lane < 4) wm[warp * G + h] = m[hh], wl[warp * G + h] = l[hh];
-    for (int dt = 0; dt < DT; ++dt)
-      for (int e2 = 0; e2 < 2; ++e2) red[(warp * G + h) * D + dt * 16 + (lane >> 2) + e2 * 8] = ot[dt][hh + 2 * e2];
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
-    const int h = i / D, d = i - h * D;
-    float mx = ninf;
-    for (int w = 0; w < nw; ++w) mx = fmaxf(mx, wm[w * G + h]);
-    float sum = 0.0f, acc = 0.0f;
-    if (mx != ninf)
-      for (int w = 0; w < nw; ++w) {
-        const float f = __expf(wm[w * G + h] - mx);
-        sum += f * wl[w * G + h];
-        acc += f * red[(w * G + h) * D + d];
-      }
-    o[i] = __float2bfloat16(sum > 0.0f ? acc / sum : 0.0f);
-  }
-  __syncthreads();
+  edd::attn_mma_finish<D, G>(wm, wl, red, m, l, ot, o, 1, nullptr, 0);
 }
 template <int D, int G, int NSW>
 constexpr unsigned mma_warps_smem() {
