@@ -56,9 +56,9 @@
 #endif
 // The fewest rows of a (at run time) that take wgmma. Tiles of 32 rows took it from session 29
 // (m64 products half of padding; H200, Llama-3.2-1B decode, etc-run --bench, 33 -> 17: B = 24
-// 2217.5 -> 2008.1 us, B = 32 2360.8 -> 2098.8 us), tiles of 16 from session 48 (at B = 1, 15 of
-// the m64 product's 16 row fragments are padding, but the stage's b, the bytes that count, is
-// read once by the tensor cores' async proxy instead of by ldmatrix in every warp; H200, the
+// 2217.5 -> 2008.1 us, B = 32 2360.8 -> 2098.8 us), tiles of 16 from session 48 (at B = 1, 63 of
+// an m64 product's 64 rows are padding, but the stage's b, the bytes that count, is read once
+// by the tensor cores through the async proxy instead of by ldmatrix in every warp; H200, the
 // same bench at position 511, 17 -> 1: Llama-3.2-1B B = 1 1464 -> 1415 us (-3.3%), B = 8 -3.3%,
 // B = 16 -4.5%; Qwen3-0.6B B = 1 -1.3%, B = 16 -0.7%; 9, mma.sync below 9 rows: B = 1 and 8 +2%,
 // the K loop of both forms in one function). 17: 16-row tiles on mma.sync; 33: 32-row ones too.
