@@ -7,7 +7,6 @@
 
 #include "elf_file.h"
 #include "etc/fatbin_format.h"
-#include "fatbin_reader.h"
 #include "rt_error.h"
 
 namespace etc::rt {
