@@ -146,49 +146,8 @@ __device__ void attn_warps(const __nv_bfloat16* q, const __nv_bfloat16* kp, cons
       }
     }
   }
-  // The warp's row groups, then the warps.
-#pragma unroll
-  for (int h = 0; h < G; ++h) {
-#pragma unroll
-    for (int x = L; x < 32; x <<= 1) {
-      const float mo = __shfl_xor_sync(0xffffffffu, m[h], x), lo = __shfl_xor_sync(0xffffffffu, l[h], x);
-      const float mx = fmaxf(m[h], mo);
-      const float a = mx == -INFINITY ? 0.0f : exp2f(m[h] - mx), b = mx == -INFINITY ? 0.0f : exp2f(mo - mx);
-      l[h] = l[h] * a + lo * b;
-#pragma unroll
-      for (int e = 0; e < PE; ++e) {
-        const float ao = __shfl_xor_sync(0xffffffffu, acc[h][e], x);
-        acc[h][e] = acc[h][e] * a + ao * b;
-      }
-      m[h] = mx;
-    }
-  }
-  float* rm = red;                      // [warps][G]
-  float* rl = rm + kWarps * G;          // [warps][G]
-  float* ra = rl + kWarps * G;          // [warps][G][D]
-  if (rg == 0) {
-#pragma unroll
-    for (int h = 0; h < G; ++h) {
-#pragma unroll
-      for (int e = 0; e < PE; ++e) ra[(warp * G + h) * D + c * PE + e] = acc[h][e];
-      if (c == 0) rm[warp * G + h] = m[h], rl[warp * G + h] = l[h];
-    }
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
-    const int h = i / D, d = i % D;
-    float mx = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, rm[w * G + h]);
-    float sum = 0.0f, den = 0.0f;
-    if (mx != -INFINITY)
-      for (int w = 0; w < kWarps; ++w) {
-        const float a = exp2f(rm[w * G + h] - mx);
-        den += rl[w * G + h] * a;
-        sum += ra[(w * G + h) * D + d] * a;
-      }
-    o[i] = __float2bfloat16(den > 0.0f ? sum / den : 0.0f);
-  }
-  __syncthreads();
+  // The warp's row groups, then the warps: attention.cuh's end of its form of independent warps.
+  etc::dev::detail::attn_warps_combine<D, G, PE>(red, kWarps, m, l, acc, o, 1, nullptr, 0);
 }
 
 // Runs task(b, g, p, base) for this CTA's tasks: request b, cache head g, part p of P parts of n

@@ -1088,6 +1088,64 @@ __device__ __forceinline__ void attn_unpack16(uint4 r, float (&out)[PE]) {
   for (int e = 0; e < PE; ++e) out[e] = to_f32(v.v[e]);
 }
 
+// The end of a form of independent warps, where each lane (column group c = lane % (D / PE), row
+// group lane / (D / PE)) holds its online softmax over its rows: the row groups of each warp
+// combined by shuffles, then the nw warps through `red` ([nw][G] maxima, [nw][G] sums, then
+// [nw][G][D] values), the G x D outputs to op (os apart) and, where lsep, each query head's
+// log-sum-exp to lsep (ls apart). Ends with a barrier.
+template <int D, int G, int PE, class TO>
+__device__ __forceinline__ void attn_warps_combine(float* red, int nw, float (&m)[G], float (&l)[G],
+                                                   float (&acc)[G][PE], TO* op, long long os, float* lsep,
+                                                   long long ls) {
+  constexpr int L = D / PE;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int c = lane % L, rg = lane / L;
+  // The warp's row groups, then the warps (through shared memory).
+#pragma unroll
+  for (int h = 0; h < G; ++h)
+#pragma unroll
+    for (int x = L; x < 32; x <<= 1) {
+      const float mo = __shfl_xor_sync(0xffffffffu, m[h], x), lo = __shfl_xor_sync(0xffffffffu, l[h], x);
+      const float mx = fmaxf(m[h], mo);
+      const bool none = mx == __int_as_float(0xff800000);
+      const float a = none ? 0.0f : exp2f(m[h] - mx), b = none ? 0.0f : exp2f(mo - mx);
+      l[h] = l[h] * a + lo * b;
+#pragma unroll
+      for (int e = 0; e < PE; ++e) {
+        const float ao = __shfl_xor_sync(0xffffffffu, acc[h][e], x);
+        acc[h][e] = acc[h][e] * a + ao * b;
+      }
+      m[h] = mx;
+    }
+  float* rm = red;  // [nw][G]
+  float* rl = rm + nw * G;  // [nw][G]
+  float* ra = rl + nw * G;  // [nw][G][D]
+  if (rg == 0)
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+#pragma unroll
+      for (int e = 0; e < PE; ++e) ra[(warp * G + h) * D + c * PE + e] = acc[h][e];
+      if (c == 0) rm[warp * G + h] = m[h], rl[warp * G + h] = l[h];
+    }
+  __syncthreads();
+  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+    const int h = i / D, d = i % D;
+    float mx = __int_as_float(0xff800000);
+    for (int w = 0; w < nw; ++w) mx = fmaxf(mx, rm[w * G + h]);
+    float sum = 0.0f, den = 0.0f;
+    if (mx != __int_as_float(0xff800000))
+      for (int w = 0; w < nw; ++w) {
+        const float a = exp2f(rm[w * G + h] - mx);
+        den += rl[w * G + h] * a;
+        sum += ra[(w * G + h) * D + d] * a;
+      }
+    op[i * os] = from_f32<TO>(den > 0.0f ? sum / den : 0.0f);
+    if (lsep && d == 0)
+      lsep[h * ls] = den > 0.0f ? (mx + log2f(den)) * 0.6931471805599453f : __int_as_float(0xff800000);
+  }
+  __syncthreads();
+}
+
 template <int D, int G, class TQ, class Rows, class TO>
 __device__ void attn_head_warps(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long n, float scale,
                                 TO* op, long long os, float* lsep, long long ls) {
@@ -1186,50 +1244,7 @@ __device__ void attn_head_warps(const Ctx& ctx, TQ* qp, long long qs, const Rows
       }
     }
   }
-  // The warp's row groups, then the warps (through shared memory).
-#pragma unroll
-  for (int h = 0; h < G; ++h)
-#pragma unroll
-    for (int x = L; x < 32; x <<= 1) {
-      const float mo = __shfl_xor_sync(0xffffffffu, m[h], x), lo = __shfl_xor_sync(0xffffffffu, l[h], x);
-      const float mx = fmaxf(m[h], mo);
-      const bool none = mx == __int_as_float(0xff800000);
-      const float a = none ? 0.0f : exp2f(m[h] - mx), b = none ? 0.0f : exp2f(mo - mx);
-      l[h] = l[h] * a + lo * b;
-#pragma unroll
-      for (int e = 0; e < PE; ++e) {
-        const float ao = __shfl_xor_sync(0xffffffffu, acc[h][e], x);
-        acc[h][e] = acc[h][e] * a + ao * b;
-      }
-      m[h] = mx;
-    }
-  float* rm = reinterpret_cast<float*>(ctx.smem);  // [nw][G]
-  float* rl = rm + nw * G;                           // [nw][G]
-  float* ra = rl + nw * G;                           // [nw][G][D]
-  if (rg == 0)
-#pragma unroll
-    for (int h = 0; h < G; ++h) {
-#pragma unroll
-      for (int e = 0; e < PE; ++e) ra[(warp * G + h) * D + c * PE + e] = acc[h][e];
-      if (c == 0) rm[warp * G + h] = m[h], rl[warp * G + h] = l[h];
-    }
-  __syncthreads();
-  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
-    const int h = i / D, d = i % D;
-    float mx = __int_as_float(0xff800000);
-    for (int w = 0; w < nw; ++w) mx = fmaxf(mx, rm[w * G + h]);
-    float sum = 0.0f, den = 0.0f;
-    if (mx != __int_as_float(0xff800000))
-      for (int w = 0; w < nw; ++w) {
-        const float a = exp2f(rm[w * G + h] - mx);
-        den += rl[w * G + h] * a;
-        sum += ra[(w * G + h) * D + d] * a;
-      }
-    op[i * os] = from_f32<TO>(den > 0.0f ? sum / den : 0.0f);
-    if (lsep && d == 0)
-      lsep[h * ls] = den > 0.0f ? (mx + log2f(den)) * 0.6931471805599453f : __int_as_float(0xff800000);
-  }
-  __syncthreads();
+  attn_warps_combine<D, G, PE>(reinterpret_cast<float*>(ctx.smem), nw, m, l, acc, op, os, lsep, ls);
 }
 
 // Whether a call's 16-byte path takes the tensor-core form of independent warps.
