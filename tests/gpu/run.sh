@@ -478,6 +478,14 @@ if run_tool bench_kv 128 128 512; then
 else
   tool_fail "KV stream (tools/bench_kv.cu)" bench_kv
 fi
+# A notify's hop by how many CTAs wait on the counter (tools/bench_poll.cu): one notifier and 1
+# or 128 waiters on one counter, and 128 waiters spread over 16 copies of it.
+if run_tool bench_poll; then
+  hop_ns() { awk -v p="$1" -v c="$2" -v k="$3" '$1 == p && $2 == c && $3 == k {print $4; exit}' "$out/bench_poll.log"; }
+  row "notify seen by the last waiter: 1 / 128 / 128 over 16 lines" INFO "$(hop_ns 1 1 1) / $(hop_ns 1 128 1) / $(hop_ns 1 128 16) ns (bench_poll.log)"
+else
+  tool_fail "notify hop (tools/bench_poll.cu)" bench_poll
+fi
 # mlp weights: w_gate_up [16384, 2048] + w_down [2048, 8192] + ln [2048], bf16.
 wbytes=$(( (16384 * 2048 + 2048 * 8192 + 2048) * 2 ))
 for b in 1 3 16 64 128; do
