@@ -13,8 +13,13 @@ after them (the notifies and the end of the task). `woke` and `woke max`: a run'
 its time waiting, the median and the last, from the previous grid's last end: how long a grid
 lags behind its producer (negative where it waited on an earlier grid only). For a run that
 spins right after it starts, that is when its waits ended; one that first issues its weight
-prefetch woke later by the prefetch's time, which the trace does not record.
+prefetch woke later by the prefetch's time, which the trace does not record. "Previous" is by
+first start: a grid whose tasks start (and spin) before the grid they wait for shows its lag
+behind the one before that. `lag`: the median of each run's wake less the last end of any grid
+before it (the launch's start where none has ended), whichever grid that was: on a chain, how
+long after its producer finished a grid's runs saw it.
 """
+import bisect
 import argparse
 import json
 import statistics
@@ -85,7 +90,13 @@ def main():
     t0 = rows[0][1]["first"]
     prev_end = t0
     print(f"{'task':28} {'op':18} {'runs':>5} {'first':>9} {'last end':>9} {'wait med':>9} {'work med':>9} "
-          f"{'pre':>6} {'ops':>6} {'post':>6} {'span':>8} {'woke':>6} {'woke max':>8}")
+          f"{'pre':>6} {'ops':>6} {'post':>6} {'span':>8} {'woke':>6} {'woke max':>8} {'lag':>6}")
+    ends = sorted(s["end"] for _, s in rows)
+
+    def lag(w):
+        i = bisect.bisect_right(ends, w)
+        return w - (ends[i - 1] if i else t0)
+
     spans = []
     for name, s in rows:
         span = max(0.0, s["end"] - prev_end)
@@ -94,7 +105,7 @@ def main():
               f"{statistics.median(s['wait']):9.2f} {statistics.median(s['work']):9.2f} "
               f"{statistics.median(s['pre']):6.2f} {statistics.median(s['ops']):6.2f} {statistics.median(s['post']):6.2f} "
               f"{span:8.1f} {statistics.median(w - prev_end for w in s['woke']):6.1f} "
-              f"{max(s['woke']) - prev_end:8.1f}")
+              f"{max(s['woke']) - prev_end:8.1f} {statistics.median(lag(w) for w in s['woke']):6.1f}")
         prev_end = max(prev_end, s["end"])
     print(f"launch: {prev_end - t0:.1f} us")
     if a.cold:

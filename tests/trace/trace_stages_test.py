@@ -55,12 +55,15 @@ class TraceStages(unittest.TestCase):
                 json.dump({"traceEvents": EVENTS}, f)
             out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "trace_stages.py"), path, "--top", "1"],
                                  capture_output=True, text=True, check=True).stdout
-        spans = [float(l.split()[-3]) for l in out.splitlines()[1:4]]
+        spans = [float(l.split()[-4]) for l in out.splitlines()[1:4]]
         self.assertEqual(spans, [10.0, 24.0, 6.0])
         # When the waits ended, from the previous grid's last end: the matmul runs at 1 + 9 and
         # 10 + 0 (rmsnorm ended at 10), the add at 30 + 4 (the matmuls' last end, 34).
-        woke = [l.split()[-2:] for l in out.splitlines()[1:4]]
+        woke = [l.split()[-3:-1] for l in out.splitlines()[1:4]]
         self.assertEqual(woke, [["0.0", "0.0"], ["0.0", "0.0"], ["0.0", "0.0"]])
+        # lag: the rmsnorm's run from the launch's start, the matmuls' from the rmsnorm's end
+        # (10), the add's from the matmuls' (34).
+        self.assertEqual([l.split()[-1] for l in out.splitlines()[1:4]], ["0.0", "0.0", "0.0"])
         self.assertIn("launch: 40.0 us", out)
         self.assertIn("24.0 us  matmul_y", out)
 
@@ -73,7 +76,21 @@ class TraceStages(unittest.TestCase):
             out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "trace_stages.py"), path],
                                  capture_output=True, text=True, check=True).stdout
         line = next(l for l in out.splitlines() if l.startswith("matmul_y"))
-        self.assertEqual(line.split()[-2:], ["2.0", "3.0"])  # woke at 13 and 11: median 2, last 3
+        self.assertEqual(line.split()[-3:-1], ["2.0", "3.0"])  # woke at 13 and 11: median 2, last 3
+
+    def test_cli_lag_is_behind_the_last_grid_to_end_before_the_wake(self):
+        # A consumer whose runs start (and spin) before its producer: listed first, so woke is
+        # measured from the grid before it (prep, ended at 5); lag from the producer's end (20).
+        chain = [x(0, "prep", "fill", 0.0, 5.0), x(1, "consumer", "matmul", 6.0, 30.0, 16.0),
+                 x(2, "consumer", "matmul", 6.0, 30.0, 17.0), x(3, "producer", "rmsnorm", 7.0, 13.0)]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.json")
+            with open(path, "w") as f:
+                json.dump({"traceEvents": chain}, f)
+            out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "trace_stages.py"), path],
+                                 capture_output=True, text=True, check=True).stdout
+        line = next(l for l in out.splitlines() if l.startswith("consumer"))
+        self.assertEqual(line.split()[-3:], ["17.5", "18.0", "2.5"])  # woke at 22 and 23
 
 
 if __name__ == "__main__":
