@@ -9,21 +9,11 @@
 // seen sooner. Each line: the median over 31 launches of (the last consumer to see the count,
 // and the median one) less the last producer's notify (%globaltimer, ns on every SM).
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/bench_poll.cu -o bench_poll && ./bench_poll
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
+#include "bench_copies.cuh"
 
 constexpr int kLine = 32;  // counters a 128-byte line
 

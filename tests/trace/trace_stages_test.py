@@ -28,6 +28,16 @@ EVENTS = [{"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "etc"}}
           x(1, "add_y", "add", 30.0, 10.0, 4.0)]
 
 
+def run_cli(events, *args):
+    """tools/trace_stages.py's output for a trace of these events."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.json")
+        with open(path, "w") as f:
+            json.dump({"traceEvents": events}, f)
+        return subprocess.run([sys.executable, os.path.join(ROOT, "tools", "trace_stages.py"), path, *args],
+                              capture_output=True, text=True, check=True).stdout
+
+
 class TraceStages(unittest.TestCase):
     def test_grids_in_start_order_with_medians(self):
         rows = ts.stages(EVENTS)
@@ -49,12 +59,7 @@ class TraceStages(unittest.TestCase):
         self.assertEqual(line.split()[1:], ["2", "22.00", "0", "nan"])
 
     def test_cli_spans_add_up_to_the_launch(self):
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "t.json")
-            with open(path, "w") as f:
-                json.dump({"traceEvents": EVENTS}, f)
-            out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "trace_stages.py"), path, "--top", "1"],
-                                 capture_output=True, text=True, check=True).stdout
+        out = run_cli(EVENTS, "--top", "1")
         spans = [float(l.split()[-4]) for l in out.splitlines()[1:4]]
         self.assertEqual(spans, [10.0, 24.0, 6.0])
         # When the waits ended, from the previous grid's last end: the matmul runs at 1 + 9 and
@@ -69,12 +74,7 @@ class TraceStages(unittest.TestCase):
 
     def test_cli_woke_is_the_lag_behind_the_producer(self):
         late = [EVENTS[1], x(1, "matmul_y", "matmul", 1.0, 29.0, 12.0), x(0, "matmul_y", "matmul", 10.0, 24.0, 1.0)]
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "t.json")
-            with open(path, "w") as f:
-                json.dump({"traceEvents": late}, f)
-            out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "trace_stages.py"), path],
-                                 capture_output=True, text=True, check=True).stdout
+        out = run_cli(late)
         line = next(l for l in out.splitlines() if l.startswith("matmul_y"))
         self.assertEqual(line.split()[-3:-1], ["2.0", "3.0"])  # woke at 13 and 11: median 2, last 3
 
@@ -83,12 +83,7 @@ class TraceStages(unittest.TestCase):
         # measured from the grid before it (prep, ended at 5); lag from the producer's end (20).
         chain = [x(0, "prep", "fill", 0.0, 5.0), x(1, "consumer", "matmul", 6.0, 30.0, 16.0),
                  x(2, "consumer", "matmul", 6.0, 30.0, 17.0), x(3, "producer", "rmsnorm", 7.0, 13.0)]
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "t.json")
-            with open(path, "w") as f:
-                json.dump({"traceEvents": chain}, f)
-            out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "trace_stages.py"), path],
-                                 capture_output=True, text=True, check=True).stdout
+        out = run_cli(chain)
         line = next(l for l in out.splitlines() if l.startswith("consumer"))
         self.assertEqual(line.split()[-3:], ["17.5", "18.0", "2.5"])  # woke at 22 and 23
 
