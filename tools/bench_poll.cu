@@ -8,25 +8,17 @@
 // polls copy c % K: the question is whether spreading the pollers over lines makes a notify
 // seen sooner. Each line: the median over 31 launches of (the last consumer to see the count,
 // and the median one) less the last producer's notify (%globaltimer, ns on every SM).
-//   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/bench_poll.cu -o bench_poll && ./bench_poll
+//   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a tools/bench_poll.cu -o bench_poll && ./bench_poll
 #include <algorithm>
 #include <cstdio>
 #include <vector>
 
 #include "bench_copies.cuh"
+#include "etc/device/events.cuh"
 
 constexpr int kLine = 32;  // counters a 128-byte line
 
-__device__ __forceinline__ unsigned long long now_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
+using etc::dev::detail::ld_acquire_gpu;
 
 // CTAs [0, P) notify, [P, P + C) wait; t_notify[p] and t_seen[c] get their times, polls[c] the
 // loads consumer c made.
@@ -35,11 +27,11 @@ __global__ void __launch_bounds__(256, 1) hop(unsigned* counters, int P, int C, 
   if (threadIdx.x != 0) return;
   const int b = blockIdx.x;
   if (b < P) {
-    const unsigned long long t0 = now_ns();
-    while (now_ns() - t0 < 20000ull) {
+    const unsigned long long t0 = globaltimer_ns();
+    while (globaltimer_ns() - t0 < 20000ull) {
     }
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    t_notify[b] = now_ns();
+    t_notify[b] = globaltimer_ns();
     for (int k = 0; k < K; ++k)
       asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(counters + k * kLine), "r"(1u) : "memory");
   } else if (b < P + C) {
@@ -47,7 +39,7 @@ __global__ void __launch_bounds__(256, 1) hop(unsigned* counters, int P, int C, 
     const unsigned* p = counters + (c % K) * kLine;
     unsigned n = 1;
     while (ld_acquire_gpu(p) < (unsigned)P) ++n;
-    t_seen[c] = now_ns();
+    t_seen[c] = globaltimer_ns();
     polls[c] = n;
   }
 }

@@ -19,8 +19,8 @@ behind the one before that. `lag`: the median of each run's wake less the last e
 before it (the launch's start where none has ended), whichever grid that was: on a chain, how
 long after its producer finished a grid's runs saw it.
 """
-import bisect
 import argparse
+import bisect
 import json
 import statistics
 import sys
