@@ -37,7 +37,11 @@ void printInfo(const Module& m) {
       const char* task = nullptr;
       int threads = 0;
       checkStatus(etc_module_graph_kernel(h, g, k, &name, &threads, &task));
-      if (k == 0) fmt::print("    mega     {} ({} threads)\n", name, threads);
+      const char* sym = nullptr;
+      int64_t lo = 0, hi = 0;
+      checkStatus(etc_module_graph_kernel_range(h, g, k, &sym, &lo, &hi));
+      const std::string range = sym ? fmt::format(", {} in [{}, {}]", sym, lo, hi) : "";
+      if (k < etc_module_graph_num_megakernels(h, g)) fmt::print("    mega     {} ({} threads{})\n", name, threads, range);
       else fmt::print("    unfused  {} (task @{}, {} threads)\n", name, task, threads);
     }
   }

@@ -49,6 +49,9 @@ for n in $decode_models; do
   # Attention tasks of several cache heads (heads_per_task = 0: the count by the batch).
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --heads-per-task 0 >"gpu-bundle/${n}_small_heads0.etir"
   "$build/etcc" "gpu-bundle/${n}_small_heads0.etir" -arch sm_90a -o "gpu-bundle/${n}_small_heads0.fatbin"
+  # The same with a megakernel per range of B (etcc --specialize): each range's grids only.
+  "$build/etcc" "gpu-bundle/${n}_small_heads0.etir" -arch sm_90a --specialize B=16,32,64,128 \
+    -o "gpu-bundle/${n}_small_heads0_ranges.fatbin"
   # The default attention (tensor cores in independent warps, its call in the task) behind the
   # op function's call (ETC_INLINE_ATTENTION=0), and the forms before it (ETC_ATTN_MMA_WARPS=0:
   # the staged tensor-core form, and Qwen3's FMA warps).

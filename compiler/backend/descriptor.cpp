@@ -143,20 +143,27 @@ std::string buildDescriptor(const Module& m, const std::vector<Target>& targets,
   json graphs = json::array();
   for (uint32_t g = 0; g < m.graphs.size(); ++g) {
     json gj = {{"name", m.graphs[g].name}, {"schedule", std::string(scheduleName(m.graphs[g].schedule))}};
-    json unfused = json::array();
+    json unfused = json::array(), megas = json::array();
+    bool ranged = false;  // etcc --specialize: "mega" is then the list of one a range
     for (size_t ki = 0; ki < m.kernels.size(); ++ki) {
       const Kernel& k = m.kernels[ki];
       if (k.graph != g) continue;
       if (k.mega) {
-        gj["mega"] = {{"kernel", k.name}, {"threads", kThreadsPerCta}};
+        json mj = {{"kernel", k.name}, {"threads", kThreadsPerCta}};
         if (sched[ki].offset >= 0) {
-          gj["mega"]["max_ctas"] = kSchedMaxCtas;
-          gj["mega"]["max_tasks"] = sched[ki].max_tasks;
+          mj["max_ctas"] = kSchedMaxCtas;
+          mj["max_tasks"] = sched[ki].max_tasks;
         }
+        if (k.when_sym >= 0) {
+          mj["when"] = {{"sym", k.when_sym}, {"lo", k.when_lo}, {"hi", k.when_hi}};
+          ranged = true;
+        }
+        megas.push_back(std::move(mj));
       } else {
         unfused.push_back({{"kernel", k.name}, {"task", k.tasks.front()}, {"threads", kThreadsPerCta}});
       }
     }
+    gj["mega"] = ranged ? megas : megas.at(0);
     gj["unfused"] = unfused;
     graphs.push_back(gj);
   }

@@ -55,7 +55,23 @@ struct Options {
   bool no_merge_tasks = false;           // --no-merge-tasks
   bool fold_attention = false;           // --fold-attention
   bool no_gated_matmul = false;          // --no-gated-matmul
+  std::string specialize;                // --specialize SYM=C1,C2,...
 };
+
+// --specialize's SYM=C1,C2,... (its form checked by the option's validator).
+etc::SymCuts parseSymCuts(const std::string& text) {
+  etc::SymCuts out;
+  const size_t eq = text.find('=');
+  out.sym = text.substr(0, eq);
+  std::string rest = text.substr(eq + 1);
+  for (size_t at = 0; at <= rest.size();) {
+    size_t comma = rest.find(',', at);
+    if (comma == std::string::npos) comma = rest.size();
+    out.cuts.push_back(std::stoll(rest.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  return out;
+}
 
 bool wantsDepfile(const Options& opt) { return opt.write_deps || !opt.dep_file.empty(); }
 
@@ -239,6 +255,7 @@ int run(const Options& opt) {
     po.merge_tasks = !opt.no_merge_tasks;
     po.fold_into_attention = opt.fold_attention;
     po.gated_matmul = !opt.no_gated_matmul;
+    if (!opt.specialize.empty()) po.specialize = parseSymCuts(opt.specialize);
     m = etc::runPipeline(std::move(m), po, diags);
   }
 
@@ -359,6 +376,14 @@ int main(int argc, char** argv) {
                "check a task's consecutive event waits in parallel, one thread an event element and one barrier "
                "(static schedule), instead of one after another: for measuring (Llama-3.2-1B decode on an H200: level "
                "with the default at B = 1, 16 and 128)");
+  app.add_option("--specialize", opt.specialize,
+                 "SYM=C1,C2,...: one megakernel per range of the sym between the cuts ([lo, C1 - 1], [C1, C2 - 1], "
+                 "..., [Cn, hi]), each without the task grids that have no task in its range; the runtime launches "
+                 "the one whose range holds the sym's value")
+      ->check([](const std::string& v) -> std::string {
+        static const std::regex form("[A-Za-z_][A-Za-z0-9_]*=-?[0-9]{1,18}(,-?[0-9]{1,18})*");
+        return std::regex_match(v, form) ? "" : "expects SYM=C1,C2,... (integers), got '" + v + "'";
+      });
   app.add_option("--device-define", opt.device_defines,
                  "NAME=VALUE: define a tuning knob of the device headers (ETC_ and capitals, digits, '_'; VALUE "
                  "an integer), before they are included (repeatable; docs/backend.md lists the knobs)")

@@ -170,6 +170,10 @@ struct Kernel {
   uint32_t graph = 0;
   bool mega = false;            // every task grid of the graph, with its events; else one grid
   std::vector<uint32_t> tasks;  // in schedule order
+  // A megakernel for one range of a sym (etcc --specialize): it runs where sym `when_sym` is in
+  // [when_lo, when_hi] and leaves out the grids that have no tasks there; -1: every value.
+  int32_t when_sym = -1;
+  int64_t when_lo = 0, when_hi = 0;
 };
 
 struct Module {

@@ -171,6 +171,7 @@ std::string printModule(const Module& m) {
     const Graph& g = m.graphs[k.graph];
     out += fmt::format("// {}: {} of graph @{}", k.name, k.mega ? "megakernel" : "unfused", g.name);
     if (k.mega) out += fmt::format(", schedule {}", scheduleName(g.schedule));
+    if (k.when_sym >= 0) out += fmt::format(", {} in [{}, {}]", m.syms[k.when_sym].name, k.when_lo, k.when_hi);
     out += ":";
     for (uint32_t t : k.tasks) out += " @" + m.tasks[t].name;
     out += "\n";

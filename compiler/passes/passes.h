@@ -36,4 +36,9 @@ ModulePtr scheduleStatic(ModulePtr m, DiagnosticEngine& diags);
 // Rejects cycles and waits on later tasks; checks notify totals against initial counts.
 ModulePtr verifySchedule(ModulePtr m, DiagnosticEngine& diags);
 
+struct SymCuts;
+// After the passes, where etcc --specialize asks: every megakernel becomes one per range of the
+// sym, each without the task grids that are empty over its range.
+ModulePtr specializeMegakernels(ModulePtr m, const SymCuts& cuts, DiagnosticEngine& diags);
+
 }  // namespace etc

@@ -31,6 +31,7 @@ const std::vector<Pass>& pipeline() {
 std::vector<std::string_view> dumpPointNames() {
   std::vector<std::string_view> names{"parse"};
   for (const Pass& p : pipeline()) names.push_back(p.name);
+  names.push_back("specialize");
   return names;
 }
 
@@ -77,6 +78,11 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
           "etcc: {}: {:.3f} ms\n", p.name,
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     if (opts.dump && wants(p.name)) dumpModule(*m, p.name, *opts.dump);
+  }
+  if (opts.specialize) {
+    m = specializeMegakernels(std::move(m), *opts.specialize, diags);
+    if (!m || diags.hasErrors()) return nullptr;
+    if (opts.dump && wants("specialize")) dumpModule(*m, "specialize", *opts.dump);
   }
   if (opts.verbose && opts.dump)
     for (const ir::Graph& g : m->graphs)

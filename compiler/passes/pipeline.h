@@ -29,6 +29,13 @@ const std::vector<Pass>& pipeline();
 // Names accepted by --print-after: "parse" and every pass.
 std::vector<std::string_view> dumpPointNames();
 
+// etcc --specialize SYM=C1,C2,...: each graph's megakernel becomes one per range of the sym
+// between the cuts ([lo, C1 - 1], [C1, C2 - 1], ..., [Cn, hi]).
+struct SymCuts {
+  std::string sym;
+  std::vector<int64_t> cuts;
+};
+
 struct PipelineOptions {
   bool print_after_all = false;
   std::set<std::string, std::less<>> print_after;
@@ -40,6 +47,7 @@ struct PipelineOptions {
   bool merge_tasks = true;      // false: skip the merge-tasks pass (etcc --no-merge-tasks)
   bool fold_into_attention = false;  // true: run fold-into-attention (etcc --fold-attention)
   bool gated_matmul = true;     // false: skip the fuse-gated-matmul pass (etcc --no-gated-matmul)
+  std::optional<SymCuts> specialize;  // runs the specialize step after the passes
 };
 
 // Dumps after "parse" if asked, then runs every pass with the verifier after each. Returns

@@ -88,7 +88,48 @@ KernelDesc kernelOf(const json& obj, const std::string& where, size_t ntasks, bo
   return k;
 }
 
+// etcc --specialize: a megakernel per range of one sym, the ranges in order, adjacent, and
+// covering the sym's range, so that every value the sym may take picks exactly one.
+std::vector<KernelDesc> rangedMegas(const json& list, const std::string& where, const Descriptor& d) {
+  std::vector<KernelDesc> out;
+  for (const json& k : list) {
+    const std::string at = where + " mega " + std::to_string(out.size());
+    if (!k.is_object()) bad(at + " is not an object");
+    KernelDesc kd = kernelOf(k, at, d.tasks.size(), false);
+    const json& when = field(k, "when", at);
+    if (!when.is_object()) bad(at + ": \"when\" is not an object");
+    const int64_t sym = integer(when, "sym", at + " when");
+    if (sym < 0 || static_cast<uint64_t>(sym) >= d.syms.size())
+      bad(at + ": when.sym " + std::to_string(sym) + " is not a sym index (there are " + std::to_string(d.syms.size()) + ")");
+    kd.when_sym = static_cast<int>(sym);
+    kd.when_lo = integer(when, "lo", at + " when");
+    kd.when_hi = integer(when, "hi", at + " when");
+    const SymDesc& s = d.syms[kd.when_sym];
+    const int64_t want_lo = out.empty() ? s.lo : out.back().when_hi + 1;
+    if (!out.empty() && kd.when_sym != out.front().when_sym) bad(at + ": its range is of another sym than the first's");
+    if (kd.when_lo != want_lo || kd.when_hi < kd.when_lo || kd.when_hi > s.hi)
+      bad(at + ": range [" + std::to_string(kd.when_lo) + ", " + std::to_string(kd.when_hi) + "] of sym " + s.name +
+          " does not continue the ranges before it from " + std::to_string(want_lo) + " within [" +
+          std::to_string(s.lo) + ", " + std::to_string(s.hi) + "]");
+    out.push_back(std::move(kd));
+  }
+  if (out.back().when_hi != d.syms[out.back().when_sym].hi)
+    bad(where + ": the megakernels' ranges end at " + std::to_string(out.back().when_hi) + ", short of sym " +
+        d.syms[out.back().when_sym].name + "'s " + std::to_string(d.syms[out.back().when_sym].hi));
+  return out;
+}
+
 }  // namespace
+
+size_t GraphDesc::megaFor(const std::vector<int64_t>& syms) const {
+  for (size_t i = 0; i < megas.size(); ++i) {
+    const KernelDesc& k = megas[i];
+    if (k.when_sym < 0) return i;
+    const int64_t v = static_cast<size_t>(k.when_sym) < syms.size() ? syms[k.when_sym] : k.when_lo;
+    if (v >= k.when_lo && v <= k.when_hi) return i;
+  }
+  return 0;  // unreachable for a parsed descriptor: the ranges cover the sym's range
+}
 
 const char* dtypeName(etc_dtype t) {
   switch (t) {
@@ -254,8 +295,13 @@ Descriptor parseDescriptor(std::string_view json_text) {
     gd.schedule = g.contains("schedule") ? str(g, "schedule", where) : "static";
     if (gd.schedule != "static" && gd.schedule != "dynamic") bad(where + ": unknown schedule \"" + gd.schedule + "\"");
     const json& mega = field(g, "mega", where);
-    if (!mega.is_object()) bad(where + ": \"mega\" is not an object");
-    gd.mega = kernelOf(mega, where + " mega", d.tasks.size(), false);
+    if (mega.is_object()) {
+      gd.megas.push_back(kernelOf(mega, where + " mega", d.tasks.size(), false));
+    } else if (mega.is_array() && !mega.empty()) {
+      gd.megas = rangedMegas(mega, where, d);
+    } else {
+      bad(where + ": \"mega\" is neither an object nor a non-empty list");
+    }
     for (const json& k : array(g, "unfused", where)) gd.unfused.push_back(kernelOf(k, where + " unfused kernel", d.tasks.size(), true));
     d.graphs.push_back(std::move(gd));
   }

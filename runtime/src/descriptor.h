@@ -44,13 +44,21 @@ struct KernelDesc {
   int threads = 0;
   int task = -1;  // unfused kernels: the task grid it runs; -1 for the megakernel
   int64_t max_ctas = 0;  // dynamic-schedule megakernels: the queue holds END words for this many CTAs; 0: no limit
+  // A megakernel of one range of a sym (etcc --specialize): sym when_sym in [when_lo, when_hi];
+  // -1: every value.
+  int when_sym = -1;
+  int64_t when_lo = 0, when_hi = 0;
 };
 
 struct GraphDesc {
   std::string name;
   std::string schedule;
-  KernelDesc mega;
+  // The megakernel, or one per range of a sym (etcc --specialize), the ranges in order and
+  // covering the sym's whole range (checked when parsed).
+  std::vector<KernelDesc> megas;
   std::vector<KernelDesc> unfused;
+  // The megakernel to launch at these sym values (SymState::symValues' order).
+  size_t megaFor(const std::vector<int64_t>& syms) const;
 };
 
 // etcc --profile: where the megakernels' timeline records are (etc/abi.h EtcProfileRecord).

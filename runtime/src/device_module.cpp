@@ -54,19 +54,11 @@ DeviceModule::DeviceModule(const Descriptor& d, std::span<const uint8_t> fatbin,
     check(cu_, cu_.cuStreamCreate(&capture_stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     for (const GraphDesc& g : d_.graphs) {
       GraphKernels gk;
-      gk.mega = loadKernel(g.mega);
-      int per_sm = 0;
-      check(cu_, cu_.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gk.mega.fn, static_cast<int>(gk.mega.threads), gk.mega.smem),
-            "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-      if (per_sm < 1)
-        fail(ETC_STATUS_CUDA, "kernel " + g.mega.name + ": the driver fits not one CTA of " + std::to_string(gk.mega.threads) +
-                                  " threads and " + std::to_string(gk.mega.smem) + " bytes of dynamic shared memory on an SM of " +
-                                  device_name_ + " (etc's own estimate: " + std::to_string(gk.mega.ctas_per_sm) +
-                                  " CTAs, limited by " + gk.mega.limiter + "): recompile the module with etcc for this GPU");
-      gk.ctas = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sms_);
-      // A dynamic schedule's queue has room for one END word per CTA, up to max_ctas.
-      if (g.mega.max_ctas > 0 && gk.ctas > g.mega.max_ctas) gk.ctas = static_cast<unsigned>(g.mega.max_ctas);
+      gk.megas.resize(g.megas.size());
+      gk.mega_ctas.assign(g.megas.size(), 0u);
       graphs_.push_back(std::move(gk));
+      loadMega(graphs_.size() - 1, 0);
+      graphs_.back().ctas = graphs_.back().mega_ctas[0];
     }
   } catch (...) {
     if (capture_stream_) cu_.cuStreamDestroy(capture_stream_);
@@ -120,6 +112,26 @@ int64_t DeviceModule::funcAttribute(CUfunction fn, CUfunction_attribute a, const
 // first looked up (lazy loading, the default since CUDA 12.2), and a decode model has hundreds
 // of unfused kernels that a megakernel run never launches: looking them all up at load time was
 // most of the warm-up.
+void DeviceModule::loadMega(size_t graph, size_t mega) {
+  GraphKernels& gk = graphs_[graph];
+  if (gk.megas[mega].fn) return;
+  const KernelDesc& kd = d_.graphs[graph].megas[mega];
+  Kernel k = loadKernel(kd);
+  int per_sm = 0;
+  check(cu_, cu_.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.fn, static_cast<int>(k.threads), k.smem),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (per_sm < 1)
+    fail(ETC_STATUS_CUDA, "kernel " + kd.name + ": the driver fits not one CTA of " + std::to_string(k.threads) +
+                              " threads and " + std::to_string(k.smem) + " bytes of dynamic shared memory on an SM of " +
+                              device_name_ + " (etc's own estimate: " + std::to_string(k.ctas_per_sm) +
+                              " CTAs, limited by " + k.limiter + "): recompile the module with etcc for this GPU");
+  unsigned ctas = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sms_);
+  // A dynamic schedule's queue has room for one END word per CTA, up to max_ctas.
+  if (kd.max_ctas > 0 && ctas > kd.max_ctas) ctas = static_cast<unsigned>(kd.max_ctas);
+  gk.megas[mega] = std::move(k);
+  gk.mega_ctas[mega] = ctas;
+}
+
 void DeviceModule::loadUnfused(size_t graph) {
   GraphKernels& gk = graphs_[graph];
   if (gk.unfused_loaded) return;
@@ -181,7 +193,7 @@ void DeviceModule::ensureWorkspace(uint64_t bytes) {
   ws_bytes_ = bytes;
 }
 
-void DeviceModule::enqueue(const GraphKernels& g, const std::vector<unsigned char>& params, CUstream s, bool mega) {
+void DeviceModule::enqueue(const GraphKernels& g, const std::vector<unsigned char>& params, CUstream s, int mega) {
   // The error record and the event counters in one memset: they are the workspace's first bytes
   // (layoutWorkspace), and each memset is a node of its own on the stream, before the kernel.
   static_assert(sizeof(EtcError) % 4 == 0);
@@ -190,8 +202,10 @@ void DeviceModule::enqueue(const GraphKernels& g, const std::vector<unsigned cha
     fail(ETC_STATUS_INTERNAL, "the workspace does not start with the error record and the event counters");
   check(cu_, cu_.cuMemsetD32Async(ws_, 0, cleared / 4, s), "cuMemsetD32Async(error record, event counters)");
   void* args[] = {const_cast<unsigned char*>(params.data())};
-  if (mega) {
-    check(cu_, cu_.cuLaunchCooperativeKernel(g.mega.fn, g.ctas, 1, 1, g.mega.threads, 1, 1, g.mega.smem, s, args),
+  if (mega >= 0) {
+    const Kernel& k = g.megas[static_cast<size_t>(mega)];
+    check(cu_, cu_.cuLaunchCooperativeKernel(k.fn, g.mega_ctas[static_cast<size_t>(mega)], 1, 1, k.threads, 1, 1, k.smem,
+                                             s, args),
           "cuLaunchCooperativeKernel");
     return;
   }
@@ -219,11 +233,14 @@ void DeviceModule::launch(const SymState& st, size_t graph, CUstream stream, con
   const GraphKernels& g = graphs_[graph];
 
   switch (opt.mode) {
-    case ETC_MODE_MEGA:
-      enqueue(g, params, stream, true);
+    case ETC_MODE_MEGA: {
+      const size_t mega = d_.graphs[graph].megaFor(last_syms_);
+      loadMega(graph, mega);
+      enqueue(g, params, stream, static_cast<int>(mega));
       break;
+    }
     case ETC_MODE_UNFUSED:
-      enqueue(g, params, stream, false);
+      enqueue(g, params, stream, -1);
       break;
     case ETC_MODE_UNFUSED_GRAPH: {
       auto key = std::make_pair(graph, params);
@@ -238,7 +255,7 @@ void DeviceModule::launch(const SymState& st, size_t graph, CUstream stream, con
         Captured c;
         check(cu_, cu_.cuStreamBeginCapture(capture_stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
         try {
-          enqueue(g, params, capture_stream_, false);
+          enqueue(g, params, capture_stream_, -1);
         } catch (...) {
           CUgraph discard = nullptr;
           cu_.cuStreamEndCapture(capture_stream_, &discard);

@@ -57,10 +57,14 @@ class DeviceModule {
     std::string limiter;
   };
   struct GraphKernels {
-    Kernel mega;
+    // Per megakernel of the graph (one per sym range with etcc --specialize), looked up by
+    // loadMega on the first launch that needs it (the first at load time), with its CTA count:
+    // occupancy * SMs.
+    std::vector<Kernel> megas;
+    std::vector<unsigned> mega_ctas;
     std::vector<Kernel> unfused;  // loaded by loadUnfused, on the first launch that needs them
     bool unfused_loaded = false;
-    unsigned ctas = 0;  // occupancy(mega) * SMs; the unfused kernels use the same count
+    unsigned ctas = 0;  // the first megakernel's CTA count, which the unfused kernels use too
   };
   struct Captured {
     CUgraph graph = nullptr;
@@ -69,10 +73,12 @@ class DeviceModule {
 
   Kernel loadKernel(const KernelDesc& k);
   void loadUnfused(size_t graph);
+  void loadMega(size_t graph, size_t mega);
   DeviceLimits deviceLimits() const;
   int64_t funcAttribute(CUfunction fn, CUfunction_attribute a, const char* name) const;
   void ensureWorkspace(uint64_t bytes);
-  void enqueue(const GraphKernels& g, const std::vector<unsigned char>& params, CUstream s, bool mega);
+  // mega: the index of the megakernel to launch, or -1 for the unfused kernels.
+  void enqueue(const GraphKernels& g, const std::vector<unsigned char>& params, CUstream s, int mega);
   void releaseCaptured();
 
   const Descriptor& d_;

@@ -134,6 +134,26 @@ run parallel-waits-load 0 --emit=cuda --parallel-waits "$tmp/wait_load.etir" &&
 LIMIT=300 run parallel-waits-nvrtc 0 "$tmp/wait_load.etir" -arch sm_90a --parallel-waits --profile -o "$tmp/pw.fatbin"
 run no-parallel-waits 0 --emit=cuda samples/llama_layer.etir &&
   if grep -q WaitGroup "$tmp/out"; then fail "no-parallel-waits: a WaitGroup without the flag"; else pass; fi
+# --specialize SYM=C1,...: one megakernel a range (tests/golden/passes/specialize.etir shows which
+# grids each keeps); a sym the module lacks, cuts that do not increase within the sym's range and
+# text of another form are refused, with no output left behind.
+sp=tests/golden/passes/specialize.etir
+run specialize-kernels 0 --emit=cuda --specialize B=16,64 "$sp" &&
+  if [ "$(grep -o '__global__ void __launch_bounds__(256, ETC_MIN_CTAS_PER_SM) etc_main_mega[A-Za-z0-9_]*' "$tmp/out" | sed 's/.* //')" != \
+       "$(printf 'etc_main_mega_B1_15\netc_main_mega_B16_63\netc_main_mega_B64_128')" ]; then
+    fail "specialize-kernels: not one megakernel a range"; grep 'etc_main_mega' "$tmp/out" | head -5; else pass; fi
+LIMIT=300 run specialize-nvrtc 0 "$sp" -arch sm_90a --specialize B=16,64 -o "$tmp/sp_ok.fatbin" &&
+  if [ -s "$tmp/sp_ok.fatbin" ]; then pass; else fail "specialize-nvrtc: no fatbin"; fi
+run specialize-unknown-sym 1 "$sp" --specialize C=16 -o "$tmp/sp.fatbin" &&
+  stderr_is specialize-unknown-sym "etcc: error: --specialize: module @specialize has no sym 'C' (its syms: B)"
+run specialize-repeated-cut 1 "$sp" --specialize B=16,16 -o "$tmp/sp.fatbin" &&
+  stderr_is specialize-repeated-cut "etcc: error: --specialize: cut 16 of sym 'B' is not in (16, 128]: the cuts must increase and stay within the sym's range [1, 128]"
+run specialize-past-range 1 "$sp" --specialize B=129 -o "$tmp/sp.fatbin" &&
+  stderr_has specialize-past-range "cut 129 of sym 'B' is not in (1, 128]"
+run specialize-at-lo 1 "$sp" --specialize B=1 -o "$tmp/sp.fatbin" && stderr_has specialize-at-lo "cut 1 of sym 'B' is not in (1, 128]"
+run specialize-form 1 "$sp" --specialize B=1x -o "$tmp/sp.fatbin" &&
+  stderr_has specialize-form "--specialize: expects SYM=C1,C2,... (integers), got 'B=1x'"
+[ -e "$tmp/sp.fatbin" ] && fail "specialize: an output left behind on error" || pass
 # --device-define: a knob before the device headers; anything but ETC_NAME=INTEGER is refused.
 run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-define=ETC_MM_MAX_STAGES=8 samples/mlp.etir &&
   if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then

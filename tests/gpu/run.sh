@@ -171,6 +171,11 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for bk in 33:short 70:mixed 128:mixed; do
     [ -f "$B/${n}_small_heads0.fatbin" ] && decode_check "${n}_small_heads0" "$B/${n}_small_heads0.fatbin" "${bk%%:*}" "${bk##*:}"
   done
+  # Its megakernels of B's ranges (etcc --specialize B=16,32,64,128): one size in each range.
+  for bk in 1:long 7:mixed 20:mixed 40:mixed 70:mixed 128:mixed; do
+    [ -f "$B/${n}_small_heads0_ranges.fatbin" ] &&
+      decode_check "${n}_small_heads0_ranges" "$B/${n}_small_heads0_ranges.fatbin" "${bk%%:*}" "${bk##*:}"
+  done
   # Attention's other forms: the default (tensor cores in independent warps) behind the op
   # function's call (ETC_INLINE_ATTENTION=0), the previous defaults (ETC_ATTN_MMA_WARPS=0), and
   # Qwen3's earlier forms (ETC_ATTN_WARPS=0): FMA throughout (ETC_ATTN_MMA_MIN_G=4) and staged on

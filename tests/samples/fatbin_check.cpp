@@ -37,6 +37,17 @@ std::unique_ptr<etc::ir::Module> compileText(const std::string& name, std::strin
   return m;
 }
 
+// A graph's megakernels: "mega" is one, or the list of one a sym range (etcc --specialize).
+std::vector<std::string> megakernels(const nlohmann::json& graph) {
+  const nlohmann::json& mega = graph["mega"];
+  std::vector<std::string> out;
+  if (mega.is_array())
+    for (const auto& k : mega) out.push_back(k["kernel"]);
+  else
+    out.push_back(mega["kernel"]);
+  return out;
+}
+
 std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -86,7 +97,7 @@ int main(int argc, char** argv) {
     expect(here == d, im.archName() + ": the descriptor differs between cubins");
     std::vector<std::string> kernels;
     for (const auto& g : here["graphs"]) {
-      kernels.push_back(g["mega"]["kernel"]);
+      for (const std::string& k : megakernels(g)) kernels.push_back(k);
       for (const auto& k : g["unfused"]) kernels.push_back(k["kernel"]);
     }
     expect(!kernels.empty(), im.archName() + ": the descriptor names no kernel");
@@ -102,8 +113,9 @@ int main(int argc, char** argv) {
       std::string ptx(im.data.begin(), im.data.end());
       expect(ptx.find(".target sm_90") != std::string::npos, "the PTX is not for sm_90");
       for (const auto& g : d["graphs"])
-        expect(ptx.find(".entry " + g["mega"]["kernel"].get<std::string>()) != std::string::npos,
-               "the PTX lacks the megakernel of @" + g["name"].get<std::string>());
+        for (const std::string& k : megakernels(g))
+          expect(ptx.find(".entry " + k) != std::string::npos,
+                 "the PTX lacks the megakernel " + k + " of @" + g["name"].get<std::string>());
     }
   if (d.is_null()) return 1;
 

@@ -78,6 +78,41 @@ TEST(RuntimeApi, OpensAFatbinAndListsTheDescriptor) {
   EXPECT_STREQ(kname, "etc_main_final");
   EXPECT_STREQ(task, "final");
   EXPECT_EQ(threads, 128);
+  EXPECT_EQ(etc_module_graph_num_megakernels(o.m, 0), 1u);
+  const char* sym = "x";
+  int64_t lo = -1, hi = -1;
+  ASSERT_EQ(etc_module_graph_kernel_range(o.m, 0, 0, &sym, &lo, &hi), ETC_STATUS_OK);
+  EXPECT_EQ(sym, nullptr);
+  EXPECT_EQ(etc_module_graph_kernel_range(o.m, 0, 3, &sym, &lo, &hi), ETC_STATUS_INVALID_ARGUMENT);
+}
+
+// etcc --specialize: a graph's megakernels of sym ranges come first, each with its range.
+TEST(RuntimeApi, ListsMegakernelsOfSymRanges) {
+  nlohmann::json j = sampleDescriptor();
+  j["graphs"][0]["mega"] = nlohmann::json::array(
+      {{{"kernel", "etc_main_mega_B1_31"}, {"threads", 256}, {"when", {{"sym", 0}, {"lo", 1}, {"hi", 31}}}},
+       {{"kernel", "etc_main_mega_B32_128"}, {"threads", 256}, {"when", {{"sym", 0}, {"lo", 32}, {"hi", 128}}}}});
+  std::vector<uint8_t> fb = makeFatbin(j.dump());
+  Opened o;
+  ASSERT_EQ(etc_module_open_memory(fb.data(), fb.size(), &o.m), ETC_STATUS_OK) << etc_last_error_message();
+  ASSERT_EQ(etc_module_graph_num_kernels(o.m, 0), 4u);
+  ASSERT_EQ(etc_module_graph_num_megakernels(o.m, 0), 2u);
+  const char* kname = nullptr;
+  const char* task = "x";
+  const char* sym = nullptr;
+  int threads = 0;
+  int64_t lo = 0, hi = 0;
+  ASSERT_EQ(etc_module_graph_kernel(o.m, 0, 1, &kname, &threads, &task), ETC_STATUS_OK);
+  EXPECT_STREQ(kname, "etc_main_mega_B32_128");
+  EXPECT_EQ(task, nullptr);
+  ASSERT_EQ(etc_module_graph_kernel_range(o.m, 0, 1, &sym, &lo, &hi), ETC_STATUS_OK);
+  EXPECT_STREQ(sym, "B");
+  EXPECT_EQ(lo, 32);
+  EXPECT_EQ(hi, 128);
+  ASSERT_EQ(etc_module_graph_kernel(o.m, 0, 2, &kname, &threads, &task), ETC_STATUS_OK);
+  EXPECT_STREQ(kname, "etc_main_stage1");
+  ASSERT_EQ(etc_module_graph_kernel_range(o.m, 0, 2, &sym, &lo, &hi), ETC_STATUS_OK);
+  EXPECT_EQ(sym, nullptr);
 }
 
 TEST(RuntimeApi, SymsShapesBindingsAndWorkspace) {

@@ -28,7 +28,7 @@ TEST(RuntimeDescriptor, ParsesTheSample) {
   EXPECT_EQ(d.events[1].offset, 16);
   EXPECT_EQ(d.event_words, 20);
   ASSERT_EQ(d.graphs.size(), 1u);
-  EXPECT_EQ(d.graphs[0].mega.name, "etc_main_mega");
+  EXPECT_EQ(d.graphs[0].megas.at(0).name, "etc_main_mega");
   EXPECT_EQ(d.graphs[0].unfused[1].task, 1);
   EXPECT_EQ(d.graphs[0].unfused[1].threads, 128);
   EXPECT_EQ(d.findTensor("y"), 3);
@@ -111,6 +111,64 @@ TEST(RuntimeDescriptor, RejectsBadDescriptors) {
   j = sampleDescriptor();
   j["ir"] = 5;
   EXPECT_EQ(rejection(j), "descriptor: the descriptor: \"ir\" is not a string");
+}
+
+// etcc --specialize: "mega" lists a megakernel per range of one sym; the ranges must continue
+// one another over the sym's whole range, and megaFor picks the one holding the value.
+TEST(RuntimeDescriptor, MegakernelsOfSymRanges) {
+  auto mega = [](const std::string& name, json when) {
+    return json{{"kernel", name}, {"threads", 256}, {"when", std::move(when)}};
+  };
+  json j = sampleDescriptor();
+  j["graphs"][0]["mega"] = json::array({mega("k_lo", {{"sym", 0}, {"lo", 1}, {"hi", 15}}),
+                                        mega("k_mid", {{"sym", 0}, {"lo", 16}, {"hi", 63}}),
+                                        mega("k_hi", {{"sym", 0}, {"lo", 64}, {"hi", 128}})});
+  etc::rt::Descriptor d = parseDescriptor(j.dump());
+  const etc::rt::GraphDesc& g = d.graphs.at(0);
+  ASSERT_EQ(g.megas.size(), 3u);
+  EXPECT_EQ(g.megas[1].name, "k_mid");
+  EXPECT_EQ(g.megas[1].when_sym, 0);
+  EXPECT_EQ(g.megas[1].when_lo, 16);
+  EXPECT_EQ(g.megas[1].when_hi, 63);
+  EXPECT_EQ(g.megaFor({1, 7}), 0u);
+  EXPECT_EQ(g.megaFor({15, 7}), 0u);
+  EXPECT_EQ(g.megaFor({16, 7}), 1u);
+  EXPECT_EQ(g.megaFor({63, 7}), 1u);
+  EXPECT_EQ(g.megaFor({64, 7}), 2u);
+  EXPECT_EQ(g.megaFor({128, 7}), 2u);
+  EXPECT_EQ(sampleDescriptor()["graphs"][0]["mega"].is_object(), true);
+  EXPECT_EQ(parseDescriptor(sampleDescriptor().dump()).graphs[0].megaFor({77, 7}), 0u);
+
+  json gap = j;
+  gap["graphs"][0]["mega"][1]["when"]["lo"] = 17;
+  EXPECT_EQ(rejection(gap),
+            "descriptor: graph main mega 1: range [17, 63] of sym B does not continue the ranges before it from 16 "
+            "within [1, 128]");
+  json overlap = j;
+  overlap["graphs"][0]["mega"][2]["when"]["lo"] = 60;
+  EXPECT_EQ(rejection(overlap),
+            "descriptor: graph main mega 2: range [60, 128] of sym B does not continue the ranges before it from 64 "
+            "within [1, 128]");
+  json late_start = j;
+  late_start["graphs"][0]["mega"][0]["when"]["lo"] = 2;
+  EXPECT_EQ(rejection(late_start),
+            "descriptor: graph main mega 0: range [2, 15] of sym B does not continue the ranges before it from 1 "
+            "within [1, 128]");
+  json short_end = j;
+  short_end["graphs"][0]["mega"][2]["when"]["hi"] = 100;
+  EXPECT_EQ(rejection(short_end), "descriptor: graph main: the megakernels' ranges end at 100, short of sym B's 128");
+  json other_sym = j;
+  other_sym["graphs"][0]["mega"][1]["when"] = {{"sym", 1}, {"lo", 16}, {"hi", 63}};
+  EXPECT_EQ(rejection(other_sym), "descriptor: graph main mega 1: its range is of another sym than the first's");
+  json bad_sym = j;
+  bad_sym["graphs"][0]["mega"][0]["when"]["sym"] = 2;
+  EXPECT_EQ(rejection(bad_sym), "descriptor: graph main mega 0: when.sym 2 is not a sym index (there are 2)");
+  json no_when = j;
+  no_when["graphs"][0]["mega"][0].erase("when");
+  EXPECT_EQ(rejection(no_when).rfind("descriptor: graph main mega 0", 0), 0u) << rejection(no_when);
+  json empty = j;
+  empty["graphs"][0]["mega"] = json::array();
+  EXPECT_EQ(rejection(empty), "descriptor: graph main: \"mega\" is neither an object nor a non-empty list");
 }
 
 TEST(RuntimeDescriptor, ParamsBytesFollowsAbiLayout) {

@@ -119,10 +119,16 @@ etc_status etc_module_event_info(etc_module m, size_t i, etc_event_info* out);
 int64_t etc_module_event_words(etc_module m);
 size_t etc_module_num_graphs(etc_module m);
 const char* etc_module_graph_name(etc_module m, size_t i);
-/* The graph's kernels: index 0 is the megakernel, 1.. the unfused ones in launch order. */
+/* The graph's kernels: first its megakernels (one, or one per range of a sym where etcc
+   --specialize made them, in the ranges' order), then the unfused ones in launch order. */
 size_t etc_module_graph_num_kernels(etc_module m, size_t graph);
+size_t etc_module_graph_num_megakernels(etc_module m, size_t graph);
 etc_status etc_module_graph_kernel(etc_module m, size_t graph, size_t k, const char** name,
-                                   int* threads, const char** task /* NULL for the megakernel */);
+                                   int* threads, const char** task /* NULL for a megakernel */);
+/* A megakernel's sym range: it runs where sym *sym is in [*lo, *hi]; *sym is NULL for a
+   megakernel of every value and for the unfused kernels. */
+etc_status etc_module_graph_kernel_range(etc_module m, size_t graph, size_t k, const char** sym,
+                                         int64_t* lo, int64_t* hi);
 
 /* ---- syms and shapes ---------------------------------------------------------------------- */
 etc_status etc_module_set_sym(etc_module m, const char* name, int64_t value); /* range-checked */
