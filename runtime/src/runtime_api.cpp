@@ -233,14 +233,19 @@ size_t etc_module_graph_num_megakernels(etc_module m, size_t graph) {
   return m && graph < m->desc.graphs.size() ? m->desc.graphs[graph].megas.size() : 0;
 }
 
+// Kernel k of a graph (its megakernels, then its unfused kernels), or an INVALID_ARGUMENT error.
+const etc::rt::KernelDesc& graphKernel(etc_module m, size_t graph, size_t k) {
+  need(m, "the module");
+  if (graph >= m->desc.graphs.size()) fail(ETC_STATUS_INVALID_ARGUMENT, "graph index " + std::to_string(graph) + " is out of range");
+  const auto& g = m->desc.graphs[graph];
+  if (k >= g.megas.size() + g.unfused.size())
+    fail(ETC_STATUS_INVALID_ARGUMENT, "kernel index " + std::to_string(k) + " is out of range");
+  return k < g.megas.size() ? g.megas[k] : g.unfused[k - g.megas.size()];
+}
+
 etc_status etc_module_graph_kernel(etc_module m, size_t graph, size_t k, const char** name, int* threads, const char** task) {
   return guarded([&] {
-    need(m, "the module");
-    if (graph >= m->desc.graphs.size()) fail(ETC_STATUS_INVALID_ARGUMENT, "graph index " + std::to_string(graph) + " is out of range");
-    const auto& g = m->desc.graphs[graph];
-    if (k >= g.megas.size() + g.unfused.size())
-      fail(ETC_STATUS_INVALID_ARGUMENT, "kernel index " + std::to_string(k) + " is out of range");
-    const etc::rt::KernelDesc& kd = k < g.megas.size() ? g.megas[k] : g.unfused[k - g.megas.size()];
+    const etc::rt::KernelDesc& kd = graphKernel(m, graph, k);
     if (name) *name = kd.name.c_str();
     if (threads) *threads = kd.threads;
     if (task) *task = kd.task < 0 ? nullptr : m->desc.tasks[kd.task].name.c_str();
@@ -249,16 +254,11 @@ etc_status etc_module_graph_kernel(etc_module m, size_t graph, size_t k, const c
 
 etc_status etc_module_graph_kernel_range(etc_module m, size_t graph, size_t k, const char** sym, int64_t* lo, int64_t* hi) {
   return guarded([&] {
-    need(m, "the module");
-    if (graph >= m->desc.graphs.size()) fail(ETC_STATUS_INVALID_ARGUMENT, "graph index " + std::to_string(graph) + " is out of range");
-    const auto& g = m->desc.graphs[graph];
-    if (k >= g.megas.size() + g.unfused.size())
-      fail(ETC_STATUS_INVALID_ARGUMENT, "kernel index " + std::to_string(k) + " is out of range");
-    const etc::rt::KernelDesc* kd = k < g.megas.size() ? &g.megas[k] : nullptr;
-    const bool ranged = kd && kd->when_sym >= 0;
-    if (sym) *sym = ranged ? m->desc.syms[kd->when_sym].name.c_str() : nullptr;
-    if (lo) *lo = ranged ? kd->when_lo : 0;
-    if (hi) *hi = ranged ? kd->when_hi : 0;
+    const etc::rt::KernelDesc& kd = graphKernel(m, graph, k);
+    const bool ranged = kd.when_sym >= 0;  // unfused kernels have none
+    if (sym) *sym = ranged ? m->desc.syms[kd.when_sym].name.c_str() : nullptr;
+    if (lo) *lo = ranged ? kd.when_lo : 0;
+    if (hi) *hi = ranged ? kd.when_hi : 0;
   });
 }
 
