@@ -52,6 +52,8 @@ for n in $decode_models; do
   # The same with a megakernel per range of B (etcc --specialize): each range's grids only.
   "$build/etcc" "gpu-bundle/${n}_small_heads0.etir" -arch sm_90a --specialize B=16,32,64,128 \
     -o "gpu-bundle/${n}_small_heads0_ranges.fatbin"
+  "$build/etcc" "gpu-bundle/${n}_small_heads0.etir" -arch sm_90a --specialize B=16,32,64,128 --schedule=dynamic \
+    -o "gpu-bundle/${n}_small_heads0_ranges_dynamic.fatbin"
   # The default attention (tensor cores in independent warps, its call in the task) behind the
   # op function's call (ETC_INLINE_ATTENTION=0), and the forms before it (ETC_ATTN_MMA_WARPS=0:
   # the staged tensor-core form, and Qwen3's FMA warps).

@@ -144,6 +144,8 @@ run specialize-kernels 0 --emit=cuda --specialize B=16,64 "$sp" &&
     fail "specialize-kernels: not one megakernel a range"; grep 'etc_main_mega' "$tmp/out" | head -5; else pass; fi
 LIMIT=300 run specialize-nvrtc 0 "$sp" -arch sm_90a --specialize B=16,64 -o "$tmp/sp_ok.fatbin" &&
   if [ -s "$tmp/sp_ok.fatbin" ]; then pass; else fail "specialize-nvrtc: no fatbin"; fi
+LIMIT=300 run specialize-dynamic-nvrtc 0 "$sp" -arch sm_90a --schedule=dynamic --specialize B=16,64 -o "$tmp/sp_dyn.fatbin" &&
+  if [ -s "$tmp/sp_dyn.fatbin" ]; then pass; else fail "specialize-dynamic-nvrtc: no fatbin"; fi
 run specialize-unknown-sym 1 "$sp" --specialize C=16 -o "$tmp/sp.fatbin" &&
   stderr_is specialize-unknown-sym "etcc: error: --specialize: module @specialize has no sym 'C' (its syms: B)"
 run specialize-repeated-cut 1 "$sp" --specialize B=16,16 -o "$tmp/sp.fatbin" &&

@@ -176,6 +176,10 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
     [ -f "$B/${n}_small_heads0_ranges.fatbin" ] &&
       decode_check "${n}_small_heads0_ranges" "$B/${n}_small_heads0_ranges.fatbin" "${bk%%:*}" "${bk##*:}"
   done
+  for b in 7 40; do  # and in the dynamic schedule, where each range's kernel has its own queue
+    [ -f "$B/${n}_small_heads0_ranges_dynamic.fatbin" ] &&
+      decode_check "${n}_small_heads0_ranges_dynamic" "$B/${n}_small_heads0_ranges_dynamic.fatbin" $b mixed
+  done
   # Attention's other forms: the default (tensor cores in independent warps) behind the op
   # function's call (ETC_INLINE_ATTENTION=0), the previous defaults (ETC_ATTN_MMA_WARPS=0), and
   # Qwen3's earlier forms (ETC_ATTN_WARPS=0): FMA throughout (ETC_ATTN_MMA_MIN_G=4) and staged on
