@@ -15,8 +15,11 @@ ProfileLayout profileLayout(const ir::Module& m) {
   schedLayout(m, &words);
   ProfileLayout p;
   p.offset = words + (words & 1);  // records hold 64-bit timestamps
+  // A launch runs one megakernel of a graph: the largest of its sym ranges' (etcc --specialize).
+  std::vector<int64_t> per_graph(m.graphs.size(), 0);
   for (const ir::Kernel& k : m.kernels)
-    if (k.mega) p.max_records = std::min(kMaxProfileRecords, p.max_records + maxTasks(m, k));
+    if (k.mega) per_graph[k.graph] = std::max(per_graph[k.graph], maxTasks(m, k));
+  for (int64_t n : per_graph) p.max_records = std::min(kMaxProfileRecords, p.max_records + n);
   p.max_records = std::max<int64_t>(1, p.max_records);
   return p;
 }

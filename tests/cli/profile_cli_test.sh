@@ -27,6 +27,12 @@ done
 grep -q "profiled (etcc --profile): up to 97658 task records per megakernel launch" "$tmp/info" ||
   fail "--info of a profiled fatbin: $(head -4 "$tmp/info")"
 "$run" "$tmp/plain.fatbin" --info | grep -q profiled && fail "--info says a plain fatbin is profiled"
+# With a megakernel a range of B (--specialize), a launch runs one of them: room for the records
+# of the largest (tests/golden/passes/specialize.etir: [64, 128] has up to 128 + 1 tasks), not of all.
+"$etcc" tests/golden/passes/specialize.etir --specialize B=16,64 --profile -arch sm_90a -o "$tmp/prof_ranges.fatbin" ||
+  fail "profiled fatbin of sym ranges"
+"$run" "$tmp/prof_ranges.fatbin" --info 2>&1 | grep -q "up to 129 task records per megakernel launch" ||
+  fail "--info of a profiled fatbin of sym ranges: $("$run" "$tmp/prof_ranges.fatbin" --info 2>&1 | grep profiled)"
 
 # --trace refusals come before any device is needed.
 "$run" "$tmp/plain.fatbin" --sym N=10 --trace "$tmp/t.json" >"$tmp/out" 2>&1
