@@ -18,10 +18,17 @@ first start: a grid whose tasks start (and spin) before the grid they wait for s
 behind the one before that. `lag`: the median of each run's wake less the last end of any grid
 before it (the launch's start where none has ended), whichever grid that was: on a chain, how
 long after its producer finished a grid's runs saw it.
+
+`--against OTHER.json` compares the launch with another (say the same model compiled two ways),
+by grid family: a grid's name without its layer number (`matmul_q_5` and `matmul_q_12` are
+`matmul_q`; `attention_decode_o_5_whole` is `attention_decode_o_whole`). Per family: the sum of
+its grids' spans and the median of its runs' ops in each trace, largest change of the spans first:
+where the time that one launch takes more than the other goes.
 """
 import argparse
 import bisect
 import json
+import re
 import statistics
 import sys
 
@@ -58,6 +65,57 @@ def stages(events):
     return sorted(by.items(), key=lambda kv: kv[1]["first"])
 
 
+def spans_of(rows):
+    """Each grid's span: its last end less the latest end of the grids that started before it."""
+    prev_end = rows[0][1]["first"]
+    out = []
+    for name, s in rows:
+        out.append(max(0.0, s["end"] - prev_end))
+        prev_end = max(prev_end, s["end"])
+    return out
+
+
+def family(name):
+    """A grid's name without its layer number: the first `_<digits>` part."""
+    return re.sub(r"_\d+(?=_|$)", "", name, count=1)
+
+
+def families(rows):
+    """Per family: [sum of spans, every run's ops, the grids' count]."""
+    out = {}
+    for (name, s), span in zip(rows, spans_of(rows)):
+        f = out.setdefault(family(name), [0.0, [], 0])
+        f[0] += span
+        f[1].extend(s["ops"])
+        f[2] += 1
+    return out
+
+
+def compare(rows, other_rows):
+    """The table of --against: per family, spans and median ops in both traces."""
+    a, b = families(rows), families(other_rows)
+    launch = lambda r: max(s["end"] for _, s in r) - r[0][1]["first"]
+    lines = [f"{'family':32} {'grids':>5} {'span':>9} {'other':>9} {'change':>8} {'ops med':>8} {'other':>8}"]
+    keys = sorted(set(a) | set(b), key=lambda k: -abs(a.get(k, [0.0])[0] - b.get(k, [0.0])[0]))
+    med = lambda f: statistics.median(f[1]) if f and f[1] else float("nan")
+    for k in keys:
+        fa, fb = a.get(k), b.get(k)
+        sa, sb = (fa[0] if fa else 0.0), (fb[0] if fb else 0.0)
+        lines.append(f"{k[:32]:32} {(fa or fb)[2]:5d} {sa:9.1f} {sb:9.1f} {sb - sa:+8.1f} {med(fa):8.2f} {med(fb):8.2f}")
+    lines.append(f"launch: {launch(rows):.1f} us, other {launch(other_rows):.1f} us ({launch(other_rows) - launch(rows):+.1f})")
+    return "\n".join(lines)
+
+
+def load_rows(path):
+    with open(path) as f:
+        doc = json.load(f)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    rows = stages(events)
+    if not rows:
+        sys.exit(f"{path}: no task runs")
+    return events, rows
+
+
 def cold_vs_warm(events):
     runs = sorted((e for e in events if e.get("ph") == "X"), key=lambda e: e["ts"])
     seen, cold, warm = set(), {}, {}
@@ -80,13 +138,13 @@ def main():
     ap.add_argument("--cold", action="store_true",
                     help="per op: median work of each SM's first run of that op against its later runs "
                          "(a cold instruction cache shows as a slower first run)")
+    ap.add_argument("--against", metavar="OTHER",
+                    help="compare with another trace by grid family (layer numbers dropped): spans and ops")
     a = ap.parse_args()
-    with open(a.trace) as f:
-        doc = json.load(f)
-    events = doc["traceEvents"] if isinstance(doc, dict) else doc
-    rows = stages(events)
-    if not rows:
-        sys.exit(f"{a.trace}: no task runs")
+    events, rows = load_rows(a.trace)
+    if a.against:
+        print(compare(rows, load_rows(a.against)[1]))
+        return
     t0 = rows[0][1]["first"]
     prev_end = t0
     print(f"{'task':28} {'op':18} {'runs':>5} {'first':>9} {'last end':>9} {'wait med':>9} {'work med':>9} "

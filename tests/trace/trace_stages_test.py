@@ -72,6 +72,27 @@ class TraceStages(unittest.TestCase):
         self.assertIn("launch: 40.0 us", out)
         self.assertIn("24.0 us  matmul_y", out)
 
+    def test_families_drop_the_layer_number(self):
+        self.assertEqual(ts.family("matmul_q_12"), "matmul_q")
+        self.assertEqual(ts.family("attention_decode_o_5_whole_heads2"), "attention_decode_o_whole_heads2")
+        self.assertEqual(ts.family("matmul_logits"), "matmul_logits")
+        self.assertEqual(ts.family("reduce_sum_x_3_7"), "reduce_sum_x_7")  # the first number only
+
+    def test_against_compares_families_largest_change_first(self):
+        # Two layers of the chain; in the other launch layer 1's matmul runs 6 us longer.
+        def layers(extra):
+            return [x(0, "rmsnorm_h_0", "rmsnorm", 0.0, 10.0), x(1, "matmul_y_0", "matmul", 10.0, 20.0),
+                    x(0, "rmsnorm_h_1", "rmsnorm", 30.0, 10.0), x(1, "matmul_y_1", "matmul", 40.0, 20.0 + extra)]
+        with tempfile.TemporaryDirectory() as d:
+            other = os.path.join(d, "other.json")
+            with open(other, "w") as f:
+                json.dump({"traceEvents": layers(6.0)}, f)
+            out = run_cli(layers(0.0), "--against", other)
+        lines = out.splitlines()
+        self.assertEqual(lines[1].split(), ["matmul_y", "2", "40.0", "46.0", "+6.0", "20.00", "23.00"])
+        self.assertEqual(lines[2].split(), ["rmsnorm_h", "2", "20.0", "20.0", "+0.0", "10.00", "10.00"])
+        self.assertEqual(lines[-1], "launch: 60.0 us, other 66.0 us (+6.0)")
+
     def test_cli_woke_is_the_lag_behind_the_producer(self):
         late = [EVENTS[1], x(1, "matmul_y", "matmul", 1.0, 29.0, 12.0), x(0, "matmul_y", "matmul", 10.0, 24.0, 1.0)]
         out = run_cli(late)
