@@ -57,7 +57,7 @@ DeviceModule::DeviceModule(const Descriptor& d, std::span<const uint8_t> fatbin,
       gk.megas.resize(g.megas.size());
       gk.mega_ctas.assign(g.megas.size(), 0u);
       graphs_.push_back(std::move(gk));
-      loadMega(graphs_.size() - 1, 0);
+      for (size_t k = 0; k < g.megas.size(); ++k) loadMega(graphs_.size() - 1, k);
       graphs_.back().ctas = graphs_.back().mega_ctas[0];
     }
   } catch (...) {
@@ -108,13 +108,11 @@ int64_t DeviceModule::funcAttribute(CUfunction fn, CUfunction_attribute a, const
   return v;
 }
 
-// The unfused kernels are looked up on first use. The driver loads a function's code when it is
-// first looked up (lazy loading, the default since CUDA 12.2), and a decode model has hundreds
-// of unfused kernels that a megakernel run never launches: looking them all up at load time was
-// most of the warm-up.
+// A megakernel and its CTA count (occupancy * SMs). All of a graph's megakernels are looked up
+// at load time, one per sym range with etcc --specialize: looking one up in a launch would read
+// its shared-memory size with a synchronous copy, which a stream being captured forbids.
 void DeviceModule::loadMega(size_t graph, size_t mega) {
   GraphKernels& gk = graphs_[graph];
-  if (gk.megas[mega].fn) return;
   const KernelDesc& kd = d_.graphs[graph].megas[mega];
   Kernel k = loadKernel(kd);
   int per_sm = 0;
@@ -132,6 +130,10 @@ void DeviceModule::loadMega(size_t graph, size_t mega) {
   gk.mega_ctas[mega] = ctas;
 }
 
+// The unfused kernels are looked up on first use. The driver loads a function's code when it is
+// first looked up (lazy loading, the default since CUDA 12.2), and a decode model has hundreds
+// of unfused kernels that a megakernel run never launches: looking them all up at load time was
+// most of the warm-up.
 void DeviceModule::loadUnfused(size_t graph) {
   GraphKernels& gk = graphs_[graph];
   if (gk.unfused_loaded) return;
@@ -234,9 +236,7 @@ void DeviceModule::launch(const SymState& st, size_t graph, CUstream stream, con
 
   switch (opt.mode) {
     case ETC_MODE_MEGA: {
-      const size_t mega = d_.graphs[graph].megaFor(last_syms_);
-      loadMega(graph, mega);
-      enqueue(g, params, stream, static_cast<int>(mega));
+      enqueue(g, params, stream, static_cast<int>(d_.graphs[graph].megaFor(last_syms_)));
       break;
     }
     case ETC_MODE_UNFUSED:

@@ -57,9 +57,8 @@ class DeviceModule {
     std::string limiter;
   };
   struct GraphKernels {
-    // Per megakernel of the graph (one per sym range with etcc --specialize), looked up by
-    // loadMega on the first launch that needs it (the first at load time), with its CTA count:
-    // occupancy * SMs.
+    // Per megakernel of the graph (one per sym range with etcc --specialize), with its CTA
+    // count: occupancy * SMs (loadMega, at load time).
     std::vector<Kernel> megas;
     std::vector<unsigned> mega_ctas;
     std::vector<Kernel> unfused;  // loaded by loadUnfused, on the first launch that needs them
