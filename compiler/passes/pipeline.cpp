@@ -83,6 +83,8 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
     m = specializeMegakernels(std::move(m), *opts.specialize, diags);
     if (!m || diags.hasErrors()) return nullptr;
     if (opts.dump && wants("specialize")) dumpModule(*m, "specialize", *opts.dump);
+  } else if (opts.dump && wants("specialize")) {
+    dumpModule(*m, "specialize (skipped)", *opts.dump);
   }
   if (opts.verbose && opts.dump)
     for (const ir::Graph& g : m->graphs)

@@ -437,6 +437,10 @@ stderr_has summary "w_gate_up"
 # --fold-attention).
 run print-after-skipped 0 samples/mlp.etir --print-after=fold-into-attention -o "$tmp/m.etir"
 stderr_has print-after-skipped "// ----- IR after fold-into-attention (skipped) ----- //"
+run print-after-specialize-skipped 0 samples/mlp.etir --print-after=specialize -o "$tmp/m.etir"
+stderr_has print-after-specialize-skipped "// ----- IR after specialize (skipped) ----- //"
+run print-after-specialize 0 tests/golden/passes/specialize.etir --specialize B=16,64 --print-after=specialize -o "$tmp/m.etir"
+stderr_has print-after-specialize "// etc_main_mega_B16_63: megakernel of graph @main, schedule static, B in [16, 63]: @mid @sum"
 run print-after-all 0 samples/mlp.etir --print-after-all -o "$tmp/m.etir"
 stderr_has print-after-all "// ----- IR after parse ----- //"
 
