@@ -156,8 +156,7 @@ def main():
         return w - (ends[i - 1] if i else t0)
 
     spans = []
-    for name, s in rows:
-        span = max(0.0, s["end"] - prev_end)
+    for (name, s), span in zip(rows, spans_of(rows)):
         spans.append((span, name))
         print(f"{name:28} {s['op'][:18]:18} {s['n']:5d} {s['first'] - t0:9.1f} {s['end'] - t0:9.1f} "
               f"{statistics.median(s['wait']):9.2f} {statistics.median(s['work']):9.2f} "

@@ -38,15 +38,15 @@ bool emptyOver(const Task& t, const RangeEnv& env) {
 }  // namespace
 
 ModulePtr specializeMegakernels(ModulePtr m, const SymCuts& cuts, DiagnosticEngine& diags) {
-  uint32_t id = 0;
-  while (id < m->syms.size() && m->syms[id].name != cuts.sym) ++id;
-  if (id == m->syms.size()) {
+  const std::optional<uint32_t> found = m->findSym(cuts.sym);
+  if (!found) {
     std::string names;
     for (const Sym& s : m->syms) names += (names.empty() ? "" : ", ") + s.name;
     diags.error({}, fmt::format("--specialize: module @{} has no sym '{}' (its syms: {})", m->name, cuts.sym,
                                 names.empty() ? "none" : names));
     return nullptr;
   }
+  const uint32_t id = *found;
   const Sym& sym = m->syms[id];
   std::vector<std::pair<int64_t, int64_t>> ranges;
   int64_t lo = sym.lo;

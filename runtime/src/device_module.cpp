@@ -54,11 +54,9 @@ DeviceModule::DeviceModule(const Descriptor& d, std::span<const uint8_t> fatbin,
     check(cu_, cu_.cuStreamCreate(&capture_stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     for (const GraphDesc& g : d_.graphs) {
       GraphKernels gk;
-      gk.megas.resize(g.megas.size());
-      gk.mega_ctas.assign(g.megas.size(), 0u);
+      for (const KernelDesc& k : g.megas) gk.megas.push_back(loadMega(k));
+      gk.ctas = gk.megas.front().ctas;
       graphs_.push_back(std::move(gk));
-      for (size_t k = 0; k < g.megas.size(); ++k) loadMega(graphs_.size() - 1, k);
-      graphs_.back().ctas = graphs_.back().mega_ctas[0];
     }
   } catch (...) {
     if (capture_stream_) cu_.cuStreamDestroy(capture_stream_);
@@ -111,9 +109,7 @@ int64_t DeviceModule::funcAttribute(CUfunction fn, CUfunction_attribute a, const
 // A megakernel and its CTA count (occupancy * SMs). All of a graph's megakernels are looked up
 // at load time, one per sym range with etcc --specialize: looking one up in a launch would read
 // its shared-memory size with a synchronous copy, which a stream being captured forbids.
-void DeviceModule::loadMega(size_t graph, size_t mega) {
-  GraphKernels& gk = graphs_[graph];
-  const KernelDesc& kd = d_.graphs[graph].megas[mega];
+DeviceModule::Kernel DeviceModule::loadMega(const KernelDesc& kd) {
   Kernel k = loadKernel(kd);
   int per_sm = 0;
   check(cu_, cu_.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.fn, static_cast<int>(k.threads), k.smem),
@@ -123,11 +119,10 @@ void DeviceModule::loadMega(size_t graph, size_t mega) {
                               " threads and " + std::to_string(k.smem) + " bytes of dynamic shared memory on an SM of " +
                               device_name_ + " (etc's own estimate: " + std::to_string(k.ctas_per_sm) +
                               " CTAs, limited by " + k.limiter + "): recompile the module with etcc for this GPU");
-  unsigned ctas = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sms_);
+  k.ctas = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sms_);
   // A dynamic schedule's queue has room for one END word per CTA, up to max_ctas.
-  if (kd.max_ctas > 0 && ctas > kd.max_ctas) ctas = static_cast<unsigned>(kd.max_ctas);
-  gk.megas[mega] = std::move(k);
-  gk.mega_ctas[mega] = ctas;
+  if (kd.max_ctas > 0 && k.ctas > kd.max_ctas) k.ctas = static_cast<unsigned>(kd.max_ctas);
+  return k;
 }
 
 // The unfused kernels are looked up on first use. The driver loads a function's code when it is
@@ -206,8 +201,7 @@ void DeviceModule::enqueue(const GraphKernels& g, const std::vector<unsigned cha
   void* args[] = {const_cast<unsigned char*>(params.data())};
   if (mega >= 0) {
     const Kernel& k = g.megas[static_cast<size_t>(mega)];
-    check(cu_, cu_.cuLaunchCooperativeKernel(k.fn, g.mega_ctas[static_cast<size_t>(mega)], 1, 1, k.threads, 1, 1, k.smem,
-                                             s, args),
+    check(cu_, cu_.cuLaunchCooperativeKernel(k.fn, k.ctas, 1, 1, k.threads, 1, 1, k.smem, s, args),
           "cuLaunchCooperativeKernel");
     return;
   }
@@ -226,6 +220,8 @@ void DeviceModule::launch(const SymState& st, size_t graph, CUstream stream, con
     ensureWorkspace(layout.total);
     layout_ = std::move(layout);
     plan_params_ = launchParams(d_, st, syms, layout_, ws_, watchdog, opt.flags);
+    plan_megas_.clear();
+    for (const GraphDesc& gd : d_.graphs) plan_megas_.push_back(gd.megaFor(syms));
     last_syms_ = std::move(syms);
     key.ws = ws_;  // ensureWorkspace may have moved it
     plan_key_ = key;
@@ -235,10 +231,9 @@ void DeviceModule::launch(const SymState& st, size_t graph, CUstream stream, con
   const GraphKernels& g = graphs_[graph];
 
   switch (opt.mode) {
-    case ETC_MODE_MEGA: {
-      enqueue(g, params, stream, static_cast<int>(d_.graphs[graph].megaFor(last_syms_)));
+    case ETC_MODE_MEGA:
+      enqueue(g, params, stream, static_cast<int>(plan_megas_[graph]));
       break;
-    }
     case ETC_MODE_UNFUSED:
       enqueue(g, params, stream, -1);
       break;

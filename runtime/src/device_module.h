@@ -55,12 +55,10 @@ class DeviceModule {
     unsigned smem = 0;
     int64_t ctas_per_sm = 0;  // etc's estimate (resource_fit), for messages
     std::string limiter;
+    unsigned ctas = 0;  // megakernels: the CTAs a launch has (occupancy * SMs, loadMega)
   };
   struct GraphKernels {
-    // Per megakernel of the graph (one per sym range with etcc --specialize), with its CTA
-    // count: occupancy * SMs (loadMega, at load time).
-    std::vector<Kernel> megas;
-    std::vector<unsigned> mega_ctas;
+    std::vector<Kernel> megas;  // one, or one per sym range (etcc --specialize), at load time
     std::vector<Kernel> unfused;  // loaded by loadUnfused, on the first launch that needs them
     bool unfused_loaded = false;
     unsigned ctas = 0;  // the first megakernel's CTA count, which the unfused kernels use too
@@ -72,7 +70,7 @@ class DeviceModule {
 
   Kernel loadKernel(const KernelDesc& k);
   void loadUnfused(size_t graph);
-  void loadMega(size_t graph, size_t mega);
+  Kernel loadMega(const KernelDesc& k);
   DeviceLimits deviceLimits() const;
   int64_t funcAttribute(CUfunction fn, CUfunction_attribute a, const char* name) const;
   void ensureWorkspace(uint64_t bytes);
@@ -108,6 +106,7 @@ class DeviceModule {
   };
   PlanKey plan_key_;
   std::vector<unsigned char> plan_params_;
+  std::vector<size_t> plan_megas_;  // per graph: the megakernel for the plan's syms (megaFor)
   // unfused-graph: one captured graph per parameter block (syms, pointers, watchdog, flags).
   std::map<std::pair<size_t, std::vector<unsigned char>>, Captured> captured_;
 };
