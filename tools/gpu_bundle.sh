@@ -45,6 +45,8 @@ for n in $decode_models; do
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a -o "gpu-bundle/${n}_small.fatbin"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --schedule=dynamic -o "gpu-bundle/${n}_small_dynamic.fatbin"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --weight-prefetch -o "gpu-bundle/${n}_small_prefetch.fatbin"
+  # The weight stream by TMA (ETC_MM_TMA=1; the runtime makes the weights' tensor maps).
+  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_MM_TMA=1 -o "gpu-bundle/${n}_small_tma.fatbin"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"
   # Attention tasks of several cache heads (heads_per_task = 0: the count by the batch).
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --heads-per-task 0 >"gpu-bundle/${n}_small_heads0.etir"

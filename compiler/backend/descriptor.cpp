@@ -101,7 +101,8 @@ json shapeJson(const std::vector<Expr>& shape, bool text) {
 }  // namespace
 
 std::string buildDescriptor(const Module& m, const std::vector<Target>& targets, std::string_view ir_text,
-                            const ProfileLayout* profile, const std::vector<Expr>& derived) {
+                            const ProfileLayout* profile, const std::vector<Expr>& derived,
+                            const std::vector<uint32_t>& tmaps) {
   json d;
   d["format"] = "etc.module";
   d["abi"] = ETC_ABI_VERSION;
@@ -121,6 +122,7 @@ std::string buildDescriptor(const Module& m, const std::vector<Target>& targets,
                        {"shape", shapeJson(t.shape, false)},
                        {"shape_text", shapeJson(t.shape, true)}});
   d["tensors"] = tensors;
+  if (!tmaps.empty()) d["tmaps"] = tmaps;
   int64_t words = 0;
   std::vector<EventLayout> layout = eventLayout(m, &words);
   json events = json::array();

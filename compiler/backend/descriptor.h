@@ -42,8 +42,10 @@ int64_t paramsBytes(const ir::Module& m, size_t nderived = 0);
 
 struct ProfileLayout;
 // With `profile` (etcc --profile), the counter area also holds the timeline records.
-// `derived`: the sym-only expressions whose values follow the tail (DerivedSyms).
+// `derived`: the sym-only expressions whose values follow the tail (DerivedSyms). `tmaps`: the
+// tensors whose TMA tensor maps the runtime makes (tmaTensors).
 std::string buildDescriptor(const ir::Module& m, const std::vector<Target>& targets, std::string_view ir_text,
-                            const ProfileLayout* profile = nullptr, const std::vector<ir::Expr>& derived = {});
+                            const ProfileLayout* profile = nullptr, const std::vector<ir::Expr>& derived = {},
+                            const std::vector<uint32_t>& tmaps = {});
 
 }  // namespace etc::backend

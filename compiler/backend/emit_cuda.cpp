@@ -17,6 +17,7 @@
 #include "compiler/backend/descriptor.h"
 #include "compiler/backend/fused_rows.h"
 #include "compiler/backend/profile.h"
+#include "compiler/backend/tma_tensors.h"
 #include "compiler/ir/op_check.h"
 #include "compiler/ir/ops.h"
 #include "compiler/ir/printer.h"
@@ -53,6 +54,7 @@ class Emitter {
         defines_(options.defines), derived_(m) {
     layout_ = eventLayout(m, nullptr);
     sched_ = schedLayout(m, nullptr);
+    for (uint32_t t : tmaTensors(m, options.defines)) tma_tensors_.insert(t);
   }
 
   bool run(const DescriptorFn& descriptor, std::string& out) {
@@ -110,7 +112,7 @@ class Emitter {
     std::string out = "// Kernel parameters: the layout of etc/abi.h for this module.\n";
     out += fmt::format(
         "struct EtcParams {{\n  long long sym[{}];\n  void* tensor[{}];\n  unsigned int* events;\n  EtcError* error;\n"
-        "  long long watchdog_ns;\n  unsigned int flags;\n  unsigned int pad_;\n",
+        "  long long watchdog_ns;\n  unsigned int flags;\n  unsigned int pad_;\n  const void* tmaps;\n",
         ns, nt);
     if (nd) {
       out += fmt::format("  long long derived[{}];  // the descriptor's \"derived\", by the runtime:\n", nd);
@@ -783,15 +785,29 @@ class Emitter {
     std::string args;  // what the task passes to each instantiation's function
     for (const std::string& x : v) args += ", " + x;
     if (!flag.empty()) args += ", " + flag;
+    // The weights' tensor maps (etc/device/tma.cuh), where the runtime makes them: b's, and
+    // b_up's too in the gated form (which streams by TMA only when both have one).
+    std::string maps, full_signature = signature;
+    const size_t nmaps = gated ? 2 : 1;
+    bool mapped = tb;
+    for (size_t i = 1; i <= nmaps; ++i) mapped = mapped && tma_tensors_.count(c.call.args[i].target);
+    if (mapped) {
+      for (size_t i = 1; i <= nmaps; ++i) {
+        maps += fmt::format(", m{}", i);
+        full_signature += fmt::format(", etc::dev::TmaB m{}", i);
+        args += fmt::format(", etc::dev::tma_of(p, &p.tensor[{}])", c.call.args[i].target);
+      }
+    }
     std::string code;
     for (size_t k = 0; k < variants.size(); ++k) {
       int64_t t = variants[k];
       smem.push_back(fmt::format("etc::dev::{}_smem_bytes<{}, {}, {}, {}>()", fn, cudaType(a.dtype), t, tn, tk));
       std::string call =
-          prefetch ? fmt::format("etc::dev::{}_prefetch<{}, {}, {}>(ctx, {}, {}, {});", fn, t, tn, tk, ops[0], b_args, tb)
-                   : fmt::format("etc::dev::{}<{}, {}, {}>(ctx, {}, {}, {}, {}, prefetched);", fn, t, tn, tk, ops[0],
-                                 b_args, tb, ops[gated ? 3 : 2]);
-      call = fmt::format("{}(ctx{});", sharedFunction(signature, call), args);
+          prefetch ? fmt::format("etc::dev::{}_prefetch<{}, {}, {}>(ctx, {}, {}, {}{});", fn, t, tn, tk, ops[0], b_args, tb,
+                                 maps)
+                   : fmt::format("etc::dev::{}<{}, {}, {}>(ctx, {}, {}, {}, {}, prefetched{});", fn, t, tn, tk, ops[0],
+                                 b_args, tb, ops[gated ? 3 : 2], maps);
+      call = fmt::format("{}(ctx{});", sharedFunction(full_signature, call), args);
       if (k) code += "\n    else ";
       if (k + 1 < variants.size()) code += fmt::format("if ({0}.rank == 1 || {0}.ext[0] <= {1}) ", v[0], t);
       code += call;
@@ -1294,6 +1310,7 @@ class Emitter {
   bool derived_syms_;             // etcc --no-derived-syms turns it off
   const std::vector<std::string>& defines_;  // etcc --device-define NAME=VALUE
   DerivedSyms derived_;
+  std::set<uint32_t> tma_tensors_;  // tensors with a tensor map (the descriptor's "tmaps")
   std::vector<EventLayout> layout_;
   std::vector<SchedLayout> sched_;
   std::string out_;

@@ -321,6 +321,19 @@ Descriptor parseDescriptor(std::string_view json_text) {
       d.derived_text.push_back(exprToText(e, sym_names));
     }
 
+  if (j.contains("tmaps"))
+    for (const json& x : array(j, "tmaps", top)) {
+      const std::string where = "tmaps[" + std::to_string(d.tmaps.size()) + "]";
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= static_cast<int64_t>(d.tensors.size()))
+        bad(where + " is not a tensor index");
+      const auto t = x.get<uint32_t>();
+      const TensorDesc& td = d.tensors[t];
+      if (td.role != ETC_ROLE_PARAM || td.shape.size() != 2 || (td.dtype != ETC_DTYPE_BF16 && td.dtype != ETC_DTYPE_F16))
+        bad(where + ": tensor '" + td.name + "' is not a rank-2 16-bit param");
+      if (!d.tmaps.empty() && t <= d.tmaps.back()) bad(where + " is not in ascending order");
+      d.tmaps.push_back(t);
+    }
+
   d.params_bytes = integer(j, "params_bytes", top);
   int64_t want = paramsBytes(d.syms.size(), d.tensors.size(), d.derived.size());
   if (d.params_bytes != want)

@@ -83,6 +83,9 @@ struct Descriptor {
   // its tail, evaluated at each binding of the syms.
   std::vector<nlohmann::json> derived;
   std::vector<std::string> derived_text;  // rendered from `derived`
+  // Tensors whose TMA tensor maps the runtime makes (etc/device/tma.cuh), ascending: rank-2
+  // 16-bit params.
+  std::vector<uint32_t> tmaps;
   ProfileDesc profile;
 
   std::vector<std::string> symNames() const;

@@ -1,4 +1,5 @@
 #include "device_module.h"
+#include "tensor_maps.h"
 
 #include <algorithm>
 
@@ -74,6 +75,7 @@ DeviceModule::~DeviceModule() {
     cu_.cuCtxSynchronize();
     releaseCaptured();
     if (ws_) cu_.cuMemFree(ws_);
+    if (tmaps_) cu_.cuMemFree(tmaps_);
     if (capture_stream_) cu_.cuStreamDestroy(capture_stream_);
     if (mod_) cu_.cuModuleUnload(mod_);
     cu_.cuCtxPopCurrent(&popped);
@@ -219,7 +221,16 @@ void DeviceModule::launch(const SymState& st, size_t graph, CUstream stream, con
     WorkspaceLayout layout = layoutWorkspace(d_, st);
     ensureWorkspace(layout.total);
     layout_ = std::move(layout);
-    plan_params_ = launchParams(d_, st, syms, layout_, ws_, watchdog, opt.flags);
+    uint64_t tmaps = 0;
+    if (major_ >= 9) plan_tmaps_ = encodeTensorMaps(cu_, d_, st);
+    if (!plan_tmaps_.empty()) {
+      const size_t bytes = plan_tmaps_.size() * sizeof(CUtensorMap);
+      if (!tmaps_) check(cu_, cu_.cuMemAlloc(&tmaps_, bytes), "cuMemAlloc(tensor maps)");
+      // In stream order before the launch: a stream being captured takes the copy as a node.
+      check(cu_, cu_.cuMemcpyHtoDAsync(tmaps_, plan_tmaps_.data(), bytes, stream), "cuMemcpyHtoDAsync(tensor maps)");
+      tmaps = tmaps_;
+    }
+    plan_params_ = launchParams(d_, st, syms, layout_, ws_, watchdog, opt.flags, tmaps);
     plan_megas_.clear();
     for (const GraphDesc& gd : d_.graphs) plan_megas_.push_back(gd.megaFor(syms));
     last_syms_ = std::move(syms);

@@ -106,6 +106,10 @@ class DeviceModule {
   };
   PlanKey plan_key_;
   std::vector<unsigned char> plan_params_;
+  // The weights' TMA tensor maps of the plan's bindings (tensor_maps.h), and their device copy
+  // (EtcParams.tmaps; 0 where there are none or the device has no TMA).
+  std::vector<CUtensorMap> plan_tmaps_;
+  CUdeviceptr tmaps_ = 0;
   std::vector<size_t> plan_megas_;  // per graph: the megakernel for the plan's syms (megaFor)
   // unfused-graph: one captured graph per parameter block (syms, pointers, watchdog, flags).
   std::map<std::pair<size_t, std::vector<unsigned char>>, Captured> captured_;

@@ -220,13 +220,13 @@ TEST_F(Hostile, AFatbinWithoutItsSealIsStillRead) {
 }
 
 TEST_F(Hostile, DescriptorFromANewerFormat) {
-  std::string path = write("abi2.fatbin", patched("\"abi\":1,", "\"abi\":2,"));
+  std::string path = write("abi3.fatbin", patched("\"abi\":2,", "\"abi\":3,"));
   expectError(etcRun(path + " --info"),
-              path + ": descriptor: abi 2 is not supported (this runtime supports abi 1): the fatbin comes from a newer etcc; "
+              path + ": descriptor: abi 3 is not supported (this runtime supports abi 2): the fatbin comes from a newer etcc; "
                      "run it with that release's runtime or compile the module again with the etcc of this runtime");
   path = write("format.fatbin", patched("\"etc.module\"", "\"etc.modul2\""));
   expectError(etcRun(path + " --sym B=1"), path + ": descriptor: format is \"etc.modul2\", expected \"etc.module\"");
-  path = write("json.fatbin", patched("{\"abi\":1,", "[\"abi\":1,"));
+  path = write("json.fatbin", patched("{\"abi\":2,", "[\"abi\":2,"));
   expectError(etcRun(path + " --info"), path + ": descriptor: not valid JSON");
 }
 

@@ -156,6 +156,14 @@ run specialize-at-lo 1 "$sp" --specialize B=1 -o "$tmp/sp.fatbin" && stderr_has 
 run specialize-form 1 "$sp" --specialize B=1x -o "$tmp/sp.fatbin" &&
   stderr_has specialize-form "--specialize: expects SYM=C1,C2,... (integers), got 'B=1x'"
 [ -e "$tmp/sp.fatbin" ] && fail "specialize: an output left behind on error" || pass
+# The weight stream by TMA (ETC_MM_TMA=1, etc/device/tma.cuh): the matmuls get their weights'
+# tensor maps and the descriptor lists the weights ("tmaps"); without the knob, neither.
+run tma-off 0 --emit=cuda samples/mlp.etir &&
+  if grep -q 'tma_of' "$tmp/out"; then fail "tma-off: tensor maps passed without ETC_MM_TMA"; else pass; fi
+run tma-on 0 --emit=cuda --device-define ETC_MM_TMA=1 samples/mlp.etir && stdout_has tma-on-gated \
+  'etc::dev::tma_of(p, &p.tensor[2]), etc::dev::tma_of(p, &p.tensor[2])' && stdout_has tma-on-down 'etc::dev::TmaB m1)'
+LIMIT=300 run tma-nvrtc 0 samples/mlp.etir -arch sm_90a --device-define ETC_MM_TMA=1 -o "$tmp/tma.fatbin" &&
+  if grep -qa '"tmaps":\[2,3\]' "$tmp/tma.fatbin"; then pass; else fail "tma-nvrtc: the descriptor does not list w_gate_up and w_down"; fi
 # --device-define: a knob before the device headers; anything but ETC_NAME=INTEGER is refused.
 run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-define=ETC_MM_MAX_STAGES=8 samples/mlp.etir &&
   if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then

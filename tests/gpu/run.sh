@@ -165,6 +165,11 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for b in 7 33; do
     [ -f "$B/${n}_small_prefetch.fatbin" ] && decode_check "${n}_small_prefetch" "$B/${n}_small_prefetch.fatbin" $b mixed
   done
+  # The weights streamed by TMA (ETC_MM_TMA=1): tiles of 16, 32 and 64 rows, the gated and
+  # LM-head tiles.
+  for bk in 1:long 7:mixed 33:short; do
+    [ -f "$B/${n}_small_tma.fatbin" ] && decode_check "${n}_small_tma" "$B/${n}_small_tma.fatbin" "${bk%%:*}" "${bk##*:}"
+  done
   # Attention tasks of several cache heads (heads_per_task = 0): 2 a task at B = 33 (short
   # positions: Qwen3's heads one after another in the FMA form), 4 at 70 and 8 at 128 (one ring
   # through the heads on tensor cores where a row is long enough).
@@ -494,6 +499,15 @@ if run_tool bench_poll; then
   row "notify seen by the last waiter: 1 / 128 / 128 over 16 lines" INFO "$(hop_ns 1 1 1) / $(hop_ns 1 128 1) / $(hop_ns 1 128 16) ns (bench_poll.log)"
 else
   tool_fail "notify hop (tools/bench_poll.cu)" bench_poll
+fi
+# A hop of the B = 1 chain (tools/bench_prefetch.cu): 128 tasks of 64 weight rows x 2048 that
+# wait 10 us for their producer, the weights loaded after the wait or 3 stages before it, by
+# cp.async or TMA: what the hop costs after its producer.
+if run_tool bench_prefetch; then
+  post_us() { awk -v c="$1" -v s="$2" -v p="$3" '$1 == c && $2 == 2048 && $3 == s && $4 == p && $5 == 10 {print $7; exit}' "$out/bench_prefetch.log"; }
+  row "hop after its producer, K=2048: cp.async / +prefetch / TMA / +prefetch" INFO "$(post_us cpa 4 0) / $(post_us cpa 4 3) / $(post_us tma 4 0) / $(post_us tma 4 3) us (bench_prefetch.log)"
+else
+  tool_fail "a hop's prefetch (tools/bench_prefetch.cu)" bench_prefetch
 fi
 # mlp weights: w_gate_up [16384, 2048] + w_down [2048, 8192] + ln [2048], bf16.
 wbytes=$(( (16384 * 2048 + 2048 * 8192 + 2048) * 2 ))

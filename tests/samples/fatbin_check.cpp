@@ -14,6 +14,7 @@
 #include "compiler/frontend/frontend.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/pipeline.h"
+#include "etc/abi.h"
 #include "runtime/src/elf_symbols.h"
 #include "runtime/src/fatbin_reader.h"
 #include "runtime/src/fatbin_seal.h"
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
     }
   if (d.is_null()) return 1;
 
-  expect(d["format"] == "etc.module" && d["abi"] == 1, "descriptor format/abi");
+  expect(d["format"] == "etc.module" && d["abi"] == ETC_ABI_VERSION, "descriptor format/abi");
   expect(d["archs"] == nlohmann::json::array({"sm_90a", "sm_80", "compute_90"}), "descriptor archs");
   // The descriptor against the sample compiled here, and the embedded IR against both.
   auto compiled = compileText(argv[1], source);

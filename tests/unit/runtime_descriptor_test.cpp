@@ -54,13 +54,13 @@ TEST(RuntimeDescriptor, RejectsBadDescriptors) {
   j["format"] = "other";
   EXPECT_EQ(rejection(j), "descriptor: format is \"other\", expected \"etc.module\"");
   j = sampleDescriptor();
-  j["abi"] = 2;
+  j["abi"] = 3;
   EXPECT_EQ(rejection(j),
-            "descriptor: abi 2 is not supported (this runtime supports abi 1): the fatbin comes from a newer etcc; run it "
+            "descriptor: abi 3 is not supported (this runtime supports abi 2): the fatbin comes from a newer etcc; run it "
             "with that release's runtime or compile the module again with the etcc of this runtime");
   j["abi"] = 0;
   EXPECT_EQ(rejection(j),
-            "descriptor: abi 0 is not supported (this runtime supports abi 1): the fatbin comes from an older etcc; "
+            "descriptor: abi 0 is not supported (this runtime supports abi 2): the fatbin comes from an older etcc; "
             "compile the module again with the etcc of this runtime");
   j = sampleDescriptor();
   j.erase("syms");
@@ -97,14 +97,14 @@ TEST(RuntimeDescriptor, RejectsBadDescriptors) {
   j["graphs"] = json::array();
   EXPECT_EQ(rejection(j), "descriptor: the module has no graphs");
   j = sampleDescriptor();
-  j["params_bytes"] = 88;
-  EXPECT_EQ(rejection(j), "descriptor: params_bytes is 88 but 2 syms and 4 tensors make 80 (abi.h EtcParams)");
+  j["params_bytes"] = 96;
+  EXPECT_EQ(rejection(j), "descriptor: params_bytes is 96 but 2 syms and 4 tensors make 88 (abi.h EtcParams)");
   j = sampleDescriptor();
   j["derived"] = json::array({{{"expr", json::array({"cdiv", 16, json::array({"sym", 0})})}}});
   EXPECT_EQ(rejection(j),
-            "descriptor: params_bytes is 80 but 2 syms and 4 tensors and 1 derived syms make 88 (abi.h EtcParams)");
+            "descriptor: params_bytes is 88 but 2 syms and 4 tensors and 1 derived syms make 96 (abi.h EtcParams)");
   j["derived"][0]["expr"] = json::array({"cdiv", 16, json::array({"sym", 5})});
-  j["params_bytes"] = 88;
+  j["params_bytes"] = 96;
   EXPECT_EQ(rejection(j), "descriptor: derived sym 0: bad shape expression [\"sym\",5]: sym index out of range (the module has 2 syms)");
   j["derived"][0] = 3;
   EXPECT_EQ(rejection(j), "descriptor: derived sym 0 is not an object");
@@ -163,9 +163,26 @@ TEST(RuntimeDescriptor, MegakernelsOfSymRanges) {
 }
 
 TEST(RuntimeDescriptor, ParamsBytesFollowsAbiLayout) {
-  EXPECT_EQ(etc::rt::paramsBytes(0, 0), 8 * 2 + 32);
-  EXPECT_EQ(etc::rt::paramsBytes(2, 4), 8 * 6 + 32);
-  EXPECT_EQ(etc::rt::paramsBytes(2, 4, 3), 8 * 9 + 32);
+  EXPECT_EQ(etc::rt::paramsBytes(0, 0), 8 * 2 + 40);
+  EXPECT_EQ(etc::rt::paramsBytes(2, 4), 8 * 6 + 40);
+  EXPECT_EQ(etc::rt::paramsBytes(2, 4, 3), 8 * 9 + 40);
 }
 
 }  // namespace
+
+TEST(RuntimeDescriptor, TensorMapsOfRank2SixteenBitParams) {
+  json j = sampleDescriptor();
+  EXPECT_TRUE(parseDescriptor(j.dump()).tmaps.empty());  // absent: none
+  j["tensors"][1]["dtype"] = "bf16";
+  j["tmaps"] = json::array({1});
+  EXPECT_EQ(parseDescriptor(j.dump()).tmaps, (std::vector<uint32_t>{1}));
+  j["tmaps"] = json::array({4});
+  EXPECT_EQ(rejection(j), "descriptor: tmaps[0] is not a tensor index");
+  j["tmaps"] = json::array({0});
+  EXPECT_EQ(rejection(j), "descriptor: tmaps[0]: tensor 'x' is not a rank-2 16-bit param");
+  j["tmaps"] = json::array({1, 1});
+  EXPECT_EQ(rejection(j), "descriptor: tmaps[1] is not in ascending order");
+  j["tensors"][1]["dtype"] = "f32";
+  j["tmaps"] = json::array({1});
+  EXPECT_EQ(rejection(j), "descriptor: tmaps[0]: tensor 'w' is not a rank-2 16-bit param");
+}

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "compiler/backend/fatbin_writer.h"
+#include "etc/abi.h"
 
 namespace etc::rt::testing {
 namespace {
@@ -32,7 +33,7 @@ nlohmann::json sampleDescriptor() {
   J sym0 = J::array({"sym", 0}), sym1 = J::array({"sym", 1});
   return J{
       {"format", "etc.module"},
-      {"abi", 1},
+      {"abi", ETC_ABI_VERSION},
       {"compiler", "etcc 0.1.0"},
       {"module", "sample"},
       {"archs", {"sm_90a", "sm_80", "compute_90"}},
@@ -55,7 +56,7 @@ nlohmann::json sampleDescriptor() {
          {"unfused",
           {{{"kernel", "etc_main_stage1"}, {"task", 0}, {"threads", 256}},
            {{"kernel", "etc_main_final"}, {"task", 1}, {"threads", 128}}}}}}},
-      {"params_bytes", 80},
+      {"params_bytes", 88},
       {"ir", "module @sample\n"},
   };
 }

@@ -59,8 +59,9 @@ TEST(RuntimeWorkspace, OverflowIsAnError) {
 
 TEST(RuntimeParams, MatchesAbiLayout) {
   etc::rt::Descriptor d = sample();
-  std::vector<unsigned char> p = etc::rt::buildParams(d, {4, 1000}, {0x10, 0x20, 0x30, 0x40}, 0xE0, 0xF0, 123456789, 1);
-  ASSERT_EQ(p.size(), 80u);
+  std::vector<unsigned char> p =
+      etc::rt::buildParams(d, {4, 1000}, {0x10, 0x20, 0x30, 0x40}, 0xE0, 0xF0, 123456789, 1, 0x7000);
+  ASSERT_EQ(p.size(), 88u);
   auto at = [&](size_t off) {
     int64_t v;
     std::memcpy(&v, p.data() + off, 8);
@@ -78,6 +79,7 @@ TEST(RuntimeParams, MatchesAbiLayout) {
   std::memcpy(&pad, p.data() + 76, 4);
   EXPECT_EQ(flags, 1u);
   EXPECT_EQ(pad, 0u);
+  EXPECT_EQ(at(80), 0x7000);  // tmaps
 }
 
 TEST(RuntimeParams, EmptyModuleKeepsOneSlotEach) {
@@ -85,10 +87,10 @@ TEST(RuntimeParams, EmptyModuleKeepsOneSlotEach) {
   j["syms"] = nlohmann::json::array();
   j["tensors"] = nlohmann::json::array();
   j["events"] = nlohmann::json::array();
-  j["params_bytes"] = 48;
+  j["params_bytes"] = 56;
   etc::rt::Descriptor d = etc::rt::parseDescriptor(j.dump());
   std::vector<unsigned char> p = etc::rt::buildParams(d, {}, {}, 0xE0, 0xF0, 5, 0);
-  ASSERT_EQ(p.size(), 48u);
+  ASSERT_EQ(p.size(), 56u);
   int64_t events;
   std::memcpy(&events, p.data() + 16, 8);
   EXPECT_EQ(events, 0xE0);
@@ -100,14 +102,14 @@ TEST(RuntimeParams, DerivedSymsFollowTheTail) {
   J b = J::array({"sym", 0}), n = J::array({"sym", 1});
   j["derived"] = J::array({{{"expr", J::array({"cdiv", 16, b})}},
                            {{"expr", J::array({"mul", n, J::array({"min", J::array({"add", J::array({"cdiv", 16, b}), -1}), 1})})}}});
-  j["params_bytes"] = 96;
+  j["params_bytes"] = 104;
   etc::rt::Descriptor d = etc::rt::parseDescriptor(j.dump());
   EXPECT_EQ(d.derived_text, (std::vector<std::string>{"cdiv(16, B)", "N * min(cdiv(16, B) + -1, 1)"}));
   auto derived = [&](int64_t B, int64_t N, size_t k) {
     std::vector<unsigned char> p = etc::rt::buildParams(d, {B, N}, {0x10, 0x20, 0x30, 0x40}, 0xE0, 0xF0, 5, 0);
-    EXPECT_EQ(p.size(), 96u);
+    EXPECT_EQ(p.size(), 104u);
     int64_t v;
-    std::memcpy(&v, p.data() + 80 + 8 * k, 8);
+    std::memcpy(&v, p.data() + 88 + 8 * k, 8);
     return v;
   };
   EXPECT_EQ(derived(3, 1000, 0), 6);
@@ -121,9 +123,9 @@ TEST(RuntimeParams, ADerivedSymThatCannotBeEvaluatedIsABadDescriptor) {
   using J = nlohmann::json;
   J j = etc::rt::testing::sampleDescriptor();
   j["derived"] = J::array({{{"expr", J::array({"div", 16, J::array({"add", J::array({"sym", 0}), -4})})}}});
-  j["params_bytes"] = 88;
+  j["params_bytes"] = 96;
   etc::rt::Descriptor d = etc::rt::parseDescriptor(j.dump());
-  EXPECT_EQ(etc::rt::buildParams(d, {5, 1}, {0, 0, 0, 0}, 0, 0, 0, 0).size(), 88u);
+  EXPECT_EQ(etc::rt::buildParams(d, {5, 1}, {0, 0, 0, 0}, 0, 0, 0, 0).size(), 96u);
   try {
     etc::rt::buildParams(d, {4, 1}, {0, 0, 0, 0}, 0, 0, 0, 0);
     ADD_FAILURE();

@@ -4,7 +4,7 @@
 #ifndef ETC_ABI_H
 #define ETC_ABI_H
 
-#define ETC_ABI_VERSION 1
+#define ETC_ABI_VERSION 2
 
 /* Upper limits that both sides rely on. */
 #define ETC_MAX_RANK 4   /* tensor, event and task-grid rank */
@@ -49,14 +49,18 @@ typedef struct EtcError {
  *     long long watchdog_ns;      // +16: spin budget of one wait
  *     unsigned int flags;         // +24: ETC_FLAG_*
  *     unsigned int pad_;          // +28
- *     long long derived[ND];      // +32: only where the descriptor lists ND > 0 "derived" syms:
+ *     const void* tmaps;          // +32: the tensor maps of the descriptor's "tmaps" (abi 2): a
+ *                                 //   128-byte CUtensorMap per tensor, in declaration order, of
+ *                                 //   which those listed are valid; null where there are none
+ *                                 //   (etc/device/tma.cuh)
+ *     long long derived[ND];      // +40: only where the descriptor lists ND > 0 "derived" syms:
  *                                 //   sym-only expressions, evaluated by the runtime per binding
- *   };                            // size 8*(NS+NT) + 32 + 8*ND, alignment 8
+ *   };                            // size 8*(NS+NT) + 40 + 8*ND, alignment 8
  *
  * and every kernel is `extern "C" __global__ void NAME(const __grid_constant__ EtcParams p)`.
  * The runtime fills a byte buffer of that layout and passes its address as the one entry of
  * kernelParams. */
-#define ETC_PARAMS_TAIL_BYTES 32
+#define ETC_PARAMS_TAIL_BYTES 40
 
 /* Profiled megakernels (etcc --profile; descriptor "profile"): inside the zeroed counter area,
  * at word profile.offset (even), one u32 count of records written (a CTA takes slot = old

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define ETC_RUNTIME_ABI_VERSION 1  /* the descriptor "abi" this runtime accepts (= ETC_ABI_VERSION) */
+#define ETC_RUNTIME_ABI_VERSION 2  /* the descriptor "abi" this runtime accepts (= ETC_ABI_VERSION) */
 
 typedef enum etc_status {
   ETC_STATUS_OK = 0,

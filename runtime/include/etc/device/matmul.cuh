@@ -18,6 +18,7 @@
 #pragma once
 
 #include "etc/device/common.cuh"
+#include "etc/device/tma.cuh"
 #include "etc/device/wgmma.cuh"
 
 #ifndef ETC_MM_RING_KIB
@@ -503,22 +504,54 @@ __device__ __forceinline__ bool mm_use_wgmma(const T* ap, const T* bp, const T* 
 }
 
 // Stage kt of the wgmma form's ring (see mm_issue).
+// ts: b (and b_up) by TMA from these maps (thread 0 issues the stage's boxes, counted on the
+// stage's mbarrier), else by cp.async with a. Either way one cp.async group a stage.
 template <class T, int TM, int TN, int TK, bool PAIR>
 __device__ __forceinline__ void mm_issue_wg(T* ring, int kt, int nk, const T* ap, const T* bp, const T* bp2,
-                                            const MmArgs& g, bool with_a, bool with_b) {
+                                            const MmArgs& g, bool with_a, bool with_b, const TmaStream* ts = nullptr) {
   using W = MmWgGeom<T, TM, TN, TK>;
   if (kt < nk) {
     T* As = ring + (kt % W::STAGES) * (W::A_ELEMS + W::B_ELEMS);
     T* Bs = As + W::A_ELEMS;
     const long long k0 = (long long)kt * TK;
     if (with_a) load_tile_sw<T, TK, false>(As, W::WTMP, 0, W::TMP, g.M, ap + k0, g.ams);
-    if (with_b) {
-      constexpr int BN = PAIR ? TN / 2 : TN;
+    constexpr int BN = PAIR ? TN / 2 : TN;
+    if (with_b && ts != nullptr) {
+      if constexpr (BN % kTmaBox == 0 && TK % kTmaBox == 0) {
+        if (threadIdx.x == 0) {
+          unsigned long long* bar = tma_bars() + kt % W::STAGES;
+          const unsigned long long policy = l2_evict_first();
+          mbar_expect_tx(bar, (unsigned)(TN * TK * sizeof(T)));
+#pragma unroll
+          for (int ka = 0; ka < TK / kTmaBox; ++ka)
+#pragma unroll
+            for (int rb = 0; rb < BN / kTmaBox; ++rb) {
+              T* d = Bs + ka * (TN * 64) + rb * kTmaBox * 64;
+              tma_box(d, ts->map, ts->x + (int)k0 + ka * kTmaBox, ts->y + rb * kTmaBox, bar, policy);
+              if constexpr (PAIR)
+                tma_box(d + BN * 64, ts->map2, ts->x2 + (int)k0 + ka * kTmaBox, ts->y2 + rb * kTmaBox, bar, policy);
+            }
+        }
+      }
+    } else if (with_b) {
       load_tile_sw<T, TK, true>(Bs, TN, 0, BN, g.N, bp + k0, g.bns);
       if constexpr (PAIR) load_tile_sw<T, TK, true>(Bs, TN, BN, BN, g.N, bp2 + k0, g.bns);
     }
   }
   cp_async_commit();
+}
+
+// Whether this wgmma tile's b can stream by TMA: whole 64 x 64 boxes, a mbarrier a stage.
+template <class T, int TM, int TN, int TK, bool PAIR>
+__device__ __forceinline__ bool mm_wg_tma(const T* bp, const T* bp2, const MmArgs& g, TmaB tb, TmaB tb2,
+                                          TmaStream& ts) {
+  using W = MmWgGeom<T, TM, TN, TK>;
+  constexpr int BN = PAIR ? TN / 2 : TN;
+  if constexpr (BN % kTmaBox != 0 || TK % kTmaBox != 0 || W::STAGES > kMaxTmaStages) {
+    return false;
+  } else {
+    return tma_stream_of(bp, bp2, g.bns, tb, tb2, PAIR, ts);
+  }
 }
 
 // mm_tensor_core's product on wgmma (mm_use_wgmma said so): the same ring discipline (stages
@@ -527,10 +560,23 @@ __device__ __forceinline__ void mm_issue_wg(T* ring, int kt, int nk, const T* ap
 // the same epilogues.
 template <class T, int TM, int TN, int TK, class TY, bool PAIR>
 __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2, const MmArgs& g, TY* yp,
-                         bool prefetched) {
+                         bool prefetched, TmaB tb = TmaB{}, TmaB tb2 = TmaB{}) {
   using W = MmWgGeom<T, TM, TN, TK>;
   constexpr int S = W::STAGES, NW = W::NW, CP = MmGeom<T, TM, TN, TK>::C_PITCH;
   T* ring = mm_wg_ring<T>(ctx);
+  TmaStream tsv;
+  const bool tma = mm_wg_tma<T, TM, TN, TK, PAIR>(bp, bp2, g, tb, tb2, tsv);
+  const TmaStream* ts = tma ? &tsv : nullptr;
+  if (tma) {
+    // The prefetch set the mbarriers up (before the task's waits, whose barrier every thread
+    // passed since); else the ring's earlier ordinary stores go before the copy engine's.
+    if (!prefetched) {
+      fence_proxy_async_smem();
+      __syncthreads();
+      tma_ring_init<S>();
+    }
+    __syncthreads();
+  }
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2;
   const int row0 = W::TMP == 128 ? 64 * wg : 0;
   const int col0 = W::TMP == 128 ? 0 : NW * wg;
@@ -541,14 +587,15 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
   wgmma_fence_operands(d);
 #pragma unroll 1
   for (int s = 0; s < S - 1; ++s)
-    mm_issue_wg<T, TM, TN, TK, PAIR>(ring, s, nk, ap, bp, bp2, g, true, !prefetched || s >= mm_prefetch_stages(S));
+    mm_issue_wg<T, TM, TN, TK, PAIR>(ring, s, nk, ap, bp, bp2, g, true, !prefetched || s >= mm_prefetch_stages(S), ts);
 #pragma unroll 1
   for (int kt = 0; kt < nk; ++kt) {
     cp_async_wait<S - 2>();
+    if (tma) mbar_wait(tma_bars() + kt % S, (unsigned)((kt / S) & 1));
     fence_proxy_async_smem();  // cp.async wrote the stage; wgmma reads it through the async proxy
     __syncthreads();
     // The slot this fills was read by the previous stage's products, waited for below.
-    mm_issue_wg<T, TM, TN, TK, PAIR>(ring, kt + S - 1, nk, ap, bp, bp2, g, true, true);
+    mm_issue_wg<T, TM, TN, TK, PAIR>(ring, kt + S - 1, nk, ap, bp, bp2, g, true, true, ts);
     const T* As = ring + (kt % S) * (W::A_ELEMS + W::B_ELEMS);
     const T* Bs = As + W::A_ELEMS;
     wgmma_fence();
@@ -564,6 +611,7 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
   }
   cp_async_wait<0>();
   __syncthreads();  // the ring is free: the f32 tile takes its bytes
+  if (tma) tma_ring_release<S>();
   float* cbuf = reinterpret_cast<float*>(ctx.smem);
   const int r = row0 + 16 * (warp & 3) + (lane >> 2);
   // Padded rows (a tile of 32 rows in m64 products: warps 2 and 3 of each warpgroup) have no
@@ -711,17 +759,26 @@ namespace detail {
 // matmul_prefetch and matmul_silu_mul_prefetch: b's (and with PAIR b_up's, at bp2) tiles of
 // stages 0 .. mm_prefetch_stages(S) - 1 into the ring.
 template <int TM, int TN, int TK, bool PAIR, class TA, class TB>
-__device__ void mm_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const bare_t<TB>* bp2, bool transpose_b) {
+__device__ void mm_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const bare_t<TB>* bp2, bool transpose_b,
+                            TmaB tb, TmaB tb2) {
   using T = bare_t<TA>;
   if constexpr (!same_v<T, float>) {
     using Geo = MmGeom<T, TM, TN, TK>;
     const MmArgs g = mm_args<TM, PAIR ? TN / 2 : TN>(a, b, transpose_b);
     const int nk = (int)((g.K + TK - 1) / TK);
     if (mm_use_wgmma<T, TM, TN, TK>(a.ptr, b.ptr, bp2, transpose_b, g)) {
+      constexpr int S = MmWgGeom<T, TM, TN, TK>::STAGES;
       T* ring = mm_wg_ring<T>(ctx);
+      TmaStream ts;
+      const bool tma = mm_wg_tma<T, TM, TN, TK, PAIR>(b.ptr, bp2, g, tb, tb2, ts);
+      if (tma) {  // as in mm_wgmma; its matmul then finds the mbarriers set up
+        fence_proxy_async_smem();
+        __syncthreads();
+        tma_ring_init<S>();
+      }
 #pragma unroll 1
-      for (int s = 0; s < mm_prefetch_stages(MmWgGeom<T, TM, TN, TK>::STAGES); ++s)
-        mm_issue_wg<T, TM, TN, TK, PAIR>(ring, s, nk, a.ptr, b.ptr, bp2, g, false, true);
+      for (int s = 0; s < mm_prefetch_stages(S); ++s)
+        mm_issue_wg<T, TM, TN, TK, PAIR>(ring, s, nk, a.ptr, b.ptr, bp2, g, false, true, tma ? &ts : nullptr);
       return;
     }
     T* ring = reinterpret_cast<T*>(ctx.smem);
@@ -737,15 +794,16 @@ __device__ void mm_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b
 // stream in while the task waits for a. The matmul that follows, with the same operands and
 // prefetched = true, must be the next use of ctx.smem. 16-bit dtypes; for f32 it does nothing.
 template <int TM, int TN, int TK, class TA, class TB>
-__device__ void matmul_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b, bool transpose_b) {
-  detail::mm_prefetch<TM, TN, TK, false>(ctx, a, b, nullptr, transpose_b);
+__device__ void matmul_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b, bool transpose_b,
+                                TmaB tb = TmaB{}) {
+  detail::mm_prefetch<TM, TN, TK, false>(ctx, a, b, nullptr, transpose_b, tb, TmaB{});
 }
 
 // matmul_prefetch for matmul_silu_mul (TN: the columns of both halves).
 template <int TM, int TN, int TK, class TA, class TB>
 __device__ void matmul_silu_mul_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const View<TB>& b_up,
-                                         bool transpose_b) {
-  detail::mm_prefetch<TM, TN, TK, true>(ctx, a, b, b_up.ptr, transpose_b);
+                                         bool transpose_b, TmaB tb = TmaB{}, TmaB tb_up = TmaB{}) {
+  detail::mm_prefetch<TM, TN, TK, true>(ctx, a, b, b_up.ptr, transpose_b, tb, tb_up);
 }
 
 // y = a @ b (transpose_b: a @ b^T). a is [M, K] or [K]; b is [K, N] or [N, K]; y is [M, N]
@@ -753,7 +811,7 @@ __device__ void matmul_silu_mul_prefetch(const Ctx& ctx, const View<TA>& a, cons
 // matmul_prefetch.
 template <int TM, int TN, int TK, class TA, class TB, class TY>
 __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, bool transpose_b,
-                       const View<TY>& y, bool prefetched = false) {
+                       const View<TY>& y, bool prefetched = false, TmaB tb = TmaB{}) {
   using T = bare_t<TA>;
   static_assert(same_v<T, bare_t<TB>>, "matmul: a and b must have the same dtype");
   static_assert(is_float_v<T> && is_float_v<TY>, "matmul: float dtypes only");
@@ -767,7 +825,7 @@ __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, boo
   } else {
     if constexpr (detail::MmWgGeom<T, TM, TN, TK>::ON)
       if (detail::mm_use_wgmma<T, TM, TN, TK>(ap, bp, nullptr, transpose_b, g)) {
-        detail::mm_wgmma<T, TM, TN, TK, TY, false>(ctx, ap, bp, nullptr, g, y.ptr, prefetched);
+        detail::mm_wgmma<T, TM, TN, TK, TY, false>(ctx, ap, bp, nullptr, g, y.ptr, prefetched, tb);
         return;
       }
     if constexpr (detail::mm_has_large_m_tiling(TM))
@@ -795,7 +853,8 @@ __host__ __device__ constexpr unsigned matmul_silu_mul_smem_bytes() {
 // it). prefetched: see matmul_silu_mul_prefetch.
 template <int TM, int TN, int TK, class TA, class TB, class TY>
 __device__ void matmul_silu_mul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const View<TB>& b_up,
-                                bool transpose_b, const View<TY>& y, bool prefetched = false) {
+                                bool transpose_b, const View<TY>& y, bool prefetched = false, TmaB tb = TmaB{},
+                                TmaB tb_up = TmaB{}) {
   using T = bare_t<TA>;
   static_assert(same_v<T, bare_t<TB>>, "matmul_silu_mul: a and b must have the same dtype");
   static_assert(is_float_v<T> && is_float_v<TY>, "matmul_silu_mul: float dtypes only");
@@ -817,7 +876,7 @@ __device__ void matmul_silu_mul(const Ctx& ctx, const View<TA>& a, const View<TB
   } else {
     if constexpr (detail::MmWgGeom<T, TM, TN, TK>::ON)
       if (detail::mm_use_wgmma<T, TM, TN, TK>(a.ptr, b.ptr, b_up.ptr, transpose_b, g)) {
-        detail::mm_wgmma<T, TM, TN, TK, TY, true>(ctx, a.ptr, b.ptr, b_up.ptr, g, y.ptr, prefetched);
+        detail::mm_wgmma<T, TM, TN, TK, TY, true>(ctx, a.ptr, b.ptr, b_up.ptr, g, y.ptr, prefetched, tb, tb_up);
         return;
       }
     if constexpr (detail::mm_has_large_m_tiling(TM))

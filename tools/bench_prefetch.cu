@@ -1,0 +1,240 @@
+// Does loading a decode matmul task's weights before its event wait pay, and by which copy
+// engine? In the megakernel (etcc --weight-prefetch, session 51's traces) a task that issues
+// 80 KiB of cp.async before its wait spends 3 to 5 us issuing them (the trace's `pre`): the SM
+// takes no more requests than it has in flight, so the prefetch streams as a K loop would and
+// the wait starts late. This models one hop of the B = 1 chain: 128 worker CTAs each own a task
+// of 64 weight rows by K (stages of 64 x 128 16-bit elements, 16 KiB); each issues its first P
+// stages, then spins on a flag that one more CTA sets `delay` us after its start (the producer
+// of the chain), then streams the rest of its K through a ring of S stages and reads every
+// stage. A few chain CTAs meanwhile load 16 KiB blocks of another buffer one after another (a
+// chain task's latency-bound loads), so the prefetch's cost to the chain shows too. Two copy
+// engines: cp.async (16 bytes a thread, etc's ring) and TMA tensor copies of 64 x 64 boxes on
+// per-stage mbarriers (one thread issues a stage, so issuing costs nothing however deep).
+//
+// Per variant, medians over the launches (L2 flushed before each) of: issue (a worker's time from
+// its start to its last prefetch issued), post (the flag's setting to a worker's end: what the
+// hop costs after its producer), span (the launch), chain (a chain CTA's 8 loads). Every worker
+// checks its tile's xor against the host's.
+//
+//   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
+//     tools/bench_prefetch.cu -o bench_prefetch
+//   ./bench_prefetch
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "bench_copies.cuh"
+
+constexpr int kWorkers = 128, kRows = 64, kTK = 128, kChain = 3, kChainLoads = 8;
+constexpr int kStageElems = kRows * kTK, kStageBytes = kStageElems * 2;
+
+struct Rec {
+  unsigned long long t0, t1, t2, t3;
+  unsigned acc;
+  unsigned pad;
+};
+
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// Stage `st` of a worker's tile (rows r0 .. r0 + 63, columns st * 128 ..) into its ring slot.
+template <int S>
+__device__ __forceinline__ void issue(bool tma, const CUtensorMap* map, unsigned short* ring, unsigned long long* bar,
+                                      const unsigned short* w, long long K, int r0, int st, int nk) {
+  if (st >= nk) {
+    if (!tma) commit();  // empty groups keep wait_group's count uniform
+    return;
+  }
+  unsigned short* dst = ring + (st % S) * kStageElems;
+  const int k0 = st * kTK;
+  if (tma) {
+    if (threadIdx.x == 0) {
+      mbar_expect(&bar[st % S], kStageBytes);
+      tma2d(dst, map, k0, r0, &bar[st % S]);                      // columns k0 .. k0 + 63
+      tma2d(dst + kRows * 64, map, k0 + 64, r0, &bar[st % S]);  // k0 + 64 .. k0 + 127
+    }
+    return;
+  }
+  // The same two halves as the TMA boxes: [64 rows x 64 columns] each, row-major.
+  for (int c = threadIdx.x; c < kStageElems / 8; c += blockDim.x) {
+    const int half = c / (kRows * 8), r = (c / 8) % kRows, cc = c % 8;
+    cp16(dst + half * kRows * 64 + r * 64 + cc * 8, w + (long long)(r0 + r) * K + k0 + half * 64 + cc * 8);
+  }
+  commit();
+}
+
+template <int S>
+__global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap map, const unsigned short* w, long long K,
+                                           bool tma, int P, unsigned* flag, long long delay_ns, const int4* chain_buf,
+                                           Rec* rec, unsigned long long* chain_ns, unsigned long long* flag_ns) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  __shared__ unsigned long long bar[S];
+  __shared__ unsigned red[8];
+  const unsigned long long t0 = globaltimer_ns();
+  const int b = blockIdx.x;
+  if (b == kWorkers) {  // the producer: sets the flag delay_ns after its start
+    if (threadIdx.x == 0) {
+      unsigned long long now;
+      while ((now = globaltimer_ns()) < t0 + (unsigned long long)delay_ns) {
+      }
+      st_release(flag, 1u);
+      *flag_ns = now;
+    }
+    return;
+  }
+  if (b > kWorkers) {  // a chain CTA: 16 KiB blocks one after another, each waited for
+    const int c = b - kWorkers - 1;
+    int4* dst = reinterpret_cast<int4*>(smem);
+    for (int i = 0; i < kChainLoads; ++i) {
+      const int4* src = chain_buf + ((long long)(c * kChainLoads + i) * 1024);
+      for (int j = threadIdx.x; j < 1024; j += blockDim.x) cp16(dst + j, src + j);
+      commit();
+      wait_group<0>();
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) chain_ns[c] = globaltimer_ns() - t0;
+    return;
+  }
+  unsigned short* ring = reinterpret_cast<unsigned short*>(smem);
+  const int nk = (int)(K / kTK), r0 = b * kRows;
+  if (tma) {
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < S; ++s) mbar_init(&bar[s], 1);
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+  }
+  for (int s = 0; s < P; ++s) issue<S>(tma, &map, ring, bar, w, K, r0, s, nk);
+  const unsigned long long t1 = globaltimer_ns();
+  if (threadIdx.x == 0)
+    while (ld_acquire(flag) == 0u) {
+    }
+  __syncthreads();
+  const unsigned long long t2 = globaltimer_ns();
+  for (int s = P; s < S - 1; ++s) issue<S>(tma, &map, ring, bar, w, K, r0, s, nk);
+  unsigned acc = 0;
+  for (int st = 0; st < nk; ++st) {
+    if (tma)
+      mbar_wait(&bar[st % S], (unsigned)((st / S) & 1));
+    else
+      wait_group<S - 2>();
+    __syncthreads();
+    issue<S>(tma, &map, ring, bar, w, K, r0, st + S - 1, nk);
+    const unsigned* src = reinterpret_cast<const unsigned*>(ring + (st % S) * kStageElems);
+    for (int i = threadIdx.x; i < kStageElems / 2; i += blockDim.x) acc ^= src[i];
+  }
+  if (!tma) wait_group<0>();
+  for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned a = 0;
+    for (int i = 0; i < 8; ++i) a ^= red[i];
+    rec[b] = Rec{t0, t1, t2, globaltimer_ns(), a, 0};
+  }
+}
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+int main() {
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("%s, %d SMs; %d worker CTAs of %d rows, %d chain CTAs of %d x 16 KiB loads\n", prop.name,
+              prop.multiProcessorCount, kWorkers, kRows, kChain, kChainLoads);
+  const long long kMaxK = 2048, rows = (long long)kWorkers * kRows;
+  std::vector<unsigned short> host(rows * kMaxK);
+  unsigned seed = 12345u;
+  for (auto& x : host) x = (unsigned short)((seed = seed * 1664525u + 1013904223u) >> 16);
+  unsigned short* w;
+  CK(cudaMalloc(&w, host.size() * 2));
+  CK(cudaMemcpy(w, host.data(), host.size() * 2, cudaMemcpyHostToDevice));
+  int4* chain_buf;
+  CK(cudaMalloc(&chain_buf, (long long)kChain * kChainLoads * 16384));
+  CK(cudaMemset(chain_buf, 1, (long long)kChain * kChainLoads * 16384));
+  unsigned *flag, *sink;
+  Rec* rec;
+  unsigned long long *chain_ns, *flag_ns;
+  CK(cudaMalloc(&flag, 4));
+  CK(cudaMalloc(&sink, 4));
+  CK(cudaMalloc(&rec, kWorkers * sizeof(Rec)));
+  CK(cudaMalloc(&chain_ns, kChain * 8));
+  CK(cudaMalloc(&flag_ns, 8));
+  L2Flush flush(prop, sink);
+  std::printf("%-5s %5s %3s %3s %8s %9s %9s %9s %9s  %s\n", "copy", "K", "S", "P", "delay", "issue_us", "post_us",
+              "span_us", "chain_us", "check");
+  for (long long K : {512LL, 2048LL}) {
+    // The tile's xor per worker, as the kernel folds it (every 32-bit word of its rows' K range).
+    std::vector<unsigned> want(kWorkers, 0u);
+    for (int b = 0; b < kWorkers; ++b)
+      for (int r = 0; r < kRows; ++r)
+        for (long long k = 0; k < K; k += 2) {
+          const unsigned short* e = &host[(b * kRows + r) * kMaxK + k];
+          want[b] ^= (unsigned)e[0] | ((unsigned)e[1] << 16);
+        }
+    // The weights as [rows, K] rows K apart: a copy of the first K columns of each host row.
+    std::vector<unsigned short> packed(rows * K);
+    for (long long r = 0; r < rows; ++r) std::memcpy(&packed[r * K], &host[r * kMaxK], K * 2);
+    CK(cudaMemcpy(w, packed.data(), packed.size() * 2, cudaMemcpyHostToDevice));
+    const CUtensorMap map = tensor_map_2d(w, K, rows, 64, kRows);
+    struct V {
+      bool tma;
+      int S, P;
+    };
+    const int nk = (int)(K / kTK);
+    std::vector<V> vs = {{false, 4, 0}, {false, 4, 3}, {true, 4, 0}, {true, 4, 3}, {true, 8, 0}, {true, 8, 7}};
+    if (nk >= 12) vs.push_back({true, 12, 11});
+    for (long long delay_us : {0LL, 10LL}) {
+      for (const V& v : vs) {
+        const int P = std::min(v.P, nk);
+        const unsigned smem = (unsigned)v.S * kStageBytes;
+        auto launch = [&](auto kern) {
+          CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+          kern<<<kWorkers + 1 + kChain, 256, smem>>>(map, w, K, v.tma, P, flag, delay_us * 1000, chain_buf, rec,
+                                                    chain_ns, flag_ns);
+        };
+        std::vector<double> issue, post, span, chain;
+        bool ok = true;
+        for (int it = 0; it < 12; ++it) {
+          CK(cudaMemset(flag, 0, 4));
+          flush();
+          if (v.S == 4) launch(hop<4>);
+          else if (v.S == 8) launch(hop<8>);
+          else launch(hop<12>);
+          CK(cudaDeviceSynchronize());
+          std::vector<Rec> r(kWorkers);
+          std::vector<unsigned long long> c(kChain), f(1);
+          CK(cudaMemcpy(r.data(), rec, r.size() * sizeof(Rec), cudaMemcpyDeviceToHost));
+          CK(cudaMemcpy(c.data(), chain_ns, c.size() * 8, cudaMemcpyDeviceToHost));
+          CK(cudaMemcpy(f.data(), flag_ns, 8, cudaMemcpyDeviceToHost));
+          if (it == 0) continue;  // warm-up
+          std::vector<double> is, ps;
+          unsigned long long lo = ~0ULL, hi = 0;
+          for (int b = 0; b < kWorkers; ++b) {
+            ok &= r[b].acc == want[b];
+            is.push_back((r[b].t1 - r[b].t0) / 1e3);
+            ps.push_back(((double)r[b].t3 - (double)f[0]) / 1e3);
+            lo = std::min(lo, r[b].t0), hi = std::max(hi, r[b].t3);
+          }
+          issue.push_back(median(is));
+          post.push_back(median(ps));
+          span.push_back((hi - lo) / 1e3);
+          std::vector<double> cs;
+          for (unsigned long long x : c) cs.push_back(x / 1e3);
+          chain.push_back(median(cs));
+        }
+        std::printf("%-5s %5lld %3d %3d %8lld %9.2f %9.2f %9.2f %9.2f  %s\n", v.tma ? "tma" : "cpa", K, v.S, P, delay_us,
+                    median(issue), median(post), median(span), median(chain), ok ? "ok" : "MISMATCH");
+      }
+    }
+  }
+  return 0;
+}
