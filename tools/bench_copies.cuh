@@ -60,9 +60,11 @@ __device__ __forceinline__ void tma2d(void* s, const CUtensorMap* map, int x, in
 }
 
 // A 2-D tensor map of 16-bit elements, `inner` by `outer` with rows `inner` elements apart, and
-// boxes of bw by rows elements, through the driver's encoder (found at run time, without linking
-// libcuda). Exits when the driver lacks it or refuses the map.
-inline CUtensorMap tensor_map_2d(const void* base, unsigned long long inner, unsigned long long outer, int bw, int rows) {
+// boxes of bw by rows elements (in the given shared-memory swizzle), through the driver's
+// encoder (found at run time, without linking libcuda). Exits when the driver lacks it or refuses
+// the map.
+inline CUtensorMap tensor_map_2d(const void* base, unsigned long long inner, unsigned long long outer, int bw, int rows,
+                                 CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
     PFN_cuTensorMapEncodeTiled_v12000 f = nullptr;
     cudaDriverEntryPointQueryResult found;
@@ -78,7 +80,7 @@ inline CUtensorMap tensor_map_2d(const void* base, unsigned long long inner, uns
   const cuuint64_t dims[2] = {inner, outer}, strides[1] = {inner * 2};
   const cuuint32_t box[2] = {(cuuint32_t)bw, (cuuint32_t)rows}, estr[2] = {1, 1};
   const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(base), dims, strides, box, estr,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     std::fprintf(stderr, "cuTensorMapEncodeTiled (box %d x %d): error %d\n", bw, rows, (int)r);

@@ -11,6 +11,10 @@
 // engines: cp.async (16 bytes a thread, etc's ring) and TMA tensor copies of 64 x 64 boxes on
 // per-stage mbarriers (one thread issues a stage, so issuing costs nothing however deep).
 //
+// The TMA rows come in three forms: `tma` (boxes without a swizzle), `tsw` (the 128-byte swizzle
+// of etc's wgmma stages) and `tswh` (that and etc's evict-first L2 hint, etc/device/tma.cuh's
+// tma_box: the decode step's form, which ran slower there than cp.async, session 51).
+//
 // Per variant, medians over the launches (L2 flushed before each) of: issue (a worker's time from
 // its start to its last prefetch issued), post (the flag's setting to a worker's end: what the
 // hop costs after its producer), span (the launch), chain (a chain CTA's 8 loads). Every worker
@@ -24,6 +28,7 @@
 #include <vector>
 
 #include "bench_copies.cuh"
+#include "etc/device/tma.cuh"
 
 constexpr int kWorkers = 128, kRows = 64, kTK = 128, kChain = 3, kChainLoads = 8;
 constexpr int kStageElems = kRows * kTK, kStageBytes = kStageElems * 2;
@@ -44,9 +49,14 @@ __device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
 }
 
 // Stage `st` of a worker's tile (rows r0 .. r0 + 63, columns st * 128 ..) into its ring slot.
+// The copy engines: cp.async, TMA boxes (no swizzle / etc's 128-byte swizzle / that with etc's
+// evict-first hint).
+enum Copy { kCpAsync = 0, kTma = 1, kTmaSwizzled = 2, kTmaSwizzledHint = 3 };
+
 template <int S>
-__device__ __forceinline__ void issue(bool tma, const CUtensorMap* map, unsigned short* ring, unsigned long long* bar,
+__device__ __forceinline__ void issue(int copy, const CUtensorMap* map, unsigned short* ring, unsigned long long* bar,
                                       const unsigned short* w, long long K, int r0, int st, int nk) {
+  const bool tma = copy != kCpAsync;
   if (st >= nk) {
     if (!tma) commit();  // empty groups keep wait_group's count uniform
     return;
@@ -56,8 +66,14 @@ __device__ __forceinline__ void issue(bool tma, const CUtensorMap* map, unsigned
   if (tma) {
     if (threadIdx.x == 0) {
       mbar_expect(&bar[st % S], kStageBytes);
-      tma2d(dst, map, k0, r0, &bar[st % S]);                      // columns k0 .. k0 + 63
-      tma2d(dst + kRows * 64, map, k0 + 64, r0, &bar[st % S]);  // k0 + 64 .. k0 + 127
+      if (copy == kTmaSwizzledHint) {
+        const unsigned long long policy = etc::dev::detail::l2_evict_first();
+        etc::dev::detail::tma_box(dst, map, k0, r0, &bar[st % S], policy);
+        etc::dev::detail::tma_box(dst + kRows * 64, map, k0 + 64, r0, &bar[st % S], policy);
+      } else {
+        tma2d(dst, map, k0, r0, &bar[st % S]);                      // columns k0 .. k0 + 63
+        tma2d(dst + kRows * 64, map, k0 + 64, r0, &bar[st % S]);  // k0 + 64 .. k0 + 127
+      }
     }
     return;
   }
@@ -71,7 +87,7 @@ __device__ __forceinline__ void issue(bool tma, const CUtensorMap* map, unsigned
 
 template <int S>
 __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap map, const unsigned short* w, long long K,
-                                           bool tma, int P, unsigned* flag, long long delay_ns, const int4* chain_buf,
+                                           int copy, int P, unsigned* flag, long long delay_ns, const int4* chain_buf,
                                            Rec* rec, unsigned long long* chain_ns, unsigned long long* flag_ns) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ unsigned long long bar[S];
@@ -103,6 +119,7 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
   }
   unsigned short* ring = reinterpret_cast<unsigned short*>(smem);
   const int nk = (int)(K / kTK), r0 = b * kRows;
+  const bool tma = copy != kCpAsync;
   if (tma) {
     if (threadIdx.x == 0) {
       for (int s = 0; s < S; ++s) mbar_init(&bar[s], 1);
@@ -110,14 +127,14 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
     }
     __syncthreads();
   }
-  for (int s = 0; s < P; ++s) issue<S>(tma, &map, ring, bar, w, K, r0, s, nk);
+  for (int s = 0; s < P; ++s) issue<S>(copy, &map, ring, bar, w, K, r0, s, nk);
   const unsigned long long t1 = globaltimer_ns();
   if (threadIdx.x == 0)
     while (ld_acquire(flag) == 0u) {
     }
   __syncthreads();
   const unsigned long long t2 = globaltimer_ns();
-  for (int s = P; s < S - 1; ++s) issue<S>(tma, &map, ring, bar, w, K, r0, s, nk);
+  for (int s = P; s < S - 1; ++s) issue<S>(copy, &map, ring, bar, w, K, r0, s, nk);
   unsigned acc = 0;
   for (int st = 0; st < nk; ++st) {
     if (tma)
@@ -125,7 +142,7 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
     else
       wait_group<S - 2>();
     __syncthreads();
-    issue<S>(tma, &map, ring, bar, w, K, r0, st + S - 1, nk);
+    issue<S>(copy, &map, ring, bar, w, K, r0, st + S - 1, nk);
     const unsigned* src = reinterpret_cast<const unsigned*>(ring + (st % S) * kStageElems);
     for (int i = threadIdx.x; i < kStageElems / 2; i += blockDim.x) acc ^= src[i];
   }
@@ -185,21 +202,24 @@ int main() {
     for (long long r = 0; r < rows; ++r) std::memcpy(&packed[r * K], &host[r * kMaxK], K * 2);
     CK(cudaMemcpy(w, packed.data(), packed.size() * 2, cudaMemcpyHostToDevice));
     const CUtensorMap map = tensor_map_2d(w, K, rows, 64, kRows);
+    const CUtensorMap map_sw = tensor_map_2d(w, K, rows, 64, kRows, CU_TENSOR_MAP_SWIZZLE_128B);
     struct V {
-      bool tma;
+      int copy;
       int S, P;
     };
     const int nk = (int)(K / kTK);
-    std::vector<V> vs = {{false, 4, 0}, {false, 4, 3}, {true, 4, 0}, {true, 4, 3}, {true, 8, 0}, {true, 8, 7}};
-    if (nk >= 12) vs.push_back({true, 12, 11});
+    std::vector<V> vs = {{kCpAsync, 4, 0}, {kCpAsync, 4, 3}, {kTma, 4, 0}, {kTma, 4, 3}, {kTma, 8, 0}, {kTma, 8, 7},
+                         {kTmaSwizzled, 4, 0}, {kTmaSwizzled, 4, 3}, {kTmaSwizzledHint, 4, 0}, {kTmaSwizzledHint, 4, 3}};
+    if (nk >= 12) vs.push_back({kTma, 12, 11});
+    static const char* const kCopyName[] = {"cpa", "tma", "tsw", "tswh"};
     for (long long delay_us : {0LL, 10LL}) {
       for (const V& v : vs) {
         const int P = std::min(v.P, nk);
         const unsigned smem = (unsigned)v.S * kStageBytes;
         auto launch = [&](auto kern) {
           CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-          kern<<<kWorkers + 1 + kChain, 256, smem>>>(map, w, K, v.tma, P, flag, delay_us * 1000, chain_buf, rec,
-                                                    chain_ns, flag_ns);
+          kern<<<kWorkers + 1 + kChain, 256, smem>>>(v.copy >= kTmaSwizzled ? map_sw : map, w, K, v.copy, P, flag,
+                                                    delay_us * 1000, chain_buf, rec, chain_ns, flag_ns);
         };
         std::vector<double> issue, post, span, chain;
         bool ok = true;
@@ -231,7 +251,7 @@ int main() {
           for (unsigned long long x : c) cs.push_back(x / 1e3);
           chain.push_back(median(cs));
         }
-        std::printf("%-5s %5lld %3d %3d %8lld %9.2f %9.2f %9.2f %9.2f  %s\n", v.tma ? "tma" : "cpa", K, v.S, P, delay_us,
+        std::printf("%-5s %5lld %3d %3d %8lld %9.2f %9.2f %9.2f %9.2f  %s\n", kCopyName[v.copy], K, v.S, P, delay_us,
                     median(issue), median(post), median(span), median(chain), ok ? "ok" : "MISMATCH");
       }
     }

@@ -505,7 +505,7 @@ fi
 # cp.async or TMA: what the hop costs after its producer.
 if run_tool bench_prefetch; then
   post_us() { awk -v c="$1" -v s="$2" -v p="$3" '$1 == c && $2 == 2048 && $3 == s && $4 == p && $5 == 10 {print $7; exit}' "$out/bench_prefetch.log"; }
-  row "hop after its producer, K=2048: cp.async / +prefetch / TMA / +prefetch" INFO "$(post_us cpa 4 0) / $(post_us cpa 4 3) / $(post_us tma 4 0) / $(post_us tma 4 3) us (bench_prefetch.log)"
+  row "hop after its producer, K=2048: cp.async / +prefetch / TMA / +prefetch / TMA as the step's" INFO "$(post_us cpa 4 0) / $(post_us cpa 4 3) / $(post_us tma 4 0) / $(post_us tma 4 3) / $(post_us tswh 4 0) us (bench_prefetch.log)"
 else
   tool_fail "a hop's prefetch (tools/bench_prefetch.cu)" bench_prefetch
 fi
