@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench_copies.cuh"
+#include "etc/device/events.cuh"
 #include "etc/device/tma.cuh"
 
 constexpr int kWorkers = 128, kRows = 64, kTK = 128, kChain = 3, kChainLoads = 8;
@@ -38,15 +39,6 @@ struct Rec {
   unsigned acc;
   unsigned pad;
 };
-
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
 
 // Stage `st` of a worker's tile (rows r0 .. r0 + 63, columns st * 128 ..) into its ring slot.
 // The copy engines: cp.async, TMA boxes (no swizzle / etc's 128-byte swizzle / that with etc's
@@ -99,7 +91,7 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
       unsigned long long now;
       while ((now = globaltimer_ns()) < t0 + (unsigned long long)delay_ns) {
       }
-      st_release(flag, 1u);
+      etc::dev::red_release_gpu(flag, 1u);  // the flag is 0 before the launch
       *flag_ns = now;
     }
     return;
@@ -130,7 +122,7 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
   for (int s = 0; s < P; ++s) issue<S>(copy, &map, ring, bar, w, K, r0, s, nk);
   const unsigned long long t1 = globaltimer_ns();
   if (threadIdx.x == 0)
-    while (ld_acquire(flag) == 0u) {
+    while (etc::dev::detail::ld_acquire_gpu(flag) == 0u) {
     }
   __syncthreads();
   const unsigned long long t2 = globaltimer_ns();
