@@ -13,7 +13,12 @@
 //
 // The TMA rows come in three forms: `tma` (boxes without a swizzle), `tsw` (the 128-byte swizzle
 // of etc's wgmma stages) and `tswh` (that and etc's evict-first L2 hint, etc/device/tma.cuh's
-// tma_box: the decode step's form, which ran slower there than cp.async, session 51).
+// tma_box: the decode step's form, which ran slower there than cp.async, session 51). Two more
+// take the map as the step does, from global memory (EtcParams.tmaps) rather than a kernel
+// parameter: `tg`, and `tgp` that prefetches it into the descriptor cache at the CTA's start.
+// (Session 52, H200: all five stream alike, 12.0 to 12.3 us for 256 KiB a task against cp.async's
+// 13.6 to 13.8; a map prefetch before each task's waits, tried in the step (not kept), left its TMA
+// form as slow as before: neither the swizzle, the hint nor the map's place is what it pays.)
 //
 // Per variant, medians over the launches (L2 flushed before each) of: issue (a worker's time from
 // its start to its last prefetch issued), post (the flag's setting to a worker's end: what the
@@ -43,7 +48,7 @@ struct Rec {
 // Stage `st` of a worker's tile (rows r0 .. r0 + 63, columns st * 128 ..) into its ring slot.
 // The copy engines: cp.async, TMA boxes (no swizzle / etc's 128-byte swizzle / that with etc's
 // evict-first hint).
-enum Copy { kCpAsync = 0, kTma = 1, kTmaSwizzled = 2, kTmaSwizzledHint = 3 };
+enum Copy { kCpAsync = 0, kTma = 1, kTmaSwizzled = 2, kTmaSwizzledHint = 3, kTmaGlobal = 4, kTmaGlobalPrefetched = 5 };
 
 template <int S>
 __device__ __forceinline__ void issue(int copy, const CUtensorMap* map, unsigned short* ring, unsigned long long* bar,
@@ -58,7 +63,7 @@ __device__ __forceinline__ void issue(int copy, const CUtensorMap* map, unsigned
   if (tma) {
     if (threadIdx.x == 0) {
       mbar_expect(&bar[st % S], kStageBytes);
-      if (copy == kTmaSwizzledHint) {
+      if (copy >= kTmaSwizzledHint) {
         const unsigned long long policy = etc::dev::detail::l2_evict_first();
         etc::dev::detail::tma_box(dst, map, k0, r0, &bar[st % S], policy);
         etc::dev::detail::tma_box(dst + kRows * 64, map, k0 + 64, r0, &bar[st % S], policy);
@@ -78,7 +83,8 @@ __device__ __forceinline__ void issue(int copy, const CUtensorMap* map, unsigned
 }
 
 template <int S>
-__global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap map, const unsigned short* w, long long K,
+__global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap map, const CUtensorMap* gmap,
+                                           const unsigned short* w, long long K,
                                            int copy, int P, unsigned* flag, long long delay_ns, const int4* chain_buf,
                                            Rec* rec, unsigned long long* chain_ns, unsigned long long* flag_ns) {
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -112,21 +118,24 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
   unsigned short* ring = reinterpret_cast<unsigned short*>(smem);
   const int nk = (int)(K / kTK), r0 = b * kRows;
   const bool tma = copy != kCpAsync;
+  // The decode step's maps are in global memory (EtcParams.tmaps), not kernel parameters.
+  const CUtensorMap* m = copy >= kTmaGlobal ? gmap : &map;
   if (tma) {
     if (threadIdx.x == 0) {
+      if (copy == kTmaGlobalPrefetched) asm volatile("prefetch.tensormap [%0];\n" ::"l"(m) : "memory");
       for (int s = 0; s < S; ++s) mbar_init(&bar[s], 1);
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
   }
-  for (int s = 0; s < P; ++s) issue<S>(copy, &map, ring, bar, w, K, r0, s, nk);
+  for (int s = 0; s < P; ++s) issue<S>(copy, m, ring, bar, w, K, r0, s, nk);
   const unsigned long long t1 = globaltimer_ns();
   if (threadIdx.x == 0)
     while (etc::dev::detail::ld_acquire_gpu(flag) == 0u) {
     }
   __syncthreads();
   const unsigned long long t2 = globaltimer_ns();
-  for (int s = P; s < S - 1; ++s) issue<S>(copy, &map, ring, bar, w, K, r0, s, nk);
+  for (int s = P; s < S - 1; ++s) issue<S>(copy, m, ring, bar, w, K, r0, s, nk);
   unsigned acc = 0;
   for (int st = 0; st < nk; ++st) {
     if (tma)
@@ -134,7 +143,7 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
     else
       wait_group<S - 2>();
     __syncthreads();
-    issue<S>(copy, &map, ring, bar, w, K, r0, st + S - 1, nk);
+    issue<S>(copy, m, ring, bar, w, K, r0, st + S - 1, nk);
     const unsigned* src = reinterpret_cast<const unsigned*>(ring + (st % S) * kStageElems);
     for (int i = threadIdx.x; i < kStageElems / 2; i += blockDim.x) acc ^= src[i];
   }
@@ -169,6 +178,8 @@ int main() {
   int4* chain_buf;
   CK(cudaMalloc(&chain_buf, (long long)kChain * kChainLoads * 16384));
   CK(cudaMemset(chain_buf, 1, (long long)kChain * kChainLoads * 16384));
+  CUtensorMap* gmap;
+  CK(cudaMalloc(&gmap, sizeof(CUtensorMap)));
   unsigned *flag, *sink;
   Rec* rec;
   unsigned long long *chain_ns, *flag_ns;
@@ -195,22 +206,25 @@ int main() {
     CK(cudaMemcpy(w, packed.data(), packed.size() * 2, cudaMemcpyHostToDevice));
     const CUtensorMap map = tensor_map_2d(w, K, rows, 64, kRows);
     const CUtensorMap map_sw = tensor_map_2d(w, K, rows, 64, kRows, CU_TENSOR_MAP_SWIZZLE_128B);
+    CK(cudaMemcpy(gmap, &map_sw, sizeof map_sw, cudaMemcpyHostToDevice));
     struct V {
       int copy;
       int S, P;
     };
     const int nk = (int)(K / kTK);
     std::vector<V> vs = {{kCpAsync, 4, 0}, {kCpAsync, 4, 3}, {kTma, 4, 0}, {kTma, 4, 3}, {kTma, 8, 0}, {kTma, 8, 7},
-                         {kTmaSwizzled, 4, 0}, {kTmaSwizzled, 4, 3}, {kTmaSwizzledHint, 4, 0}, {kTmaSwizzledHint, 4, 3}};
+                         {kTmaSwizzled, 4, 0}, {kTmaSwizzled, 4, 3}, {kTmaSwizzledHint, 4, 0}, {kTmaSwizzledHint, 4, 3},
+                         {kTmaGlobal, 4, 0}, {kTmaGlobal, 4, 3}, {kTmaGlobalPrefetched, 4, 0},
+                         {kTmaGlobalPrefetched, 4, 3}};
     if (nk >= 12) vs.push_back({kTma, 12, 11});
-    static const char* const kCopyName[] = {"cpa", "tma", "tsw", "tswh"};
+    static const char* const kCopyName[] = {"cpa", "tma", "tsw", "tswh", "tg", "tgp"};
     for (long long delay_us : {0LL, 10LL}) {
       for (const V& v : vs) {
         const int P = std::min(v.P, nk);
         const unsigned smem = (unsigned)v.S * kStageBytes;
         auto launch = [&](auto kern) {
           CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-          kern<<<kWorkers + 1 + kChain, 256, smem>>>(v.copy >= kTmaSwizzled ? map_sw : map, w, K, v.copy, P, flag,
+          kern<<<kWorkers + 1 + kChain, 256, smem>>>(v.copy >= kTmaSwizzled ? map_sw : map, gmap, w, K, v.copy, P, flag,
                                                     delay_us * 1000, chain_buf, rec, chain_ns, flag_ns);
         };
         std::vector<double> issue, post, span, chain;
