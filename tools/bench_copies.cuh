@@ -1,6 +1,7 @@
 // The copy primitives of the stream benchmarks (tools/bench_stream.cu, tools/bench_kv.cu):
 // cp.async 16-byte copies and their groups, mbarriers, cp.async.bulk and TMA tensor copies,
-// each as the inline PTX that etc's device headers use, and a CUDA error check.
+// each as the inline PTX that etc's device headers use (the mbarriers are etc/device/tma.cuh's
+// own), and a CUDA error check.
 #pragma once
 
 #include <cuda.h>
@@ -11,6 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "etc/device/tma.cuh"
 
 #define CK(x)                                                                               \
   do {                                                                                      \
@@ -31,18 +34,10 @@ __device__ __forceinline__ void wait_group() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-__device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned n) {
-  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(smem_addr(b)), "r"(n) : "memory");
-}
-__device__ __forceinline__ void mbar_expect(unsigned long long* b, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(smem_addr(b)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned phase) {
-  asm volatile(
-      "{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared.b64 p, [%0], %1;\n @!p bra W;\n}\n" ::"r"(smem_addr(b)),
-      "r"(phase)
-      : "memory");
-}
+// The mbarriers as etc's TMA weight stream sets them up and waits on them.
+using etc::dev::detail::mbar_expect_tx;
+using etc::dev::detail::mbar_init;
+using etc::dev::detail::mbar_wait;
 // One bulk copy of `bytes` (a multiple of 16) to shared memory, completing on mbarrier b.
 __device__ __forceinline__ void bulk(void* s, const void* g, unsigned bytes, unsigned long long* b) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(

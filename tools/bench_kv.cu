@@ -94,12 +94,12 @@ __global__ void __launch_bounds__(kThreads) stream_kv(Args a, const __grid_const
       } else if (threadIdx.x == 0) {
         unsigned long long* b = &bar[(i % a.slots) * 2 + v];
         if (a.copy == Copy::kBulk) {
-          mbar_expect(b, rows * row_bytes);
+          mbar_expect_tx(b, rows * row_bytes);
           bulk(dst, row_ptr(v, task, blk * sr), rows * row_bytes, b);
         } else {
           // A box is always sr rows: the last block's rows past N are read too (the cache has
           // room), so that the bytes expected are the box's.
-          mbar_expect(b, sr * row_bytes);
+          mbar_expect_tx(b, sr * row_bytes);
           const long long off = offset(task, blk * sr);
           tma2d(dst, v ? &vm : &km, (int)(off % inner), (int)(off / inner), b);
         }

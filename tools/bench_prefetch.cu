@@ -11,7 +11,7 @@
 // engines: cp.async (16 bytes a thread, etc's ring) and TMA tensor copies of 64 x 64 boxes on
 // per-stage mbarriers (one thread issues a stage, so issuing costs nothing however deep).
 //
-// The TMA rows come in three forms: `tma` (boxes without a swizzle), `tsw` (the 128-byte swizzle
+// The TMA rows come in five forms: `tma` (boxes without a swizzle), `tsw` (the 128-byte swizzle
 // of etc's wgmma stages) and `tswh` (that and etc's evict-first L2 hint, etc/device/tma.cuh's
 // tma_box: the decode step's form, which ran slower there than cp.async, session 51). Two more
 // take the map as the step does, from global memory (EtcParams.tmaps) rather than a kernel
@@ -62,7 +62,7 @@ __device__ __forceinline__ void issue(int copy, const CUtensorMap* map, unsigned
   const int k0 = st * kTK;
   if (tma) {
     if (threadIdx.x == 0) {
-      mbar_expect(&bar[st % S], kStageBytes);
+      mbar_expect_tx(&bar[st % S], kStageBytes);
       if (copy >= kTmaSwizzledHint) {
         const unsigned long long policy = etc::dev::detail::l2_evict_first();
         etc::dev::detail::tma_box(dst, map, k0, r0, &bar[st % S], policy);

@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(256) stream_bulk(const unsigned short* w, long
     if (st >= steps || threadIdx.x >= 32) return;
     const int rb = st / kb, k0 = (st % kb) * SC;
     unsigned short* dst = reinterpret_cast<unsigned short*>(ring) + (st % S) * stage_elems;
-    if (threadIdx.x == 0) mbar_expect(&bar[st % S], stage_elems * 2);
+    if (threadIdx.x == 0) mbar_expect_tx(&bar[st % S], stage_elems * 2);
     __syncwarp();
     for (int r = threadIdx.x; r < SR; r += 32)
       bulk(dst + r * SC, w + (long long)(r0 + rb * SR + r) * K + k0, SC * 2, &bar[st % S]);
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(256) stream_tma(const __grid_constant__ CUtens
     if (st >= steps || threadIdx.x != 0) return;
     const int rb = st / kb, k0 = (st % kb) * SC;
     unsigned short* dst = reinterpret_cast<unsigned short*>(ring) + (st % S) * stage_elems;
-    mbar_expect(&bar[st % S], stage_elems * 2);
+    mbar_expect_tx(&bar[st % S], stage_elems * 2);
     for (int x = 0; x < SC; x += bw) tma2d(dst + x * SR, &map, k0 + x, r0 + rb * SR, &bar[st % S]);
   });
   if (acc == 0x12345678u) sink[blockIdx.x] = acc;

@@ -554,6 +554,15 @@ __device__ __forceinline__ bool mm_wg_tma(const T* bp, const T* bp2, const MmArg
   }
 }
 
+// A task's TMA ring, before its first stage: the ring's earlier ordinary stores (an earlier op's
+// scratch) ordered before the copy engine's writes, then fresh mbarriers (thread 0).
+template <int S>
+__device__ __forceinline__ void mm_tma_ring_setup() {
+  fence_proxy_async_smem();
+  __syncthreads();
+  tma_ring_init<S>();
+}
+
 // mm_tensor_core's product on wgmma (mm_use_wgmma said so): the same ring discipline (stages
 // S - 1 ahead, b's first stages possibly prefetched), each stage's k16 steps issued by each
 // warpgroup and waited for before the next stage, then the f32 tile through shared memory to
@@ -570,11 +579,7 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
   if (tma) {
     // The prefetch set the mbarriers up (before the task's waits, whose barrier every thread
     // passed since); else the ring's earlier ordinary stores go before the copy engine's.
-    if (!prefetched) {
-      fence_proxy_async_smem();
-      __syncthreads();
-      tma_ring_init<S>();
-    }
+    if (!prefetched) mm_tma_ring_setup<S>();
     __syncthreads();
   }
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2;
@@ -771,11 +776,7 @@ __device__ void mm_prefetch(const Ctx& ctx, const View<TA>& a, const View<TB>& b
       T* ring = mm_wg_ring<T>(ctx);
       TmaStream ts;
       const bool tma = mm_wg_tma<T, TM, TN, TK, PAIR>(b.ptr, bp2, g, tb, tb2, ts);
-      if (tma) {  // as in mm_wgmma; its matmul then finds the mbarriers set up
-        fence_proxy_async_smem();
-        __syncthreads();
-        tma_ring_init<S>();
-      }
+      if (tma) mm_tma_ring_setup<S>();  // its matmul then finds the mbarriers set up
 #pragma unroll 1
       for (int s = 0; s < mm_prefetch_stages(S); ++s)
         mm_issue_wg<T, TM, TN, TK, PAIR>(ring, s, nk, a.ptr, b.ptr, bp2, g, false, true, tma ? &ts : nullptr);
