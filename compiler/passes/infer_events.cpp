@@ -106,9 +106,15 @@ class Inference {
     // share no tensor.
     if (deps.empty() || neverBothRun(m_.tasks[pi], m_.tasks[ci])) return;
     // One event per distinct key list: counts of deps with the same keys add up, and every
-    // P task performs each dep's notify.
+    // P task performs each dep's notify. Deps alike in count and notify ranges (C reading
+    // several tensors that P writes with the same tiling: a decode step's rotated q and its two
+    // cache rows) order the same tiles at the same moment, so one of them stands for all: one
+    // notify a P task instead of one per tensor, and the counts not multiplied.
     std::map<std::vector<uint32_t>, std::vector<const Dep*>> by_keys;
-    for (const Dep& d : deps) by_keys[d.keys].push_back(&d);
+    for (const Dep& d : deps) {
+      std::vector<const Dep*>& group = by_keys[d.keys];
+      if (std::none_of(group.begin(), group.end(), [&](const Dep* g) { return sameDep(*g, d); })) group.push_back(&d);
+    }
     for (const auto& [keys, group] : by_keys) addEvent(pi, ci, keys, group);
   }
 
@@ -178,6 +184,13 @@ class Inference {
       dep.notify.push_back(r);
     }
     return dep;
+  }
+
+  static bool sameDep(const Dep& a, const Dep& b) {
+    if (!equal(a.count, b.count) || a.notify.size() != b.notify.size()) return false;
+    for (size_t k = 0; k < a.notify.size(); ++k)
+      if (!equal(a.notify[k].lo, b.notify[k].lo) || !equal(a.notify[k].hi, b.notify[k].hi)) return false;
+    return true;
   }
 
   // One counter: every P task notifies it, every C task waits for all of them.

@@ -289,8 +289,8 @@ run no-share-task-code 0 --emit=cuda --no-share-task-code "$tmp/l2.etir" &&
 # the kernel parameters, which the runtime fills once per binding (the descriptor's "derived"), in
 # locals of each function that uses them; --no-derived-syms keeps it in the code.
 run derived-syms 0 --emit=cuda "$tmp/l2.etir" &&
-  stdout_has derived-syms "  //   etc_d6 = min(cdiv(16, B), 8)" &&
-  stdout_has derived-syms "  [[maybe_unused]] const long long etc_d6 = p.derived[6];" &&
+  stdout_has derived-syms "  //   etc_d4 = min(cdiv(16, B), 8)" &&
+  stdout_has derived-syms "  [[maybe_unused]] const long long etc_d4 = p.derived[4];" &&
   stdout_has derived-syms "static_assert(sizeof(EtcParams) == "
 run no-derived-syms 0 --emit=cuda --no-derived-syms "$tmp/l2.etir" &&
   if grep -q "p\.derived\|etc_d[0-9]\|ETC_DERIVED" "$tmp/out"; then fail "no-derived-syms: the code reads derived syms"; else pass; fi
