@@ -15,6 +15,11 @@
 
 #include "etc/device/tma.cuh"
 
+// tma.cuh's mbarriers compile to nothing below sm_90a; a benchmark would then spin forever.
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "the stream benchmarks need sm_90a: nvcc -gencode arch=compute_90a,code=sm_90a"
+#endif
+
 #define CK(x)                                                                               \
   do {                                                                                      \
     cudaError_t e_ = (x);                                                                   \

@@ -9,7 +9,7 @@
 // loads are used. Prints each variant's time for one layer's cache and its bandwidth as a
 // ratio of a device-to-device copy timed in the same process (read + write counted).
 //
-//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a tools/bench_kv.cu -o bench_kv
+//   nvcc -O3 -std=c++17 -I runtime/include -gencode arch=compute_90a,code=sm_90a tools/bench_kv.cu -o bench_kv
 //   ./bench_kv [D] [B] [N]   (default D = 128, B = 128, N = 512 positions: Qwen3-0.6B at KV 511)
 //
 // H200, session 38 (docs/benchmarks.md): the block's size sets the speed (D = 128, one slot:

@@ -16,7 +16,7 @@
 // The stream's time is in-kernel (globaltimer: the last consumer's end less the first one's
 // start), so a prefetch kernel before it is not counted.
 //
-//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a tools/bench_pump.cu -o bench_pump
+//   nvcc -O3 -std=c++17 -I runtime/include -gencode arch=compute_90a,code=sm_90a tools/bench_pump.cu -o bench_pump
 //   ./bench_pump [K] [N]
 #include <cuda_runtime.h>
 

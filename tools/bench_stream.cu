@@ -9,7 +9,7 @@
 // the matrix, one copy of a 2-D box per stage, or two where a row's bytes pass the box's 256
 // elements) and through 16-byte loads into registers.
 //
-//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a tools/bench_stream.cu -o bench_stream
+//   nvcc -O3 -std=c++17 -I runtime/include -gencode arch=compute_90a,code=sm_90a tools/bench_stream.cu -o bench_stream
 //   ./bench_stream [K] [N]      (default K = 2048, N = 16384: Llama-3.2-1B's gate and up)
 #include <cuda.h>
 #include <cudaTypedefs.h>
