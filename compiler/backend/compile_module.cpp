@@ -8,7 +8,6 @@
 #include "compiler/backend/descriptor.h"
 #include "compiler/backend/emit_cuda.h"
 #include "compiler/backend/profile.h"
-#include "compiler/backend/tma_tensors.h"
 #include "compiler/ir/printer.h"
 
 namespace etc::backend {
@@ -18,8 +17,7 @@ bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::
   std::optional<ProfileLayout> layout;
   if (profile) layout = profileLayout(m);
   const std::string ir_text = ir::printModule(m);
-  const std::vector<uint32_t> tmaps = tmaTensors(m, options.defines);
-  auto descriptor = [&](const std::vector<ir::Expr>& derived) {
+  auto descriptor = [&](const std::vector<ir::Expr>& derived, const std::vector<uint32_t>& tmaps) {
     return buildDescriptor(m, targets, ir_text, layout ? &*layout : nullptr, derived, tmaps);
   };
   return emitCuda(m, descriptor, cuda, diags, layout ? &*layout : nullptr, options);

@@ -54,7 +54,7 @@ class Emitter {
         defines_(options.defines), derived_(m) {
     layout_ = eventLayout(m, nullptr);
     sched_ = schedLayout(m, nullptr);
-    for (uint32_t t : tmaTensors(m, options.defines)) tma_tensors_.insert(t);
+    tma_tensors_ = tmaTensors(m, options.defines);
   }
 
   bool run(const DescriptorFn& descriptor, std::string& out) {
@@ -100,7 +100,7 @@ class Emitter {
       return false;
     }
     out_.insert(params_at, paramsStruct());
-    emitDescriptor(descriptor(derived_.exprs()));
+    emitDescriptor(descriptor(derived_.exprs(), tma_tensors_));
     out = std::move(out_);
     return true;
   }
@@ -790,7 +790,8 @@ class Emitter {
     std::string maps, full_signature = signature;
     const size_t nmaps = gated ? 2 : 1;
     bool mapped = tb;
-    for (size_t i = 1; i <= nmaps; ++i) mapped = mapped && tma_tensors_.count(c.call.args[i].target);
+    for (size_t i = 1; i <= nmaps; ++i)
+      mapped = mapped && std::binary_search(tma_tensors_.begin(), tma_tensors_.end(), c.call.args[i].target);
     if (mapped) {
       for (size_t i = 1; i <= nmaps; ++i) {
         maps += fmt::format(", m{}", i);
@@ -1310,7 +1311,7 @@ class Emitter {
   bool derived_syms_;             // etcc --no-derived-syms turns it off
   const std::vector<std::string>& defines_;  // etcc --device-define NAME=VALUE
   DerivedSyms derived_;
-  std::set<uint32_t> tma_tensors_;  // tensors with a tensor map (the descriptor's "tmaps")
+  std::vector<uint32_t> tma_tensors_;  // tensors with a tensor map, ascending (the descriptor's "tmaps")
   std::vector<EventLayout> layout_;
   std::vector<SchedLayout> sched_;
   std::string out_;

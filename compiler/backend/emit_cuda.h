@@ -25,8 +25,10 @@ struct EmitOptions {
   std::vector<std::string> defines;  // NAME=VALUE before the device headers (--device-define)
 };
 
-// The descriptor to embed, given the derived syms that the code reads (in EtcParams.derived).
-using DescriptorFn = std::function<std::string(const std::vector<ir::Expr>& derived)>;
+// The descriptor to embed, given the derived syms that the code reads (in EtcParams.derived)
+// and the tensors whose TMA maps it passes to matmuls (tmaTensors: the descriptor's "tmaps").
+using DescriptorFn =
+    std::function<std::string(const std::vector<ir::Expr>& derived, const std::vector<uint32_t>& tmaps)>;
 
 // Returns false after reporting (e.g. an op that has no device kernel). With `profile`, every
 // task run of a megakernel writes a timeline record (etc/device/profile.cuh); without, the
