@@ -20,6 +20,10 @@
 // 13.6 to 13.8; a map prefetch before each task's waits, tried in the step (not kept), left its TMA
 // form as slow as before: neither the swizzle, the hint nor the map's place is what it pays.)
 //
+// Session 53: `ca` and `ta` (cpa and tswh with a's row of the stage by cp.async, as the step at
+// B = 1 loads it whichever engine takes b), to tell whether mixing cp.async groups with TMA's
+// mbarriers is what makes the step's TMA form slower.
+//
 // Per variant, medians over the launches (L2 flushed before each) of: issue (a worker's time from
 // its start to its last prefetch issued), post (the flag's setting to a worker's end: what the
 // hop costs after its producer), span (the launch), chain (a chain CTA's 8 loads). Every worker
@@ -48,20 +52,40 @@ struct Rec {
 // Stage `st` of a worker's tile (rows r0 .. r0 + 63, columns st * 128 ..) into its ring slot.
 // The copy engines: cp.async, TMA boxes (no swizzle / etc's 128-byte swizzle / that with etc's
 // evict-first hint).
-enum Copy { kCpAsync = 0, kTma = 1, kTmaSwizzled = 2, kTmaSwizzledHint = 3, kTmaGlobal = 4, kTmaGlobalPrefetched = 5 };
+enum Copy {
+  kCpAsync = 0,
+  kTma = 1,
+  kTmaSwizzled = 2,
+  kTmaSwizzledHint = 3,
+  kTmaGlobal = 4,
+  kTmaGlobalPrefetched = 5,
+  kCpAsyncWithA = 6,
+  kTmaWithA = 7
+};
+// The step's B = 1 stage also holds a's row (128 columns, 256 bytes), which etc copies by cp.async
+// whichever engine takes b: `ca` and `ta` add it to `cpa` and `tswh` (a cp.async group a stage
+// beside the TMA boxes' mbarrier, both waited for, as mm_wgmma does).
+__host__ __device__ constexpr bool with_a(int copy) { return copy == kCpAsyncWithA || copy == kTmaWithA; }
+constexpr int kARowBytes = kTK * 2;
 
+// Stage st's copies: b (do_b) and, in the `ca` / `ta` forms, a's row (do_a). One cp.async group
+// a call wherever cp.async copies anything in this form (empty ones keep wait_group's count
+// uniform); TMA boxes count on the stage's mbarrier instead. As in mm_wgmma, a prefetch before
+// the wait issues b alone, and a's rows of the prefetched stages follow the wait.
 template <int S>
 __device__ __forceinline__ void issue(int copy, const CUtensorMap* map, unsigned short* ring, unsigned long long* bar,
-                                      const unsigned short* w, long long K, int r0, int st, int nk) {
-  const bool tma = copy != kCpAsync;
-  if (st >= nk) {
-    if (!tma) commit();  // empty groups keep wait_group's count uniform
-    return;
-  }
-  unsigned short* dst = ring + (st % S) * kStageElems;
-  const int k0 = st * kTK;
-  if (tma) {
-    if (threadIdx.x == 0) {
+                                      const unsigned short* w, const unsigned short* a, long long K, int r0, int st,
+                                      int nk, bool do_a = true, bool do_b = true) {
+  const bool tma = copy != kCpAsync && copy != kCpAsyncWithA;
+  const bool groups = !tma || with_a(copy);
+  if (st < nk) {
+    unsigned short* dst = ring + (st % S) * kStageElems;
+    const int k0 = st * kTK;
+    if (do_a && with_a(copy) && threadIdx.x < kARowBytes / 16) {  // a's row, after the S stages of b
+      unsigned short* adst = ring + S * kStageElems + (st % S) * kTK;
+      cp16(adst + threadIdx.x * 8, a + k0 + threadIdx.x * 8);
+    }
+    if (do_b && tma && threadIdx.x == 0) {
       mbar_expect_tx(&bar[st % S], kStageBytes);
       if (copy >= kTmaSwizzledHint) {
         const unsigned long long policy = etc::dev::detail::l2_evict_first();
@@ -72,19 +96,18 @@ __device__ __forceinline__ void issue(int copy, const CUtensorMap* map, unsigned
         tma2d(dst + kRows * 64, map, k0 + 64, r0, &bar[st % S]);  // k0 + 64 .. k0 + 127
       }
     }
-    return;
+    if (do_b && !tma)  // the same two halves as the TMA boxes: [64 rows x 64 columns] each, row-major
+      for (int c = threadIdx.x; c < kStageElems / 8; c += blockDim.x) {
+        const int half = c / (kRows * 8), r = (c / 8) % kRows, cc = c % 8;
+        cp16(dst + half * kRows * 64 + r * 64 + cc * 8, w + (long long)(r0 + r) * K + k0 + half * 64 + cc * 8);
+      }
   }
-  // The same two halves as the TMA boxes: [64 rows x 64 columns] each, row-major.
-  for (int c = threadIdx.x; c < kStageElems / 8; c += blockDim.x) {
-    const int half = c / (kRows * 8), r = (c / 8) % kRows, cc = c % 8;
-    cp16(dst + half * kRows * 64 + r * 64 + cc * 8, w + (long long)(r0 + r) * K + k0 + half * 64 + cc * 8);
-  }
-  commit();
+  if (groups) commit();
 }
 
 template <int S>
 __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap map, const CUtensorMap* gmap,
-                                           const unsigned short* w, long long K,
+                                           const unsigned short* w, const unsigned short* a, long long K,
                                            int copy, int P, unsigned* flag, long long delay_ns, const int4* chain_buf,
                                            Rec* rec, unsigned long long* chain_ns, unsigned long long* flag_ns) {
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -117,7 +140,7 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
   }
   unsigned short* ring = reinterpret_cast<unsigned short*>(smem);
   const int nk = (int)(K / kTK), r0 = b * kRows;
-  const bool tma = copy != kCpAsync;
+  const bool tma = copy != kCpAsync && copy != kCpAsyncWithA, groups = !tma || with_a(copy);
   // The decode step's maps are in global memory (EtcParams.tmaps), not kernel parameters.
   const CUtensorMap* m = copy >= kTmaGlobal ? gmap : &map;
   if (tma) {
@@ -128,33 +151,35 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
     }
     __syncthreads();
   }
-  for (int s = 0; s < P; ++s) issue<S>(copy, m, ring, bar, w, K, r0, s, nk);
+  for (int s = 0; s < P; ++s) issue<S>(copy, m, ring, bar, w, a, K, r0, s, nk, false, true);
   const unsigned long long t1 = globaltimer_ns();
   if (threadIdx.x == 0)
     while (etc::dev::detail::ld_acquire_gpu(flag) == 0u) {
     }
   __syncthreads();
   const unsigned long long t2 = globaltimer_ns();
-  for (int s = P; s < S - 1; ++s) issue<S>(copy, m, ring, bar, w, K, r0, s, nk);
+  if (with_a(copy))
+    for (int s = 0; s < P; ++s) issue<S>(copy, m, ring, bar, w, a, K, r0, s, nk, true, false);
+  for (int s = P; s < S - 1; ++s) issue<S>(copy, m, ring, bar, w, a, K, r0, s, nk);
   unsigned acc = 0;
   for (int st = 0; st < nk; ++st) {
-    if (tma)
-      mbar_wait(&bar[st % S], (unsigned)((st / S) & 1));
-    else
-      wait_group<S - 2>();
+    if (groups) wait_group<S - 2>();
+    if (tma) mbar_wait(&bar[st % S], (unsigned)((st / S) & 1));
     __syncthreads();
-    issue<S>(copy, m, ring, bar, w, K, r0, st + S - 1, nk);
+    issue<S>(copy, m, ring, bar, w, a, K, r0, st + S - 1, nk);
     const unsigned* src = reinterpret_cast<const unsigned*>(ring + (st % S) * kStageElems);
     for (int i = threadIdx.x; i < kStageElems / 2; i += blockDim.x) acc ^= src[i];
+    if (with_a(copy) && threadIdx.x < kTK / 2)
+      acc ^= reinterpret_cast<const unsigned*>(ring + S * kStageElems + (st % S) * kTK)[threadIdx.x];
   }
-  if (!tma) wait_group<0>();
+  if (groups) wait_group<0>();
   for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = acc;
   __syncthreads();
   if (threadIdx.x == 0) {
-    unsigned a = 0;
-    for (int i = 0; i < 8; ++i) a ^= red[i];
-    rec[b] = Rec{t0, t1, t2, globaltimer_ns(), a, 0};
+    unsigned x = 0;
+    for (int i = 0; i < 8; ++i) x ^= red[i];
+    rec[b] = Rec{t0, t1, t2, globaltimer_ns(), x, 0};
   }
 }
 
@@ -174,6 +199,11 @@ int main() {
   for (auto& x : host) x = (unsigned short)((seed = seed * 1664525u + 1013904223u) >> 16);
   unsigned short* w;
   CK(cudaMalloc(&w, host.size() * 2));
+  std::vector<unsigned short> host_a(kMaxK);  // a's row (the `ca` and `ta` forms)
+  for (auto& x : host_a) x = (unsigned short)((seed = seed * 1664525u + 1013904223u) >> 16);
+  unsigned short* a;
+  CK(cudaMalloc(&a, host_a.size() * 2));
+  CK(cudaMemcpy(a, host_a.data(), host_a.size() * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(w, host.data(), host.size() * 2, cudaMemcpyHostToDevice));
   int4* chain_buf;
   CK(cudaMalloc(&chain_buf, (long long)kChain * kChainLoads * 16384));
@@ -200,6 +230,8 @@ int main() {
           const unsigned short* e = &host[(b * kRows + r) * kMaxK + k];
           want[b] ^= (unsigned)e[0] | ((unsigned)e[1] << 16);
         }
+    unsigned want_a = 0;
+    for (long long k = 0; k < K; k += 2) want_a ^= (unsigned)host_a[k] | ((unsigned)host_a[k + 1] << 16);
     // The weights as [rows, K] rows K apart: a copy of the first K columns of each host row.
     std::vector<unsigned short> packed(rows * K);
     for (long long r = 0; r < rows; ++r) std::memcpy(&packed[r * K], &host[r * kMaxK], K * 2);
@@ -215,16 +247,17 @@ int main() {
     std::vector<V> vs = {{kCpAsync, 4, 0}, {kCpAsync, 4, 3}, {kTma, 4, 0}, {kTma, 4, 3}, {kTma, 8, 0}, {kTma, 8, 7},
                          {kTmaSwizzled, 4, 0}, {kTmaSwizzled, 4, 3}, {kTmaSwizzledHint, 4, 0}, {kTmaSwizzledHint, 4, 3},
                          {kTmaGlobal, 4, 0}, {kTmaGlobal, 4, 3}, {kTmaGlobalPrefetched, 4, 0},
-                         {kTmaGlobalPrefetched, 4, 3}};
+                         {kTmaGlobalPrefetched, 4, 3}, {kCpAsyncWithA, 4, 0}, {kCpAsyncWithA, 4, 3},
+                         {kTmaWithA, 4, 0}, {kTmaWithA, 4, 3}};
     if (nk >= 12) vs.push_back({kTma, 12, 11});
-    static const char* const kCopyName[] = {"cpa", "tma", "tsw", "tswh", "tg", "tgp"};
+    static const char* const kCopyName[] = {"cpa", "tma", "tsw", "tswh", "tg", "tgp", "ca", "ta"};
     for (long long delay_us : {0LL, 10LL}) {
       for (const V& v : vs) {
         const int P = std::min(v.P, nk);
-        const unsigned smem = (unsigned)v.S * kStageBytes;
+        const unsigned smem = (unsigned)v.S * (kStageBytes + kARowBytes);
         auto launch = [&](auto kern) {
           CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-          kern<<<kWorkers + 1 + kChain, 256, smem>>>(v.copy >= kTmaSwizzled ? map_sw : map, gmap, w, K, v.copy, P, flag,
+          kern<<<kWorkers + 1 + kChain, 256, smem>>>(v.copy >= kTmaSwizzled ? map_sw : map, gmap, w, a, K, v.copy, P, flag,
                                                     delay_us * 1000, chain_buf, rec, chain_ns, flag_ns);
         };
         std::vector<double> issue, post, span, chain;
@@ -245,7 +278,7 @@ int main() {
           std::vector<double> is, ps;
           unsigned long long lo = ~0ULL, hi = 0;
           for (int b = 0; b < kWorkers; ++b) {
-            ok &= r[b].acc == want[b];
+            ok &= r[b].acc == (want[b] ^ (with_a(v.copy) ? want_a : 0u));
             is.push_back((r[b].t1 - r[b].t0) / 1e3);
             ps.push_back(((double)r[b].t3 - (double)f[0]) / 1e3);
             lo = std::min(lo, r[b].t0), hi = std::max(hi, r[b].t3);
