@@ -39,6 +39,15 @@
 #include "bench_copies.cuh"
 #include "etc/device/events.cuh"
 #include "etc/device/tma.cuh"
+#include "etc/device/wgmma.cuh"
+
+using etc::dev::detail::fence_proxy_async_smem;
+using etc::dev::detail::wgmma_commit;
+using etc::dev::detail::wgmma_desc;
+using etc::dev::detail::wgmma_fence;
+using etc::dev::detail::wgmma_fence_operands;
+using etc::dev::detail::wgmma_ss;
+using etc::dev::detail::wgmma_wait_all;
 
 constexpr int kWorkers = 128, kRows = 64, kTK = 128, kChain = 3, kChainLoads = 8;
 constexpr int kStageElems = kRows * kTK, kStageBytes = kStageElems * 2;
@@ -60,13 +69,24 @@ enum Copy {
   kTmaGlobal = 4,
   kTmaGlobalPrefetched = 5,
   kCpAsyncWithA = 6,
-  kTmaWithA = 7
+  kTmaWithA = 7,
+  kCpAsyncWithAMma = 8,
+  kTmaWithAMma = 9
 };
 // The step's B = 1 stage also holds a's row (128 columns, 256 bytes), which etc copies by cp.async
 // whichever engine takes b: `ca` and `ta` add it to `cpa` and `tswh` (a cp.async group a stage
 // beside the TMA boxes' mbarrier, both waited for, as mm_wgmma does).
-__host__ __device__ constexpr bool with_a(int copy) { return copy == kCpAsyncWithA || copy == kTmaWithA; }
-constexpr int kARowBytes = kTK * 2;
+// `caw` and `taw` also run the step's B = 1 products on each stage (a 64-column tile in two
+// warpgroups: wgmma m64n32k16, 8 a stage, waited for before the next stage, as mm_wgmma does).
+// a's stage area is the step's too: 64 rows of which row 0 is loaded, in the 128-byte swizzle.
+__host__ __device__ constexpr bool with_a(int copy) { return copy >= kCpAsyncWithA; }
+__host__ __device__ constexpr bool with_mma(int copy) { return copy >= kCpAsyncWithAMma; }
+__host__ __device__ constexpr bool by_tma(int copy) {
+  return copy != kCpAsync && copy != kCpAsyncWithA && copy != kCpAsyncWithAMma;
+}
+constexpr int kAElems = 64 * kTK, kABytes = kAElems * 2;
+// Where element k (< kTK) of a's row 0 sits in a stage's area: 64-column atoms of 64 rows.
+__host__ __device__ constexpr int a_at(int k) { return (k / 64) * (64 * 64) + (k % 64); }
 
 // Stage st's copies: b (do_b) and, in the `ca` / `ta` forms, a's row (do_a). One cp.async group
 // a call wherever cp.async copies anything in this form (empty ones keep wait_group's count
@@ -76,14 +96,14 @@ template <int S>
 __device__ __forceinline__ void issue(int copy, const CUtensorMap* map, unsigned short* ring, unsigned long long* bar,
                                       const unsigned short* w, const unsigned short* a, long long K, int r0, int st,
                                       int nk, bool do_a = true, bool do_b = true) {
-  const bool tma = copy != kCpAsync && copy != kCpAsyncWithA;
+  const bool tma = by_tma(copy);
   const bool groups = !tma || with_a(copy);
   if (st < nk) {
     unsigned short* dst = ring + (st % S) * kStageElems;
     const int k0 = st * kTK;
-    if (do_a && with_a(copy) && threadIdx.x < kARowBytes / 16) {  // a's row, after the S stages of b
-      unsigned short* adst = ring + S * kStageElems + (st % S) * kTK;
-      cp16(adst + threadIdx.x * 8, a + k0 + threadIdx.x * 8);
+    if (do_a && with_a(copy) && threadIdx.x < kTK / 8) {  // a's row 0, after the S stages of b
+      unsigned short* adst = ring + S * kStageElems + (st % S) * kAElems;
+      cp16(adst + a_at(threadIdx.x * 8), a + k0 + threadIdx.x * 8);
     }
     if (do_b && tma && threadIdx.x == 0) {
       mbar_expect_tx(&bar[st % S], kStageBytes);
@@ -105,7 +125,7 @@ __device__ __forceinline__ void issue(int copy, const CUtensorMap* map, unsigned
   if (groups) commit();
 }
 
-template <int S>
+template <int S, bool MMA>
 __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap map, const CUtensorMap* gmap,
                                            const unsigned short* w, const unsigned short* a, long long K,
                                            int copy, int P, unsigned* flag, long long delay_ns, const int4* chain_buf,
@@ -140,7 +160,7 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
   }
   unsigned short* ring = reinterpret_cast<unsigned short*>(smem);
   const int nk = (int)(K / kTK), r0 = b * kRows;
-  const bool tma = copy != kCpAsync && copy != kCpAsyncWithA, groups = !tma || with_a(copy);
+  const bool tma = by_tma(copy), groups = !tma || with_a(copy);
   // The decode step's maps are in global memory (EtcParams.tmaps), not kernel parameters.
   const CUtensorMap* m = copy >= kTmaGlobal ? gmap : &map;
   if (tma) {
@@ -162,15 +182,30 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
     for (int s = 0; s < P; ++s) issue<S>(copy, m, ring, bar, w, a, K, r0, s, nk, true, false);
   for (int s = P; s < S - 1; ++s) issue<S>(copy, m, ring, bar, w, a, K, r0, s, nk);
   unsigned acc = 0;
+  float d[16];
+  for (int i = 0; i < 16; ++i) d[i] = 0.0f;
+  const int wg = threadIdx.x >> 7;
   for (int st = 0; st < nk; ++st) {
     if (groups) wait_group<S - 2>();
     if (tma) mbar_wait(&bar[st % S], (unsigned)((st / S) & 1));
+    if constexpr (MMA) fence_proxy_async_smem();  // cp.async wrote a; wgmma reads it
     __syncthreads();
     issue<S>(copy, m, ring, bar, w, a, K, r0, st + S - 1, nk);
-    const unsigned* src = reinterpret_cast<const unsigned*>(ring + (st % S) * kStageElems);
+    const unsigned short* bs = ring + (st % S) * kStageElems;
+    const unsigned short* as = ring + S * kStageElems + (st % S) * kAElems;
+    if constexpr (MMA) {  // the step's m64n32k16 products of the stage, waited for
+      wgmma_fence();
+      for (int ka = 0; ka < kTK / 64; ++ka)
+        for (int kk = 0; kk < 4; ++kk)
+          wgmma_ss<__nv_bfloat16, 32>(d, wgmma_desc(as + ka * (64 * 64) + kk * 16),
+                                      wgmma_desc(bs + ka * (kRows * 64) + 32 * wg * 64 + kk * 16));
+      wgmma_commit();
+      wgmma_wait_all();
+      wgmma_fence_operands(d);
+    }
+    const unsigned* src = reinterpret_cast<const unsigned*>(bs);
     for (int i = threadIdx.x; i < kStageElems / 2; i += blockDim.x) acc ^= src[i];
-    if (with_a(copy) && threadIdx.x < kTK / 2)
-      acc ^= reinterpret_cast<const unsigned*>(ring + S * kStageElems + (st % S) * kTK)[threadIdx.x];
+    if (with_a(copy) && threadIdx.x < kTK / 2) acc ^= *reinterpret_cast<const unsigned*>(as + a_at(2 * threadIdx.x));
   }
   if (groups) wait_group<0>();
   for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
@@ -179,7 +214,7 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
   if (threadIdx.x == 0) {
     unsigned x = 0;
     for (int i = 0; i < 8; ++i) x ^= red[i];
-    rec[b] = Rec{t0, t1, t2, globaltimer_ns(), x, 0};
+    rec[b] = Rec{t0, t1, t2, globaltimer_ns(), x, __float_as_uint(d[0])};  // the product kept live
   }
 }
 
@@ -248,13 +283,14 @@ int main() {
                          {kTmaSwizzled, 4, 0}, {kTmaSwizzled, 4, 3}, {kTmaSwizzledHint, 4, 0}, {kTmaSwizzledHint, 4, 3},
                          {kTmaGlobal, 4, 0}, {kTmaGlobal, 4, 3}, {kTmaGlobalPrefetched, 4, 0},
                          {kTmaGlobalPrefetched, 4, 3}, {kCpAsyncWithA, 4, 0}, {kCpAsyncWithA, 4, 3},
-                         {kTmaWithA, 4, 0}, {kTmaWithA, 4, 3}};
+                         {kTmaWithA, 4, 0}, {kTmaWithA, 4, 3}, {kCpAsyncWithAMma, 4, 0}, {kCpAsyncWithAMma, 4, 3},
+                         {kTmaWithAMma, 4, 0}, {kTmaWithAMma, 4, 3}};
     if (nk >= 12) vs.push_back({kTma, 12, 11});
-    static const char* const kCopyName[] = {"cpa", "tma", "tsw", "tswh", "tg", "tgp", "ca", "ta"};
+    static const char* const kCopyName[] = {"cpa", "tma", "tsw", "tswh", "tg", "tgp", "ca", "ta", "caw", "taw"};
     for (long long delay_us : {0LL, 10LL}) {
       for (const V& v : vs) {
         const int P = std::min(v.P, nk);
-        const unsigned smem = (unsigned)v.S * (kStageBytes + kARowBytes);
+        const unsigned smem = (unsigned)v.S * (kStageBytes + (with_a(v.copy) ? kABytes : 0));
         auto launch = [&](auto kern) {
           CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
           kern<<<kWorkers + 1 + kChain, 256, smem>>>(v.copy >= kTmaSwizzled ? map_sw : map, gmap, w, a, K, v.copy, P, flag,
@@ -265,9 +301,10 @@ int main() {
         for (int it = 0; it < 12; ++it) {
           CK(cudaMemset(flag, 0, 4));
           flush();
-          if (v.S == 4) launch(hop<4>);
-          else if (v.S == 8) launch(hop<8>);
-          else launch(hop<12>);
+          if (with_mma(v.copy)) launch(hop<4, true>);  // (the mma rows are all S = 4)
+          else if (v.S == 4) launch(hop<4, false>);
+          else if (v.S == 8) launch(hop<8, false>);
+          else launch(hop<12, false>);
           CK(cudaDeviceSynchronize());
           std::vector<Rec> r(kWorkers);
           std::vector<unsigned long long> c(kChain), f(1);
