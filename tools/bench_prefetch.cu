@@ -47,6 +47,7 @@ using etc::dev::detail::wgmma_desc;
 using etc::dev::detail::wgmma_fence;
 using etc::dev::detail::wgmma_fence_operands;
 using etc::dev::detail::wgmma_ss;
+using etc::dev::detail::wgmma_wait;
 using etc::dev::detail::wgmma_wait_all;
 
 constexpr int kWorkers = 128, kRows = 64, kTK = 128, kChain = 3, kChainLoads = 8;
@@ -71,7 +72,16 @@ enum Copy {
   kCpAsyncWithA = 6,
   kTmaWithA = 7,
   kCpAsyncWithAMma = 8,
-  kTmaWithAMma = 9
+  kTmaWithAMma = 9,
+  kTmaWithASwap = 10,
+  kCpAsyncWithASwap = 11,
+  kTmaWithAMmaAsync = 12,
+  kCpAsyncWithAMmaAsync = 13,
+  kTmaWithAFence = 14,
+  kTmaWithAMmaNoFence = 15,
+  kTmaWithAMmaIssueAfter = 16,
+  kCpAsyncWithAMmaIssueAfter = 17,
+  kTmaWithAFma = 18
 };
 // The step's B = 1 stage also holds a's row (128 columns, 256 bytes), which etc copies by cp.async
 // whichever engine takes b: `ca` and `ta` add it to `cpa` and `tswh` (a cp.async group a stage
@@ -81,8 +91,23 @@ enum Copy {
 // a's stage area is the step's too: 64 rows of which row 0 is loaded, in the 128-byte swizzle.
 __host__ __device__ constexpr bool with_a(int copy) { return copy >= kCpAsyncWithA; }
 __host__ __device__ constexpr bool with_mma(int copy) { return copy >= kCpAsyncWithAMma; }
+// `tas` and `cas`: the same product with its operands swapped, weights as the m64 side and a's
+// first 16 rows as n16 (D^T = B A^T), each warpgroup one of the stage's two 64-column atoms:
+// 4 products of a quarter of the work a warpgroup a stage.
+__host__ __device__ constexpr bool swapped(int copy) { return copy == kTmaWithASwap || copy == kCpAsyncWithASwap; }
+// `tao` and `cao`: the step's products left in flight across the next stage's wait (a warpgroup
+// waits for the previous stage's products, then a barrier, then that stage's slot is refilled).
+__host__ __device__ constexpr bool overlapped(int copy) {
+  return copy == kTmaWithAMmaAsync || copy == kCpAsyncWithAMmaAsync;
+}
+// `taf`: ta with the proxy fence a stage that the products need after cp.async (no products);
+// `tan`: taw without it (a's bytes unordered for wgmma: for the time only). `tai` and `cai`: taw
+// and caw with the stage's refill issued after its products instead of before them. `tag`: ta
+// with the stage's product for a's one row on the CUDA cores instead (a thread 4 of a weight
+// row's 16-byte chunks, 32 multiply-adds, the row's 4 threads summed by shuffles at the end).
 __host__ __device__ constexpr bool by_tma(int copy) {
-  return copy != kCpAsync && copy != kCpAsyncWithA && copy != kCpAsyncWithAMma;
+  return copy != kCpAsync && copy != kCpAsyncWithA && copy != kCpAsyncWithAMma && copy != kCpAsyncWithASwap &&
+         copy != kCpAsyncWithAMmaAsync && copy != kCpAsyncWithAMmaIssueAfter;
 }
 constexpr int kAElems = 64 * kTK, kABytes = kAElems * 2;
 // Where element k (< kTK) of a's row 0 sits in a stage's area: 64-column atoms of 64 rows.
@@ -125,7 +150,10 @@ __device__ __forceinline__ void issue(int copy, const CUtensorMap* map, unsigned
   if (groups) commit();
 }
 
-template <int S, bool MMA>
+// MMA: 0 none, 1 the step's products, 2 swapped, 3 the step's left in flight, 4 none but the proxy
+// fence, 5 the step's products without the proxy fence, 6 the step's products before the refill,
+// 7 one row's product on the CUDA cores.
+template <int S, int MMA>
 __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap map, const CUtensorMap* gmap,
                                            const unsigned short* w, const unsigned short* a, long long K,
                                            int copy, int P, unsigned* flag, long long delay_ns, const int4* chain_buf,
@@ -182,18 +210,40 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
     for (int s = 0; s < P; ++s) issue<S>(copy, m, ring, bar, w, a, K, r0, s, nk, true, false);
   for (int s = P; s < S - 1; ++s) issue<S>(copy, m, ring, bar, w, a, K, r0, s, nk);
   unsigned acc = 0;
-  float d[16];
+  float d[16], ds[8], fma_acc = 0.0f;
   for (int i = 0; i < 16; ++i) d[i] = 0.0f;
+  for (int i = 0; i < 8; ++i) ds[i] = 0.0f;
   const int wg = threadIdx.x >> 7;
   for (int st = 0; st < nk; ++st) {
     if (groups) wait_group<S - 2>();
     if (tma) mbar_wait(&bar[st % S], (unsigned)((st / S) & 1));
-    if constexpr (MMA) fence_proxy_async_smem();  // cp.async wrote a; wgmma reads it
+    if constexpr (MMA != 0 && MMA != 5 && MMA != 7) fence_proxy_async_smem();  // cp.async wrote a; wgmma reads it
     __syncthreads();
-    issue<S>(copy, m, ring, bar, w, a, K, r0, st + S - 1, nk);
+    if constexpr (MMA != 3 && MMA != 6) issue<S>(copy, m, ring, bar, w, a, K, r0, st + S - 1, nk);
     const unsigned short* bs = ring + (st % S) * kStageElems;
     const unsigned short* as = ring + S * kStageElems + (st % S) * kAElems;
-    if constexpr (MMA) {  // the step's m64n32k16 products of the stage, waited for
+    if constexpr (MMA == 2) {  // swapped: the weights' 64 rows by a's 16, this warpgroup's atom
+      wgmma_fence();
+      for (int kk = 0; kk < 4; ++kk)
+        wgmma_ss<__nv_bfloat16, 16>(ds, wgmma_desc(bs + wg * (kRows * 64) + kk * 16),
+                                    wgmma_desc(as + wg * (64 * 64) + kk * 16));
+      wgmma_commit();
+      wgmma_wait_all();
+      wgmma_fence_operands(ds);
+    }
+    if constexpr (MMA == 3) {
+      wgmma_fence();
+      for (int ka = 0; ka < kTK / 64; ++ka)
+        for (int kk = 0; kk < 4; ++kk)
+          wgmma_ss<__nv_bfloat16, 32>(d, wgmma_desc(as + ka * (64 * 64) + kk * 16),
+                                      wgmma_desc(bs + ka * (kRows * 64) + 32 * wg * 64 + kk * 16));
+      wgmma_commit();
+      wgmma_wait<1>();  // the previous stage's products
+      wgmma_fence_operands(d);
+      __syncthreads();  // every warpgroup's: the previous stage's slot is free
+      issue<S>(copy, m, ring, bar, w, a, K, r0, st + S - 1, nk);
+    }
+    if constexpr (MMA == 1 || MMA == 5 || MMA == 6) {  // the step's m64n32k16 products of the stage, waited for
       wgmma_fence();
       for (int ka = 0; ka < kTK / 64; ++ka)
         for (int kk = 0; kk < 4; ++kk)
@@ -203,18 +253,44 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
       wgmma_wait_all();
       wgmma_fence_operands(d);
     }
+    if constexpr (MMA == 7) {  // thread t: weight row t / 4, its chunks 4 (t % 4) .. + 3 of 16
+      const int r = threadIdx.x >> 2;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int q = 4 * (threadIdx.x & 3) + j, atom = q >> 3, c = q & 7;
+        const uint4 wv = *reinterpret_cast<const uint4*>(bs + atom * (kRows * 64) + r * 64 + ((c ^ (r & 7)) << 3));
+        const uint4 av = *reinterpret_cast<const uint4*>(as + atom * (64 * 64) + (c << 3));
+        const unsigned* wp = &wv.x;
+        const unsigned* ap = &av.x;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          fma_acc += __uint_as_float(wp[e] << 16) * __uint_as_float(ap[e] << 16);
+          fma_acc += __uint_as_float(wp[e] & 0xffff0000u) * __uint_as_float(ap[e] & 0xffff0000u);
+        }
+      }
+    }
+    if constexpr (MMA == 6) issue<S>(copy, m, ring, bar, w, a, K, r0, st + S - 1, nk);
     const unsigned* src = reinterpret_cast<const unsigned*>(bs);
     for (int i = threadIdx.x; i < kStageElems / 2; i += blockDim.x) acc ^= src[i];
     if (with_a(copy) && threadIdx.x < kTK / 2) acc ^= *reinterpret_cast<const unsigned*>(as + a_at(2 * threadIdx.x));
   }
   if (groups) wait_group<0>();
+  if constexpr (MMA == 7) {
+    fma_acc += __shfl_xor_sync(0xffffffffu, fma_acc, 1);
+    fma_acc += __shfl_xor_sync(0xffffffffu, fma_acc, 2);
+    d[0] = fma_acc;
+  }
+  if constexpr (MMA == 3) {
+    wgmma_wait<0>();
+    wgmma_fence_operands(d);
+  }
   for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = acc;
   __syncthreads();
   if (threadIdx.x == 0) {
     unsigned x = 0;
     for (int i = 0; i < 8; ++i) x ^= red[i];
-    rec[b] = Rec{t0, t1, t2, globaltimer_ns(), x, __float_as_uint(d[0])};  // the product kept live
+    rec[b] = Rec{t0, t1, t2, globaltimer_ns(), x, __float_as_uint(d[0] + ds[0])};  // the products kept live
   }
 }
 
@@ -284,9 +360,16 @@ int main() {
                          {kTmaGlobal, 4, 0}, {kTmaGlobal, 4, 3}, {kTmaGlobalPrefetched, 4, 0},
                          {kTmaGlobalPrefetched, 4, 3}, {kCpAsyncWithA, 4, 0}, {kCpAsyncWithA, 4, 3},
                          {kTmaWithA, 4, 0}, {kTmaWithA, 4, 3}, {kCpAsyncWithAMma, 4, 0}, {kCpAsyncWithAMma, 4, 3},
-                         {kTmaWithAMma, 4, 0}, {kTmaWithAMma, 4, 3}};
+                         {kTmaWithAMma, 4, 0}, {kTmaWithAMma, 4, 3}, {kTmaWithASwap, 4, 0}, {kTmaWithASwap, 4, 3},
+                         {kCpAsyncWithASwap, 4, 0}, {kCpAsyncWithASwap, 4, 3}, {kTmaWithAMmaAsync, 4, 0},
+                         {kTmaWithAMmaAsync, 4, 3}, {kCpAsyncWithAMmaAsync, 4, 0}, {kCpAsyncWithAMmaAsync, 4, 3},
+                         {kTmaWithAFence, 4, 0}, {kTmaWithAFence, 4, 3}, {kTmaWithAMmaNoFence, 4, 0},
+                         {kTmaWithAMmaNoFence, 4, 3}, {kTmaWithAMmaIssueAfter, 4, 0}, {kTmaWithAMmaIssueAfter, 4, 3},
+                         {kCpAsyncWithAMmaIssueAfter, 4, 0}, {kCpAsyncWithAMmaIssueAfter, 4, 3}, {kTmaWithAFma, 4, 0},
+                         {kTmaWithAFma, 4, 3}};
     if (nk >= 12) vs.push_back({kTma, 12, 11});
-    static const char* const kCopyName[] = {"cpa", "tma", "tsw", "tswh", "tg", "tgp", "ca", "ta", "caw", "taw"};
+    static const char* const kCopyName[] = {"cpa", "tma", "tsw", "tswh", "tg", "tgp", "ca",
+                                              "ta",  "caw", "taw", "tas", "cas", "tao", "cao", "taf", "tan", "tai", "cai", "tag"};
     for (long long delay_us : {0LL, 10LL}) {
       for (const V& v : vs) {
         const int P = std::min(v.P, nk);
@@ -301,10 +384,16 @@ int main() {
         for (int it = 0; it < 12; ++it) {
           CK(cudaMemset(flag, 0, 4));
           flush();
-          if (with_mma(v.copy)) launch(hop<4, true>);  // (the mma rows are all S = 4)
-          else if (v.S == 4) launch(hop<4, false>);
-          else if (v.S == 8) launch(hop<8, false>);
-          else launch(hop<12, false>);
+          if (v.copy == kTmaWithAFma) launch(hop<4, 7>);
+          else if (v.copy == kTmaWithAMmaIssueAfter || v.copy == kCpAsyncWithAMmaIssueAfter) launch(hop<4, 6>);
+          else if (v.copy == kTmaWithAFence) launch(hop<4, 4>);
+          else if (v.copy == kTmaWithAMmaNoFence) launch(hop<4, 5>);
+          else if (overlapped(v.copy)) launch(hop<4, 3>);
+          else if (swapped(v.copy)) launch(hop<4, 2>);  // (the mma rows are all S = 4)
+          else if (with_mma(v.copy)) launch(hop<4, 1>);
+          else if (v.S == 4) launch(hop<4, 0>);
+          else if (v.S == 8) launch(hop<8, 0>);
+          else launch(hop<12, 0>);
           CK(cudaDeviceSynchronize());
           std::vector<Rec> r(kWorkers);
           std::vector<unsigned long long> c(kChain), f(1);
