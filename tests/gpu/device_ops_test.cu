@@ -1325,10 +1325,9 @@ int main() {
   t_mm<16, 128, 128, bf16, bf16>(1, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 256, true, true, true);
   t_mm<32, 128, 128, bf16, bf16>(32, 128, 2048, true, 2048, 2048, 128, 0, 0, 0, 256, false, true, true);
   t_mm<128, 128, 128, bf16, bf16>(128, 120, 2048, true, 2048, 2048, 120, 0, 0, 0, 256, false, true, true);
-  // Tiles of at most ETC_MM_FMA_MAX_ROWS rows of a take the wgmma form's ring with their products
-  // on the CUDA cores (the others, and every tile where the build sets it to 0, the m64 products):
-  // a decode step's 64-column q/k/v, o and down tiles at 1 to 4 rows, ragged N, offsets and
-  // pitches, prefetched and called twice, a 32-row tile at 3 rows, the gated tile at 4.
+  // A decode step's 64-column q/k/v, o and down tiles at 1 to 4 rows of a (m64 products nearly all
+  // padding), ragged N, offsets and pitches, prefetched and called twice, a 32-row tile at 3 rows,
+  // the gated tile at 4.
   t_mm<16, 64, 128, bf16, bf16>(1, 64, 2048, true, 2048, 2048, 64, 0, 0, 0, 256, false, true, true);
   t_mm<16, 64, 128, bf16, bf16>(2, 50, 1024, true, 1024, 1024, 50, 0, 0, 0, 256, false, false, true);
   t_mm<16, 64, 128, f16, float>(4, 64, 512, true, 520, 512, 64, 8, 16, 0, 256);

@@ -75,15 +75,6 @@
 #ifndef ETC_MM_LARGE_M_FM
 #define ETC_MM_LARGE_M_FM 4
 #endif
-// The wgmma form's products on the CUDA cores where a has at most this many rows (0: never): a
-// thread multiplies a few of its stage's weight rows' 16-byte chunks by a's rows, where the m64
-// products cost each stage a fixed time of their own (tools/bench_prefetch.cu, H200: 128 tasks
-// streaming 256 KiB each in 16 KiB stages, 14.1 us without products, 19.2 with the step's
-// m64n32k16 ones; left in flight across the next stage's wait, or a quarter as large with the
-// operands swapped, still 18.2).
-#ifndef ETC_MM_FMA_MAX_ROWS
-#define ETC_MM_FMA_MAX_ROWS 0
-#endif
 
 namespace etc {
 namespace dev {
@@ -572,31 +563,6 @@ __device__ __forceinline__ void mm_tma_ring_setup() {
   tma_ring_init<S>();
 }
 
-// One stage of the wgmma form's product on the CUDA cores, for a's rows [0, M) (M <= MR): thread t
-// takes row t / TPR of the stage's b (TPR = blockDim.x / TN threads a row) and its chunks
-// CPT (t % TPR) .. + CPT - 1 of TK / 8, both operands read in their 128-byte swizzle.
-template <class T, int TN, int TK, int WTMP, int MR>
-__device__ __forceinline__ void mm_fma_stage(const T* As, const T* Bs, int M, float (&acc)[MR]) {
-  constexpr int TPR = 256 / TN, CPT = (TK / 8) / TPR;
-  static_assert(256 % TN == 0 && (TK / 8) % TPR == 0, "mm_fma_stage: 256 threads over TN rows of TK / 8 chunks");
-  const int r = (int)threadIdx.x / TPR, q0 = ((int)threadIdx.x % TPR) * CPT;
-#pragma unroll
-  for (int j = 0; j < CPT; ++j) {
-    const int q = q0 + j, atom = q >> 3, c = q & 7;
-    const Vec<T, 8> w = *reinterpret_cast<const Vec<T, 8>*>(Bs + atom * (TN * 64) + r * 64 + ((c ^ (r & 7)) << 3));
-    float wf[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) wf[e] = to_f32(w.v[e]);
-#pragma unroll
-    for (int m = 0; m < MR; ++m)
-      if (m < M) {
-        const Vec<T, 8> x = *reinterpret_cast<const Vec<T, 8>*>(As + atom * (WTMP * 64) + m * 64 + ((c ^ (m & 7)) << 3));
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[m] = fmaf(wf[e], to_f32(x.v[e]), acc[m]);
-      }
-  }
-}
-
 // mm_tensor_core's product on wgmma (mm_use_wgmma said so): the same ring discipline (stages
 // S - 1 ahead, b's first stages possibly prefetched), each stage's k16 steps issued by each
 // warpgroup and waited for before the next stage, then the f32 tile through shared memory to
@@ -620,12 +586,6 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
   const int row0 = W::TMP == 128 ? 64 * wg : 0;
   const int col0 = W::TMP == 128 ? 0 : NW * wg;
   const int nk = (int)(g.K / TK);
-  // A tile of at most FR rows takes its products on the CUDA cores (ETC_MM_FMA_MAX_ROWS).
-  constexpr int FR = ETC_MM_FMA_MAX_ROWS < W::TMP ? ETC_MM_FMA_MAX_ROWS : W::TMP, FA = FR > 0 ? FR : 1;
-  const bool fma = FR > 0 && g.M <= FR;
-  float acc[FA];
-#pragma unroll
-  for (int m = 0; m < FA; ++m) acc[m] = 0.0f;
   float d[NW / 2];
 #pragma unroll
   for (int i = 0; i < NW / 2; ++i) d[i] = 0.0f;
@@ -637,16 +597,12 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
   for (int kt = 0; kt < nk; ++kt) {
     cp_async_wait<S - 2>();
     if (tma) mbar_wait(tma_bars() + kt % S, (unsigned)((kt / S) & 1));
-    if (!fma) fence_proxy_async_smem();  // cp.async wrote the stage; wgmma reads it through the async proxy
+    fence_proxy_async_smem();  // cp.async wrote the stage; wgmma reads it through the async proxy
     __syncthreads();
     // The slot this fills was read by the previous stage's products, waited for below.
     mm_issue_wg<T, TM, TN, TK, PAIR>(ring, kt + S - 1, nk, ap, bp, bp2, g, true, true, ts);
     const T* As = ring + (kt % S) * (W::A_ELEMS + W::B_ELEMS);
     const T* Bs = As + W::A_ELEMS;
-    if (fma) {
-      mm_fma_stage<T, TN, TK, W::WTMP, FA>(As, Bs, (int)g.M, acc);
-      continue;
-    }
     wgmma_fence();
 #pragma unroll
     for (int ka = 0; ka < TK / 64; ++ka)
@@ -663,20 +619,9 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
   if (tma) tma_ring_release<S>();
   float* cbuf = reinterpret_cast<float*>(ctx.smem);
   const int r = row0 + 16 * (warp & 3) + (lane >> 2);
-  if (fma) {
-    // A row's threads are neighbouring lanes: their sums by shuffles, in a fixed order.
-    constexpr int TPR = 256 / TN;
-#pragma unroll
-    for (int m = 0; m < FA; ++m)
-#pragma unroll
-      for (int o = TPR / 2; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
-    if ((int)threadIdx.x % TPR == 0)
-#pragma unroll
-      for (int m = 0; m < FA; ++m)
-        if (m < g.M) cbuf[m * CP + (int)threadIdx.x / TPR] = acc[m];
-  } else if (W::WTMP == W::TMP || (warp & 3) < W::TMP / 16)
-    // Padded rows (a tile of 32 rows in m64 products: warps 2 and 3 of each warpgroup) have no
-    // place in the f32 tile, which has the tile's rows.
+  // Padded rows (a tile of 32 rows in m64 products: warps 2 and 3 of each warpgroup) have no
+  // place in the f32 tile, which has the tile's rows.
+  if (W::WTMP == W::TMP || (warp & 3) < W::TMP / 16)
 #pragma unroll
     for (int j = 0; j < NW / 8; ++j) {
       const int c = col0 + 8 * j + 2 * (lane & 3);
