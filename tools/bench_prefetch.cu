@@ -20,9 +20,12 @@
 // 13.6 to 13.8; a map prefetch before each task's waits, tried in the step (not kept), left its TMA
 // form as slow as before: neither the swizzle, the hint nor the map's place is what it pays.)
 //
-// Session 53: `ca` and `ta` (cpa and tswh with a's row of the stage by cp.async, as the step at
-// B = 1 loads it whichever engine takes b), to tell whether mixing cp.async groups with TMA's
-// mbarriers is what makes the step's TMA form slower.
+// Session 53: what consuming a stage costs besides its copies, in the step's B = 1 forms (below,
+// at the enum): `a`'s row by cp.async beside the boxes, the products (the step's, swapped, left
+// in flight, after the refill, on the CUDA cores), the proxy fence alone. (H200: 14.1 us for 256
+// KiB a task with `a` and no products, 17.7 to 19.2 with any of them; `a` by cp.async costs TMA
+// 0.8 us of its lead, but TMA with the products still beats cp.async with them, 19.2 against 20.7:
+// the step's TMA form being slower is not reproduced here. docs/benchmarks.md, session 53.)
 //
 // Per variant, medians over the launches (L2 flushed before each) of: issue (a worker's time from
 // its start to its last prefetch issued), post (the flag's setting to a worker's end: what the
