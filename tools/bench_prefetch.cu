@@ -153,6 +153,21 @@ __device__ __forceinline__ void issue(int copy, const CUtensorMap* map, unsigned
   if (groups) commit();
 }
 
+// The step's m64n32k16 products of a stage (a's area as, b's bs; warpgroup wg takes b's rows
+// 32 wg ..), then a wait until at most PENDING stages' products are in flight.
+template <int PENDING>
+__device__ __forceinline__ void step_products(float (&d)[16], const unsigned short* as, const unsigned short* bs,
+                                              int wg) {
+  wgmma_fence();
+  for (int ka = 0; ka < kTK / 64; ++ka)
+    for (int kk = 0; kk < 4; ++kk)
+      wgmma_ss<__nv_bfloat16, 32>(d, wgmma_desc(as + ka * (64 * 64) + kk * 16),
+                                  wgmma_desc(bs + ka * (kRows * 64) + 32 * wg * 64 + kk * 16));
+  wgmma_commit();
+  wgmma_wait<PENDING>();
+  wgmma_fence_operands(d);
+}
+
 // MMA: 0 none, 1 the step's products, 2 swapped, 3 the step's left in flight, 4 none but the proxy
 // fence, 5 the step's products without the proxy fence, 6 the step's products before the refill,
 // 7 one row's product on the CUDA cores.
@@ -235,27 +250,11 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
       wgmma_fence_operands(ds);
     }
     if constexpr (MMA == 3) {
-      wgmma_fence();
-      for (int ka = 0; ka < kTK / 64; ++ka)
-        for (int kk = 0; kk < 4; ++kk)
-          wgmma_ss<__nv_bfloat16, 32>(d, wgmma_desc(as + ka * (64 * 64) + kk * 16),
-                                      wgmma_desc(bs + ka * (kRows * 64) + 32 * wg * 64 + kk * 16));
-      wgmma_commit();
-      wgmma_wait<1>();  // the previous stage's products
-      wgmma_fence_operands(d);
-      __syncthreads();  // every warpgroup's: the previous stage's slot is free
+      step_products<1>(d, as, bs, wg);  // the previous stage's products done
+      __syncthreads();                  // every warpgroup's: the previous stage's slot is free
       issue<S>(copy, m, ring, bar, w, a, K, r0, st + S - 1, nk);
     }
-    if constexpr (MMA == 1 || MMA == 5 || MMA == 6) {  // the step's m64n32k16 products of the stage, waited for
-      wgmma_fence();
-      for (int ka = 0; ka < kTK / 64; ++ka)
-        for (int kk = 0; kk < 4; ++kk)
-          wgmma_ss<__nv_bfloat16, 32>(d, wgmma_desc(as + ka * (64 * 64) + kk * 16),
-                                      wgmma_desc(bs + ka * (kRows * 64) + 32 * wg * 64 + kk * 16));
-      wgmma_commit();
-      wgmma_wait_all();
-      wgmma_fence_operands(d);
-    }
+    if constexpr (MMA == 1 || MMA == 5 || MMA == 6) step_products<0>(d, as, bs, wg);
     if constexpr (MMA == 7) {  // thread t: weight row t / 4, its chunks 4 (t % 4) .. + 3 of 16
       const int r = threadIdx.x >> 2;
 #pragma unroll
