@@ -56,7 +56,7 @@ __device__ __forceinline__ void fence_proxy_async_smem() {
 }
 
 // D += A B for one k16 step (T: __half or __nv_bfloat16, N: 16, 32, 64 or 128: the specializations
-// below; MmWgGeom allows only those).
+// below; MmWgGeom's tiles take 32 to 128, tools/bench_prefetch.cu's swapped products 16).
 template <class T, int N>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
   static_assert(N < 0, "wgmma_ss: no m64nNk16 product of this N and dtype");
