@@ -93,21 +93,41 @@ enum Copy {
 // warpgroups: wgmma m64n32k16, 8 a stage, waited for before the next stage, as mm_wgmma does).
 // a's stage area is the step's too: 64 rows of which row 0 is loaded, in the 128-byte swizzle.
 __host__ __device__ constexpr bool with_a(int copy) { return copy >= kCpAsyncWithA; }
-__host__ __device__ constexpr bool with_mma(int copy) { return copy >= kCpAsyncWithAMma; }
-// `tas` and `cas`: the same product with its operands swapped, weights as the m64 side and a's
-// first 16 rows as n16 (D^T = B A^T), each warpgroup one of the stage's two 64-column atoms:
-// 4 products of a quarter of the work a warpgroup a stage.
-__host__ __device__ constexpr bool swapped(int copy) { return copy == kTmaWithASwap || copy == kCpAsyncWithASwap; }
-// `tao` and `cao`: the step's products left in flight across the next stage's wait (a warpgroup
-// waits for the previous stage's products, then a barrier, then that stage's slot is refilled).
-__host__ __device__ constexpr bool overlapped(int copy) {
-  return copy == kTmaWithAMmaAsync || copy == kCpAsyncWithAMmaAsync;
+// What a worker does with a stage besides reading its bytes (the kernel's template argument):
+enum Consumer {
+  kNothing,
+  kProducts,            // `caw`, `taw`: the step's products, waited for
+  kSwapped,             // `tas`, `cas`: the same product with its operands swapped, weights as
+                        // the m64 side and a's first 16 rows as n16 (D^T = B A^T), each warpgroup
+                        // one of the stage's two 64-column atoms: 4 products of a quarter of the work
+  kInFlight,            // `tao`, `cao`: the step's products left in flight across the next stage's
+                        // wait (a warpgroup waits for the previous stage's products, then a
+                        // barrier, then that stage's slot is refilled)
+  kFenceOnly,           // `taf`: ta with the proxy fence a stage that the products need after
+                        // cp.async (no products)
+  kProductsNoFence,     // `tan`: taw without it (a's bytes unordered for wgmma: for the time only)
+  kProductsThenRefill,  // `tai`, `cai`: taw and caw with the stage's refill issued after its
+                        // products instead of before them
+  kCudaCores            // `tag`: ta with the stage's product for a's one row on the CUDA cores (a
+                        // thread 4 of a weight row's 16-byte chunks, 32 multiply-adds, the row's
+                        // 4 threads summed by shuffles at the end)
+};
+constexpr Consumer consumer(int copy) {
+  switch (copy) {
+    case kCpAsyncWithAMma:
+    case kTmaWithAMma: return kProducts;
+    case kTmaWithASwap:
+    case kCpAsyncWithASwap: return kSwapped;
+    case kTmaWithAMmaAsync:
+    case kCpAsyncWithAMmaAsync: return kInFlight;
+    case kTmaWithAFence: return kFenceOnly;
+    case kTmaWithAMmaNoFence: return kProductsNoFence;
+    case kTmaWithAMmaIssueAfter:
+    case kCpAsyncWithAMmaIssueAfter: return kProductsThenRefill;
+    case kTmaWithAFma: return kCudaCores;
+    default: return kNothing;
+  }
 }
-// `taf`: ta with the proxy fence a stage that the products need after cp.async (no products);
-// `tan`: taw without it (a's bytes unordered for wgmma: for the time only). `tai` and `cai`: taw
-// and caw with the stage's refill issued after its products instead of before them. `tag`: ta
-// with the stage's product for a's one row on the CUDA cores instead (a thread 4 of a weight
-// row's 16-byte chunks, 32 multiply-adds, the row's 4 threads summed by shuffles at the end).
 __host__ __device__ constexpr bool by_tma(int copy) {
   return copy != kCpAsync && copy != kCpAsyncWithA && copy != kCpAsyncWithAMma && copy != kCpAsyncWithASwap &&
          copy != kCpAsyncWithAMmaAsync && copy != kCpAsyncWithAMmaIssueAfter;
@@ -168,10 +188,7 @@ __device__ __forceinline__ void step_products(float (&d)[16], const unsigned sho
   wgmma_fence_operands(d);
 }
 
-// MMA: 0 none, 1 the step's products, 2 swapped, 3 the step's left in flight, 4 none but the proxy
-// fence, 5 the step's products without the proxy fence, 6 the step's products before the refill,
-// 7 one row's product on the CUDA cores.
-template <int S, int MMA>
+template <int S, Consumer kUse>
 __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap map, const CUtensorMap* gmap,
                                            const unsigned short* w, const unsigned short* a, long long K,
                                            int copy, int P, unsigned* flag, long long delay_ns, const int4* chain_buf,
@@ -235,12 +252,12 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
   for (int st = 0; st < nk; ++st) {
     if (groups) wait_group<S - 2>();
     if (tma) mbar_wait(&bar[st % S], (unsigned)((st / S) & 1));
-    if constexpr (MMA != 0 && MMA != 5 && MMA != 7) fence_proxy_async_smem();  // cp.async wrote a; wgmma reads it
+    if constexpr (kUse != kNothing && kUse != kProductsNoFence && kUse != kCudaCores) fence_proxy_async_smem();  // cp.async wrote a; wgmma reads it
     __syncthreads();
-    if constexpr (MMA != 3 && MMA != 6) issue<S>(copy, m, ring, bar, w, a, K, r0, st + S - 1, nk);
+    if constexpr (kUse != kInFlight && kUse != kProductsThenRefill) issue<S>(copy, m, ring, bar, w, a, K, r0, st + S - 1, nk);
     const unsigned short* bs = ring + (st % S) * kStageElems;
     const unsigned short* as = ring + S * kStageElems + (st % S) * kAElems;
-    if constexpr (MMA == 2) {  // swapped: the weights' 64 rows by a's 16, this warpgroup's atom
+    if constexpr (kUse == kSwapped) {  // swapped: the weights' 64 rows by a's 16, this warpgroup's atom
       wgmma_fence();
       for (int kk = 0; kk < 4; ++kk)
         wgmma_ss<__nv_bfloat16, 16>(ds, wgmma_desc(bs + wg * (kRows * 64) + kk * 16),
@@ -249,13 +266,13 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
       wgmma_wait_all();
       wgmma_fence_operands(ds);
     }
-    if constexpr (MMA == 3) {
+    if constexpr (kUse == kInFlight) {
       step_products<1>(d, as, bs, wg);  // the previous stage's products done
       __syncthreads();                  // every warpgroup's: the previous stage's slot is free
       issue<S>(copy, m, ring, bar, w, a, K, r0, st + S - 1, nk);
     }
-    if constexpr (MMA == 1 || MMA == 5 || MMA == 6) step_products<0>(d, as, bs, wg);
-    if constexpr (MMA == 7) {  // thread t: weight row t / 4, its chunks 4 (t % 4) .. + 3 of 16
+    if constexpr (kUse == kProducts || kUse == kProductsNoFence || kUse == kProductsThenRefill) step_products<0>(d, as, bs, wg);
+    if constexpr (kUse == kCudaCores) {  // thread t: weight row t / 4, its chunks 4 (t % 4) .. + 3 of 16
       const int r = threadIdx.x >> 2;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -271,18 +288,18 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
         }
       }
     }
-    if constexpr (MMA == 6) issue<S>(copy, m, ring, bar, w, a, K, r0, st + S - 1, nk);
+    if constexpr (kUse == kProductsThenRefill) issue<S>(copy, m, ring, bar, w, a, K, r0, st + S - 1, nk);
     const unsigned* src = reinterpret_cast<const unsigned*>(bs);
     for (int i = threadIdx.x; i < kStageElems / 2; i += blockDim.x) acc ^= src[i];
     if (with_a(copy) && threadIdx.x < kTK / 2) acc ^= *reinterpret_cast<const unsigned*>(as + a_at(2 * threadIdx.x));
   }
   if (groups) wait_group<0>();
-  if constexpr (MMA == 7) {
+  if constexpr (kUse == kCudaCores) {
     fma_acc += __shfl_xor_sync(0xffffffffu, fma_acc, 1);
     fma_acc += __shfl_xor_sync(0xffffffffu, fma_acc, 2);
     d[0] = fma_acc;
   }
-  if constexpr (MMA == 3) {
+  if constexpr (kUse == kInFlight) {
     wgmma_wait<0>();
     wgmma_fence_operands(d);
   }
@@ -386,16 +403,19 @@ int main() {
         for (int it = 0; it < 12; ++it) {
           CK(cudaMemset(flag, 0, 4));
           flush();
-          if (v.copy == kTmaWithAFma) launch(hop<4, 7>);
-          else if (v.copy == kTmaWithAMmaIssueAfter || v.copy == kCpAsyncWithAMmaIssueAfter) launch(hop<4, 6>);
-          else if (v.copy == kTmaWithAFence) launch(hop<4, 4>);
-          else if (v.copy == kTmaWithAMmaNoFence) launch(hop<4, 5>);
-          else if (overlapped(v.copy)) launch(hop<4, 3>);
-          else if (swapped(v.copy)) launch(hop<4, 2>);  // (the mma rows are all S = 4)
-          else if (with_mma(v.copy)) launch(hop<4, 1>);
-          else if (v.S == 4) launch(hop<4, 0>);
-          else if (v.S == 8) launch(hop<8, 0>);
-          else launch(hop<12, 0>);
+          switch (consumer(v.copy)) {  // (the rows with a consumer are all S = 4)
+            case kProducts: launch(hop<4, kProducts>); break;
+            case kSwapped: launch(hop<4, kSwapped>); break;
+            case kInFlight: launch(hop<4, kInFlight>); break;
+            case kFenceOnly: launch(hop<4, kFenceOnly>); break;
+            case kProductsNoFence: launch(hop<4, kProductsNoFence>); break;
+            case kProductsThenRefill: launch(hop<4, kProductsThenRefill>); break;
+            case kCudaCores: launch(hop<4, kCudaCores>); break;
+            case kNothing:
+              if (v.S == 4) launch(hop<4, kNothing>);
+              else if (v.S == 8) launch(hop<8, kNothing>);
+              else launch(hop<12, kNothing>);
+          }
           CK(cudaDeviceSynchronize());
           std::vector<Rec> r(kWorkers);
           std::vector<unsigned long long> c(kChain), f(1);
