@@ -228,12 +228,15 @@ struct TaskDecl : Decl {
   std::vector<Stmt*> body;
 };
 
-// graph @name [schedule static|dynamic|auto] { statements }
+// graph @name [schedule static|dynamic|auto] [specialize SYM = C1, C2, ...] { statements }
 struct GraphDecl : Decl {
   GraphDecl() : Decl(DeclKind::Graph) {}
   Ident name;  // without '@'
   bool has_schedule = false;
   Ident schedule;
+  bool has_specialize = false;
+  Ident specialize_sym;
+  std::vector<Expr*> specialize_cuts;
   std::vector<Stmt*> body;
 };
 

@@ -267,6 +267,7 @@ symbol_type Lexer::scan(bool recovering) {
       "init"         { VTOKEN(KW_INIT); }
       "grid"         { VTOKEN(KW_GRID); }
       "schedule"     { VTOKEN(KW_SCHEDULE); }
+      "specialize"   { VTOKEN(KW_SPECIALIZE); }
       "wait"         { VTOKEN(KW_WAIT); }
       "notify"       { VTOKEN(KW_NOTIFY); }
       "run"          { VTOKEN(KW_RUN); }

@@ -441,9 +441,18 @@ class Emitter {
     // tensor slots, event offsets and the like (shareTaskFunctions).
     task_fns_.push_back(body.substr(fn_at));
     body.resize(fn_at);
-    std::string need = "etc::dev::kSmallOpSmem";
-    for (const std::string& s : smem) need = fmt::format("etc_umax({}, {})", need, s);
+    std::string need = "etc::dev::kSmallOpSmem", fixed = need;
+    for (const std::string& s : smem) {
+      need = fmt::format("etc_umax({}, {})", need, s);
+      if (std::none_of(row_smem_.begin(), row_smem_.end(), [&](const RowSmem& r) { return r.term == s; }))
+        fixed = fmt::format("etc_umax({}, {})", fixed, s);
+    }
     body += fmt::format("constexpr unsigned kSmem_{} = {};\n\n", t.name, need);
+    if (!row_smem_.empty()) {
+      body += fmt::format("constexpr unsigned kSmemFixed_{} = {};\n\n", t.name, fixed);
+      task_row_smem_[ti] = std::move(row_smem_);
+    }
+    row_smem_.clear();
     if (dynamicTask(ti)) body += waitsFunction(ti) + diagnoseFunction(ti);
     out_ += body;
     return true;
@@ -800,9 +809,12 @@ class Emitter {
       }
     }
     std::string code;
+    const Expr rows = a.shape.size() == 2 ? a.shape[0] : intConst(1);
+    const std::vector<Expr>& grid = t.grid;
     for (size_t k = 0; k < variants.size(); ++k) {
       int64_t t = variants[k];
       smem.push_back(fmt::format("etc::dev::{}_smem_bytes<{}, {}, {}, {}>()", fn, cudaType(a.dtype), t, tn, tk));
+      row_smem_.push_back({smem.back(), k ? variants[k - 1] : 0, rows, grid});
       std::string call =
           prefetch ? fmt::format("etc::dev::{}_prefetch<{}, {}, {}>(ctx, {}, {}, {}{});", fn, t, tn, tk, ops[0], b_args, tb,
                                  maps)
@@ -1169,12 +1181,30 @@ class Emitter {
 
   // ---- kernels ------------------------------------------------------------------------------
 
+  // The shared memory task `t` needs in kernel `k`: all of it (kSmem_<task>), except that a
+  // megakernel of one range of a sym (--specialize) leaves out the matmul instantiations that
+  // no tile of the range's rows reaches (a kernel of small batches then does not reserve the
+  // 128-row tiles' ring, and every task keeps that much more L1).
+  std::string kernelTaskSmem(const Kernel& k, uint32_t t) const {
+    const std::string& name = m_.tasks[t].name;
+    auto found = task_row_smem_.find(t);
+    if (k.when_sym < 0 || found == task_row_smem_.end()) return "kSmem_" + name;
+    const RangeEnv syms = m_.symRangesWith(static_cast<uint32_t>(k.when_sym), k.when_lo, k.when_hi);
+    std::string need = "kSmemFixed_" + name;
+    for (const RowSmem& r : found->second) {
+      const Interval rows = bounds(r.rows, m_.gridRanges(r.grid, syms));
+      // The instantiation runs for tiles of more than r.above rows (the dispatch's order).
+      if (rows.upperUnbounded() || rows.hi > r.above) need = fmt::format("etc_umax({}, {})", need, r.term);
+    }
+    return need;
+  }
+
   void emitKernel(uint32_t ki) {
     const Kernel& k = m_.kernels[ki];
     const bool dynamic = sched_[ki].offset >= 0;
     const char* mode = !k.mega ? "kUnfused" : dynamic ? "kDynamic" : "kStatic";
     std::string need = "etc::dev::kSmallOpSmem";
-    for (uint32_t t : k.tasks) need = fmt::format("etc_umax({}, kSmem_{})", need, m_.tasks[t].name);
+    for (uint32_t t : k.tasks) need = fmt::format("etc_umax({}, {})", need, kernelTaskSmem(k, t));
     out_ += fmt::format("extern \"C\" __device__ const unsigned int {}_smem = {};\n", k.name, need);
     out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, ETC_MIN_CTAS_PER_SM) {}(const __grid_constant__ EtcParams p) {{\n",
                         kThreadsPerCta, k.name);
@@ -1317,6 +1347,16 @@ class Emitter {
   std::string out_;
   std::string op_functions_;                              // the shared tile-op calls (opFunction)
   std::vector<std::string> task_fns_;                     // per task: its function, name and arguments open
+  // A matmul instantiation's shared memory, run for tiles of more than `above` rows of a (rows
+  // of a task over `grid`): the task being emitted's, then per task.
+  struct RowSmem {
+    std::string term;
+    int64_t above;
+    Expr rows;
+    std::vector<Expr> grid;
+  };
+  std::vector<RowSmem> row_smem_;
+  std::map<uint32_t, std::vector<RowSmem>> task_row_smem_;
   struct TaskCall {
     std::string function;  // the (shared) task function
     std::string args;      // ", " and the arguments that set it to this task

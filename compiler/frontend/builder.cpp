@@ -908,6 +908,42 @@ class Builder {
     }
   }
 
+  // `specialize SYM = C1, C2, ...`: a sym of the module and constant cuts that increase within
+  // its range.
+  bool buildSpecialize(const ast::GraphDecl& d, ir::Graph& g) {
+    const ast::Ident& name = d.specialize_sym;
+    auto v = m_->findValue(name.name);
+    if (!v || v->kind != ir::Module::DeclKind::Sym) {
+      if (isBroken(name.name)) return false;  // its declaration's errors were reported
+      std::vector<std::string_view> syms;
+      for (const ir::Sym& s : m_->syms) syms.push_back(s.name);
+      diags_.error(name.range.begin, v ? fmt::format("'{}' is not a sym: specialize cuts the range of a sym", name.name)
+                                       : fmt::format("undefined sym '{}'{}", name.name, didYouMean(name.name, syms)));
+      return false;
+    }
+    std::vector<int64_t> cuts;
+    std::vector<Expr> exprs;
+    for (const ast::Expr* e : d.specialize_cuts) {
+      auto c = constValue(e, "a specialize cut", &exprs.emplace_back());
+      if (!c) return false;
+      cuts.push_back(*c);
+    }
+    const ir::Sym& sym = m_->syms[v->index];
+    std::string why;
+    if (!ir::symCutRanges(sym, cuts, why)) {
+      size_t bad = 0;  // the first cut out of order or range, to point at
+      while (bad + 1 < cuts.size() && cuts[bad] > (bad ? cuts[bad - 1] : sym.lo) && cuts[bad] <= sym.hi) ++bad;
+      diags_.error(d.specialize_cuts[bad]->range.begin, "specialize: " + why);
+      return false;
+    }
+    const SourceRange written{d.specialize_cuts.front()->range.begin, d.specialize_cuts.back()->range.end};
+    g.specialize_sym = static_cast<int32_t>(v->index);
+    g.specialize_cuts = std::move(cuts);
+    g.specialize_cut_exprs = std::move(exprs);
+    g.specialize_range = written;
+    return true;
+  }
+
   void buildGraph(const ast::GraphDecl& d) {
     ir::Graph g;
     g.name = std::string(d.name.name);
@@ -927,6 +963,7 @@ class Builder {
         ok = false;
       }
     }
+    if (d.has_specialize && !buildSpecialize(d, g)) ok = false;
     // One prover for the whole module: its memo of decided facts is what makes the checks of
     // graph after graph with the same shapes cheap (a prover per graph started empty each time).
     if (!prover_) prover_ = std::make_unique<ir::Prover>(*m_);

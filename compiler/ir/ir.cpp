@@ -1,5 +1,7 @@
 #include "compiler/ir/ir.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace etc::ir {
@@ -90,6 +92,24 @@ std::optional<uint32_t> Module::findSym(std::string_view n) const { return ofKin
 std::optional<uint32_t> Module::findTask(std::string_view n) const { return findIn(tasks_, n); }
 std::optional<uint32_t> Module::findGraph(std::string_view n) const { return findIn(graphs_, n); }
 
+std::optional<std::vector<std::pair<int64_t, int64_t>>> symCutRanges(const Sym& s, const std::vector<int64_t>& cuts,
+                                                                   std::string& why) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  int64_t lo = s.lo;
+  for (int64_t c : cuts) {
+    if (c <= lo || c > s.hi) {
+      why = fmt::format("cut {} of sym '{}' is not in ({}, {}]: the cuts must increase and stay within the sym's "
+                        "range [{}, {}]",
+                        c, s.name, lo, s.hi, s.lo, s.hi);
+      return std::nullopt;
+    }
+    ranges.emplace_back(lo, c - 1);
+    lo = c;
+  }
+  ranges.emplace_back(lo, s.hi);
+  return ranges;
+}
+
 RangeEnv Module::symRanges() const {
   RangeEnv env;
   env.sym = [this](uint32_t id) -> std::optional<Interval> {
@@ -99,9 +119,19 @@ RangeEnv Module::symRanges() const {
   return env;
 }
 
-RangeEnv Module::gridRanges(std::vector<Expr> grid) const {
+RangeEnv Module::symRangesWith(uint32_t sym, int64_t lo, int64_t hi) const {
   RangeEnv env = symRanges();
-  RangeEnv syms = env;
+  env.sym = [base = env.sym, sym, lo, hi](uint32_t s) -> std::optional<Interval> {
+    if (s == sym) return Interval{lo, hi};
+    return base(s);
+  };
+  return env;
+}
+
+RangeEnv Module::gridRanges(std::vector<Expr> grid) const { return gridRanges(std::move(grid), symRanges()); }
+
+RangeEnv Module::gridRanges(std::vector<Expr> grid, const RangeEnv& syms) const {
+  RangeEnv env = syms;
   env.coord = [grid = std::move(grid), syms](uint32_t id) -> std::optional<Interval> {
     if (id >= grid.size()) return std::nullopt;
     Interval ext = bounds(grid[id], syms);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -157,6 +158,12 @@ struct Graph {
   Schedule schedule = Schedule::Auto;
   bool schedule_written = false;
   std::string schedule_reason;  // why select-schedule chose it (for etcc -v)
+  // `specialize SYM = C1, C2, ...`: a megakernel per range of sym `specialize_sym` between the
+  // cuts (as etcc --specialize, which overrides it); -1: none written.
+  int32_t specialize_sym = -1;
+  std::vector<int64_t> specialize_cuts;
+  std::vector<Expr> specialize_cut_exprs;  // as written (consts by name), for the printer
+  SourceRange specialize_range;            // the cuts as written, for diagnostics
   std::vector<GraphStmt> body;
   SourceRange range;
   SourceRange name_range;  // for diagnostics; may be invalid
@@ -175,6 +182,12 @@ struct Kernel {
   int32_t when_sym = -1;
   int64_t when_lo = 0, when_hi = 0;
 };
+
+// The ranges [lo, C1 - 1], [C1, C2 - 1], ..., [Cn, hi] of sym `s` cut at `cuts` (a graph's
+// `specialize`, etcc --specialize); nullopt, with `why` set, where the cuts do not increase
+// within (lo, hi].
+std::optional<std::vector<std::pair<int64_t, int64_t>>> symCutRanges(const Sym& s, const std::vector<int64_t>& cuts,
+                                                                   std::string& why);
 
 struct Module {
   std::string name;
@@ -218,9 +231,13 @@ struct Module {
 
   // Ranges of the syms, for ir::bounds / ir::simplify.
   RangeEnv symRanges() const;
+  // The same with sym `sym` held in [lo, hi] (a megakernel of one range of it).
+  RangeEnv symRangesWith(uint32_t sym, int64_t lo, int64_t hi) const;
   // The sym ranges plus, for coordinate k, [0, upper bound of grid[k] - 1]: the values the
   // coordinates of a task over `grid` (or of an event's init over its shape) take.
   RangeEnv gridRanges(std::vector<Expr> grid) const;
+  // The same over the sym ranges `syms`.
+  RangeEnv gridRanges(std::vector<Expr> grid, const RangeEnv& syms) const;
 
  private:
   template <class T, class Index>

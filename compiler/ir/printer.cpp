@@ -150,6 +150,11 @@ std::string printModule(const Module& m) {
         const Graph& g = m.graphs[r.index];
         out += fmt::format("graph @{}", g.name);
         if (g.schedule_written) out += fmt::format(" schedule {}", scheduleName(g.schedule));
+        if (g.specialize_sym >= 0) {
+          out += fmt::format(" specialize {} =", m.syms[g.specialize_sym].name);
+          for (size_t i = 0; i < g.specialize_cut_exprs.size(); ++i)
+            out += (i ? ", " : " ") + toString(g.specialize_cut_exprs[i]);
+        }
         out += " {\n";
         for (const GraphStmt& st : g.body) {
           if (const auto* run = std::get_if<RunStmt>(&st)) {

@@ -37,8 +37,9 @@ ModulePtr scheduleStatic(ModulePtr m, DiagnosticEngine& diags);
 ModulePtr verifySchedule(ModulePtr m, DiagnosticEngine& diags);
 
 struct SymCuts;
-// After the passes, where etcc --specialize asks: every megakernel becomes one per range of the
-// sym, each without the task grids that are empty over its range.
-ModulePtr specializeMegakernels(ModulePtr m, const SymCuts& cuts, DiagnosticEngine& diags);
+// After the passes, where a graph's `specialize` or etcc --specialize (`cli`, for every graph,
+// over what the graphs wrote) asks: the megakernel becomes one per range of the sym, each
+// without the task grids that are empty over its range.
+ModulePtr specializeMegakernels(ModulePtr m, const SymCuts* cli, DiagnosticEngine& diags);
 
 }  // namespace etc

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ostream>
 
@@ -79,8 +80,10 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     if (opts.dump && wants(p.name)) dumpModule(*m, p.name, *opts.dump);
   }
-  if (opts.specialize) {
-    m = specializeMegakernels(std::move(m), *opts.specialize, diags);
+  const bool written =
+      std::any_of(m->graphs.begin(), m->graphs.end(), [](const ir::Graph& g) { return g.specialize_sym >= 0; });
+  if (opts.specialize || written) {
+    m = specializeMegakernels(std::move(m), opts.specialize ? &*opts.specialize : nullptr, diags);
     if (!m || diags.hasErrors()) return nullptr;
     if (opts.dump && wants("specialize")) dumpModule(*m, "specialize", *opts.dump);
   } else if (opts.dump && wants("specialize")) {

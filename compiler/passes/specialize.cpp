@@ -1,6 +1,7 @@
-// specialize (etcc --specialize SYM=C1,C2,...): every megakernel becomes one per range of the
-// sym between the cuts, each running the scheduled order of the grids that can have a task
-// somewhere in its range; the runtime launches the one whose range holds the bound value.
+// specialize (a graph's `specialize SYM = C1, C2, ...`, or etcc --specialize SYM=C1,C2,... for
+// every graph): the graph's megakernel becomes one per range of the sym between the cuts, each
+// running the scheduled order of the grids that can have a task somewhere in its range; the
+// runtime launches the one whose range holds the bound value.
 //
 // A grid whose extents are zero over a range has no task there, so leaving it out changes
 // nothing that the kernel computes: its notifies add nothing, and its waiters' counts were
@@ -19,16 +20,6 @@ using namespace ir;
 
 namespace {
 
-// The module's sym ranges with sym `id` held in [lo, hi].
-RangeEnv narrowed(const Module& m, uint32_t id, int64_t lo, int64_t hi) {
-  RangeEnv env = m.symRanges();
-  env.sym = [base = env.sym, id, lo, hi](uint32_t s) -> std::optional<Interval> {
-    if (s == id) return Interval{lo, hi};
-    return base(s);
-  };
-  return env;
-}
-
 bool emptyOver(const Task& t, const RangeEnv& env) {
   for (const Expr& g : t.grid)
     if (bounds(g, env).hi <= 0) return true;
@@ -37,38 +28,48 @@ bool emptyOver(const Task& t, const RangeEnv& env) {
 
 }  // namespace
 
-ModulePtr specializeMegakernels(ModulePtr m, const SymCuts& cuts, DiagnosticEngine& diags) {
-  const std::optional<uint32_t> found = m->findSym(cuts.sym);
-  if (!found) {
-    std::string names;
-    for (const Sym& s : m->syms) names += (names.empty() ? "" : ", ") + s.name;
-    diags.error({}, fmt::format("--specialize: module @{} has no sym '{}' (its syms: {})", m->name, cuts.sym,
-                                names.empty() ? "none" : names));
-    return nullptr;
-  }
-  const uint32_t id = *found;
-  const Sym& sym = m->syms[id];
-  std::vector<std::pair<int64_t, int64_t>> ranges;
-  int64_t lo = sym.lo;
-  for (int64_t c : cuts.cuts) {
-    if (c <= lo || c > sym.hi) {
-      diags.error({}, fmt::format("--specialize: cut {} of sym '{}' is not in ({}, {}]: the cuts must increase and "
-                                  "stay within the sym's range [{}, {}]",
-                                  c, sym.name, lo, sym.hi, sym.lo, sym.hi));
+ModulePtr specializeMegakernels(ModulePtr m, const SymCuts* cli, DiagnosticEngine& diags) {
+  // etcc --specialize: one sym and cuts for every graph, over what the graphs wrote.
+  std::optional<uint32_t> cli_sym;
+  std::vector<std::pair<int64_t, int64_t>> cli_ranges;
+  if (cli) {
+    cli_sym = m->findSym(cli->sym);
+    if (!cli_sym) {
+      std::string names;
+      for (const Sym& s : m->syms) names += (names.empty() ? "" : ", ") + s.name;
+      diags.error({}, fmt::format("--specialize: module @{} has no sym '{}' (its syms: {})", m->name, cli->sym,
+                                  names.empty() ? "none" : names));
       return nullptr;
     }
-    ranges.emplace_back(lo, c - 1);
-    lo = c;
+    std::string why;
+    auto r = symCutRanges(m->syms[*cli_sym], cli->cuts, why);
+    if (!r) {
+      diags.error({}, "--specialize: " + why);
+      return nullptr;
+    }
+    cli_ranges = std::move(*r);
   }
-  ranges.emplace_back(lo, sym.hi);
   std::vector<Kernel> kernels;
   for (Kernel& k : m->kernels) {
+    const Graph& g = m->graphs[k.graph];
+    uint32_t id = 0;
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    if (cli) {
+      id = *cli_sym;
+      ranges = cli_ranges;
+    } else if (g.specialize_sym >= 0) {
+      // The builder checked the graph's cuts against the sym.
+      id = static_cast<uint32_t>(g.specialize_sym);
+      std::string why;
+      ranges = symCutRanges(m->syms[id], g.specialize_cuts, why).value_or(ranges);
+    }
     if (!k.mega || ranges.size() < 2) {
       kernels.push_back(std::move(k));
       continue;
     }
+    const Sym& sym = m->syms[id];
     for (const auto& [rlo, rhi] : ranges) {
-      const RangeEnv env = narrowed(*m, id, rlo, rhi);
+      const RangeEnv env = m->symRangesWith(id, rlo, rhi);
       Kernel v{fmt::format("{}_{}{}_{}", k.name, sym.name, rlo, rhi), k.graph, true, {}, static_cast<int32_t>(id), rlo, rhi};
       for (uint32_t t : k.tasks)
         if (!emptyOver(m->tasks[t], env)) v.tasks.push_back(t);

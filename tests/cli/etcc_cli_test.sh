@@ -156,6 +156,32 @@ run specialize-at-lo 1 "$sp" --specialize B=1 -o "$tmp/sp.fatbin" && stderr_has 
 run specialize-form 1 "$sp" --specialize B=1x -o "$tmp/sp.fatbin" &&
   stderr_has specialize-form "--specialize: expects SYM=C1,C2,... (integers), got 'B=1x'"
 [ -e "$tmp/sp.fatbin" ] && fail "specialize: an output left behind on error" || pass
+# A graph's own `specialize B = 16, LONG` (specialize_graph.etir) gives its kernels; --specialize
+# replaces the graph's cuts with its own.
+spg=tests/golden/passes/specialize_graph.etir
+run specialize-graph-override 0 --emit=cuda --specialize B=32 "$spg" &&
+  if [ "$(grep -o '__global__ void __launch_bounds__(256, ETC_MIN_CTAS_PER_SM) etc_main_mega[A-Za-z0-9_]*' "$tmp/out" | sed 's/.* //')" != \
+       "$(printf 'etc_main_mega_B1_31\netc_main_mega_B32_128')" ]; then
+    fail "specialize-graph-override: not the option's ranges"; grep 'etc_main_mega' "$tmp/out" | head -5; else pass; fi
+# A megakernel of a range of B reserves the shared memory of the matmul instantiations that its
+# rows reach only: B <= 31 runs tiles of 16 and 32 rows, B >= 32 those of 32 to 128.
+cat >"$tmp/mm_ranges.etir" <<'ETIR'
+module @mm_ranges
+sym B in [1, 128]
+tensor x : bf16[B, 256] input
+tensor w : bf16[128, 256] param
+tensor y : bf16[B, 128] output
+graph @main specialize B = 32 {
+  y = matmul(x, w) { transpose_b }
+}
+ETIR
+run specialize-smem 0 --emit=cuda "$tmp/mm_ranges.etir" &&
+  small=$(grep '^extern "C" __device__ const unsigned int etc_main_mega_B1_31_smem' "$tmp/out" | grep -o 'matmul_smem_bytes<__nv_bfloat16, [0-9]*' | sed 's/.* //' | tr '\n' ' ') &&
+  large=$(grep '^extern "C" __device__ const unsigned int etc_main_mega_B32_128_smem' "$tmp/out" | grep -o 'matmul_smem_bytes<__nv_bfloat16, [0-9]*' | sed 's/.* //' | tr '\n' ' ') &&
+  unfused=$(grep '^extern "C" __device__ const unsigned int etc_main_matmul_y_smem' "$tmp/out" | grep -c 'kSmem_matmul_y') &&
+  if [ "$small" != "16 32 " ] || [ "$large" != "16 32 64 128 " ] || [ "$unfused" != 1 ]; then
+    fail "specialize-smem: B1_31 reserves '$small', B32_128 '$large' (expected '16 32 ', '16 32 64 128 '), unfused $unfused"
+  else pass; fi
 # The weight stream by TMA (ETC_MM_TMA=1, etc/device/tma.cuh): the matmuls get their weights'
 # tensor maps and the descriptor lists the weights ("tmaps"); without the knob, neither.
 run tma-off 0 --emit=cuda samples/mlp.etir &&
@@ -276,8 +302,9 @@ run device-define-bad 1 --emit=cuda --device-define 'ETC_X=1;int y' samples/mlp.
 run device-define-name 1 --device-define CUDA_ARCH=1 samples/mlp.etir -o "$tmp/dd.fatbin"
 [ -e "$tmp/dd.fatbin" ] && fail "device-define: an output was left behind" || pass
 # Shared task code (the default; --share-task-code says so): the layers of a decode model share
-# their task functions, and it compiles; --no-share-task-code keeps one function per task.
-python3 tools/gen_decode_sample.py llama3_2_1b --layers 2 --vocab 2048 >"$tmp/l2.etir"
+# their task functions, and it compiles; --no-share-task-code keeps one function per task. (One
+# cache head an attention task and one kernel, as the checks below of its code expect.)
+python3 tools/gen_decode_sample.py llama3_2_1b --layers 2 --vocab 2048 --heads-per-task 1 >"$tmp/l2.etir"
 run share-task-code 0 --emit=cuda --share-task-code "$tmp/l2.etir" &&
   stdout_has share-task-code "// the code of 6 tasks: @matmul_q_0 @matmul_k_0 @matmul_v_0 @matmul_q_1 @matmul_k_1 @matmul_v_1" &&
   stdout_has share-task-code "if (!task_matmul_q_0<kStatic, 0>(p, ctx, t, "

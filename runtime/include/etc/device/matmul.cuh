@@ -38,6 +38,13 @@
 #ifndef ETC_MM_LARGE_RING_KIB
 #define ETC_MM_LARGE_RING_KIB 144
 #endif
+// The ring of a tile with 128 rows of a where the GPU has wgmma (sm_90a: up to 227 KiB of shared
+// memory a CTA; sm_80's 163 KiB keep ETC_MM_LARGE_RING_KIB). Only a decode step's batches above
+// 64 reach such tiles, and a megakernel of a range of B below that (a graph's `specialize`)
+// reserves none of their shared memory, so its tasks keep their L1.
+#ifndef ETC_MM_FULL_RING_KIB
+#define ETC_MM_FULL_RING_KIB ETC_MM_LARGE_RING_KIB
+#endif
 // The ring of a tile with fewer than 64 rows of a whose stage holds 32 KiB or more of b (an LM
 // head's 128 x 128 tiles, which lower-ops gives grids of many waves): 3 stages of such a tile
 // instead of 2. H200, Llama-3.2-1B decode, etc-run --bench 20: the LM head in these tiles
@@ -87,10 +94,14 @@ __host__ __device__ constexpr int largest_divisor_le(int n, int cap) {
 }
 
 // Stages of a ring of stage_bytes stages, b_bytes of them b's, for tiles of tmp rows of a
-// (ETC_MM_LARGE_RING_KIB from 64 rows, else ETC_MM_WIDE_RING_KIB where b_bytes is 32 KiB or
-// more, else ETC_MM_RING_KIB), at least 2, at most ETC_MM_MAX_STAGES.
+// (ETC_MM_FULL_RING_KIB at 128 rows with wgmma, ETC_MM_LARGE_RING_KIB from 64 rows, else
+// ETC_MM_WIDE_RING_KIB where b_bytes is 32 KiB or more, else ETC_MM_RING_KIB), at least 2, at
+// most ETC_MM_MAX_STAGES.
 __host__ __device__ constexpr unsigned mm_ring_kib(int tmp, unsigned b_bytes) {
-  return tmp >= 64 ? ETC_MM_LARGE_RING_KIB : b_bytes >= 32768u ? ETC_MM_WIDE_RING_KIB : ETC_MM_RING_KIB;
+  return tmp >= 128 && kHaveWgmma ? ETC_MM_FULL_RING_KIB
+         : tmp >= 64              ? ETC_MM_LARGE_RING_KIB
+         : b_bytes >= 32768u      ? ETC_MM_WIDE_RING_KIB
+                                  : ETC_MM_RING_KIB;
 }
 __host__ __device__ constexpr int mm_ring_stages(int tmp, unsigned stage_bytes, unsigned b_bytes) {
   return cmax(2, cmin(ETC_MM_MAX_STAGES, (int)(mm_ring_kib(tmp, b_bytes) * 1024u / stage_bytes)));
