@@ -48,14 +48,16 @@ for n in $decode_models; do
   # The weight stream by TMA (ETC_MM_TMA=1; the runtime makes the weights' tensor maps).
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_MM_TMA=1 -o "gpu-bundle/${n}_small_tma.fatbin"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"
-  # Attention tasks of several cache heads (heads_per_task = 0: the count by the batch).
-  python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --heads-per-task 0 >"gpu-bundle/${n}_small_heads0.etir"
-  "$build/etcc" "gpu-bundle/${n}_small_heads0.etir" -arch sm_90a -o "gpu-bundle/${n}_small_heads0.fatbin"
-  # The same with a megakernel per range of B (etcc --specialize): each range's grids only.
-  "$build/etcc" "gpu-bundle/${n}_small_heads0.etir" -arch sm_90a --specialize B=16,32,64,128 \
-    -o "gpu-bundle/${n}_small_heads0_ranges.fatbin"
-  "$build/etcc" "gpu-bundle/${n}_small_heads0.etir" -arch sm_90a --specialize B=16,32,64,128 --schedule=dynamic \
-    -o "gpu-bundle/${n}_small_heads0_ranges_dynamic.fatbin"
+  # Attention tasks of one cache head and one megakernel (heads_per_task = 1, the samples' form
+  # before session 54; the default takes the count by the batch, with a kernel per side of 32).
+  python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --heads-per-task 1 >"gpu-bundle/${n}_small_heads1.etir"
+  "$build/etcc" "gpu-bundle/${n}_small_heads1.etir" -arch sm_90a -o "gpu-bundle/${n}_small_heads1.fatbin"
+  # The default with more megakernels of B's ranges (etcc --specialize over the graph's cut):
+  # each range's grids only.
+  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --specialize B=16,32,64,128 \
+    -o "gpu-bundle/${n}_small_ranges.fatbin"
+  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --specialize B=16,32,64,128 --schedule=dynamic \
+    -o "gpu-bundle/${n}_small_ranges_dynamic.fatbin"
   # The default attention (tensor cores in independent warps, its call in the task) behind the
   # op function's call (ETC_INLINE_ATTENTION=0), and the forms before it (ETC_ATTN_MMA_WARPS=0:
   # the staged tensor-core form, and Qwen3's FMA warps).

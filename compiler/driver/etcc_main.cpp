@@ -379,7 +379,8 @@ int main(int argc, char** argv) {
   app.add_option("--specialize", opt.specialize,
                  "SYM=C1,C2,...: one megakernel per range of the sym between the cuts ([lo, C1 - 1], [C1, C2 - 1], "
                  "..., [Cn, hi]), each without the task grids that have no task in its range; the runtime launches "
-                 "the one whose range holds the sym's value")
+                 "the one whose range holds the sym's value. Replaces the cuts a graph writes (`graph @main "
+                 "specialize B = 32`)")
       ->check([](const std::string& v) -> std::string {
         static const std::regex form("[A-Za-z_][A-Za-z0-9_]*=-?[0-9]{1,18}(,-?[0-9]{1,18})*");
         return std::regex_match(v, form) ? "" : "expects SYM=C1,C2,... (integers), got '" + v + "'";

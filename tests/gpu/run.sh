@@ -170,20 +170,22 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for bk in 1:long 7:mixed 33:short; do
     [ -f "$B/${n}_small_tma.fatbin" ] && decode_check "${n}_small_tma" "$B/${n}_small_tma.fatbin" "${bk%%:*}" "${bk##*:}"
   done
-  # Attention tasks of several cache heads (heads_per_task = 0): 2 a task at B = 33 (short
-  # positions: Qwen3's heads one after another in the FMA form), 4 at 70 and 8 at 128 (one ring
-  # through the heads on tensor cores where a row is long enough).
+  # The default's attention tasks take several cache heads from B = 32 (heads_per_task = 0): 2 a
+  # task at 33 (above; short positions: Qwen3's heads one after another in the FMA form), 4 at 70
+  # and 8 at 128 (one ring through the heads on tensor cores where a row is long enough). The
+  # form of one head a task and one kernel (heads_per_task = 1) at the same sizes.
+  [ -f "$B/${n}_small.fatbin" ] && decode_check "${n}_small" "$B/${n}_small.fatbin" 70 mixed
   for bk in 33:short 70:mixed 128:mixed; do
-    [ -f "$B/${n}_small_heads0.fatbin" ] && decode_check "${n}_small_heads0" "$B/${n}_small_heads0.fatbin" "${bk%%:*}" "${bk##*:}"
+    [ -f "$B/${n}_small_heads1.fatbin" ] && decode_check "${n}_small_heads1" "$B/${n}_small_heads1.fatbin" "${bk%%:*}" "${bk##*:}"
   done
-  # Its megakernels of B's ranges (etcc --specialize B=16,32,64,128): one size in each range.
+  # More megakernels of B's ranges (etcc --specialize B=16,32,64,128): one size in each range.
   for bk in 1:long 7:mixed 20:mixed 40:mixed 70:mixed 128:mixed; do
-    [ -f "$B/${n}_small_heads0_ranges.fatbin" ] &&
-      decode_check "${n}_small_heads0_ranges" "$B/${n}_small_heads0_ranges.fatbin" "${bk%%:*}" "${bk##*:}"
+    [ -f "$B/${n}_small_ranges.fatbin" ] &&
+      decode_check "${n}_small_ranges" "$B/${n}_small_ranges.fatbin" "${bk%%:*}" "${bk##*:}"
   done
   for b in 7 40; do  # and in the dynamic schedule, where each range's kernel has its own queue
-    [ -f "$B/${n}_small_heads0_ranges_dynamic.fatbin" ] &&
-      decode_check "${n}_small_heads0_ranges_dynamic" "$B/${n}_small_heads0_ranges_dynamic.fatbin" $b mixed
+    [ -f "$B/${n}_small_ranges_dynamic.fatbin" ] &&
+      decode_check "${n}_small_ranges_dynamic" "$B/${n}_small_ranges_dynamic.fatbin" $b mixed
   done
   # Attention's other forms: the default (tensor cores in independent warps) behind the op
   # function's call (ETC_INLINE_ATTENTION=0), the previous defaults (ETC_ATTN_MMA_WARPS=0), and
