@@ -936,11 +936,9 @@ class Builder {
       diags_.error(d.specialize_cuts[bad]->range.begin, "specialize: " + why);
       return false;
     }
-    const SourceRange written{d.specialize_cuts.front()->range.begin, d.specialize_cuts.back()->range.end};
     g.specialize_sym = static_cast<int32_t>(v->index);
     g.specialize_cuts = std::move(cuts);
     g.specialize_cut_exprs = std::move(exprs);
-    g.specialize_range = written;
     return true;
   }
 

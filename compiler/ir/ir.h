@@ -163,7 +163,6 @@ struct Graph {
   int32_t specialize_sym = -1;
   std::vector<int64_t> specialize_cuts;
   std::vector<Expr> specialize_cut_exprs;  // as written (consts by name), for the printer
-  SourceRange specialize_range;            // the cuts as written, for diagnostics
   std::vector<GraphStmt> body;
   SourceRange range;
   SourceRange name_range;  // for diagnostics; may be invalid

@@ -420,6 +420,13 @@ if want san && command -v compute-sanitizer >/dev/null 2>&1; then
       [ -f "$B/${n}_small.fatbin" ] &&
         san $tool "${n}_small" "$B/${n}_small.fatbin" B=7 --in pos="$out/san_pos7.npy" --random-outputs
     done
+    # The samples' kernel of B from 32 on (graph @main specialize B = 32): 64-row matmul tiles,
+    # attention tasks of two cache heads, and the shared memory that kernel reserves.
+    python3 -c "import numpy as np; np.save('$out/san_pos40.npy', np.resize(np.array([0, 1, 255, 511, 4096], dtype=np.int32), 40))"
+    for n in llama3_2_1b qwen3_0_6b; do
+      [ -f "$B/${n}_small.fatbin" ] &&
+        san $tool "${n}_small_B40" "$B/${n}_small.fatbin" B=40 --in pos="$out/san_pos40.npy" --random-outputs
+    done
   done
 fi
 
