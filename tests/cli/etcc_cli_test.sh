@@ -182,6 +182,19 @@ run specialize-smem 0 --emit=cuda "$tmp/mm_ranges.etir" &&
   if [ "$small" != "16 32 " ] || [ "$large" != "16 32 64 128 " ] || [ "$unfused" != 1 ]; then
     fail "specialize-smem: B1_31 reserves '$small', B32_128 '$large' (expected '16 32 ', '16 32 64 128 '), unfused $unfused"
   else pass; fi
+# ... in the compiled kernels: the 128-row tile's 3 stages of 48 KiB (the large ring's 144 KiB)
+# only where B reaches 65, and 4 with ETC_MM_FULL_RING_KIB=192; B <= 31 keeps the 32-row tile's
+# 4 stages of 32 KiB either way (dynamic shared memory, from --resource-usage).
+smem_of() { cat "$tmp/out" "$tmp/err" | awk -v k="$1" '$1 == k { n = split($5, s, "+"); print s[n] }'; }
+LIMIT=120 run specialize-smem-cubin 0 "$tmp/mm_ranges.etir" -arch sm_90a --resource-usage -o "$tmp/mmr.fatbin" &&
+  if [ "$(smem_of etc_main_mega_B1_31)/$(smem_of etc_main_mega_B32_128)" != 132096/148480 ]; then
+    fail "specialize-smem-cubin: $(smem_of etc_main_mega_B1_31)/$(smem_of etc_main_mega_B32_128), expected 132096/148480"
+  else pass; fi
+LIMIT=120 run specialize-smem-full-ring 0 "$tmp/mm_ranges.etir" -arch sm_90a --resource-usage \
+    --device-define ETC_MM_FULL_RING_KIB=192 -o "$tmp/mmr.fatbin" &&
+  if [ "$(smem_of etc_main_mega_B1_31)/$(smem_of etc_main_mega_B32_128)" != 132096/197632 ]; then
+    fail "specialize-smem-full-ring: $(smem_of etc_main_mega_B1_31)/$(smem_of etc_main_mega_B32_128), expected 132096/197632"
+  else pass; fi
 # The weight stream by TMA (ETC_MM_TMA=1, etc/device/tma.cuh): the matmuls get their weights'
 # tensor maps and the descriptor lists the weights ("tmaps"); without the knob, neither.
 run tma-off 0 --emit=cuda samples/mlp.etir &&
