@@ -630,6 +630,34 @@ TEST(DecodePipeline, ReducedLlamaSampleWithHeadsByTheBatch) {
   checkAgainstOpLevel(text, {{"B", 2}}, {{"tokens", {5, 255}}, {"pos", {0, 300}}}, 2e-2, {"next_token"});
 }
 
+// The generator's default is that form with a megakernel per side of B = 32 (the first batch
+// whose tasks take two of the 8 cache heads): the kernel below 32 has no several-head grid, the
+// one above it no one-head grid. --heads-per-task 1 writes the op's default and no clause.
+TEST(DecodePipeline, GeneratedSampleAsksForAKernelPerSideOfTheFirstSeveralHeadBatch) {
+  const std::string text = generated("llama3_2_1b", 1, 256);
+  EXPECT_NE(text.find("graph @main specialize B = 32 {"), std::string::npos);
+  EXPECT_NE(text.find("{ head_dim = D, heads_per_task = 0 }"), std::string::npos);
+  auto p = parse(text);
+  ASSERT_TRUE(p->module);
+  p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
+  ASSERT_TRUE(p->module) << p->errors();
+  std::map<std::string, std::set<std::string>> kernels;
+  for (const ir::Kernel& k : p->module->kernels)
+    if (k.mega)
+      for (uint32_t t : k.tasks) kernels[k.name].insert(p->module->tasks[t].name);
+  ASSERT_EQ(kernels.size(), 2u);
+  const auto& small = kernels["etc_main_mega_B1_31"];
+  const auto& large = kernels["etc_main_mega_B32_128"];
+  EXPECT_TRUE(small.count("attention_decode_o_0_whole") && small.count("attention_merge_o_0"));
+  EXPECT_FALSE(small.count("attention_decode_o_0_whole_heads2") || small.count("attention_decode_o_0_whole_heads8"));
+  EXPECT_TRUE(large.count("attention_decode_o_0_whole_heads2") && large.count("attention_decode_o_0_whole_heads8"));
+  EXPECT_FALSE(large.count("attention_decode_o_0_whole") || large.count("attention_merge_o_0"));
+
+  const std::string one = generated("llama3_2_1b", 1, 256, "--heads-per-task 1");
+  EXPECT_NE(one.find("graph @main {"), std::string::npos);
+  EXPECT_EQ(one.find("heads_per_task"), std::string::npos);
+}
+
 // The paged variant (--paged 16): the pool holds B * 257 pages, handed out in shuffled order.
 TEST(DecodePipeline, ReducedPagedLlamaSampleMatchesItsOpLevelRun) {
   std::vector<int64_t> pages(2 * 257);
