@@ -51,7 +51,6 @@ using etc::dev::detail::wgmma_fence;
 using etc::dev::detail::wgmma_fence_operands;
 using etc::dev::detail::wgmma_ss;
 using etc::dev::detail::wgmma_wait;
-using etc::dev::detail::wgmma_wait_all;
 
 constexpr int kWorkers = 128, kRows = 64, kTK = 128, kChain = 3, kChainLoads = 8;
 constexpr int kStageElems = kRows * kTK, kStageBytes = kStageElems * 2;
@@ -263,7 +262,7 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
         wgmma_ss<__nv_bfloat16, 16>(ds, wgmma_desc(bs + wg * (kRows * 64) + kk * 16),
                                     wgmma_desc(as + wg * (64 * 64) + kk * 16));
       wgmma_commit();
-      wgmma_wait_all();
+      wgmma_wait<0>();
       wgmma_fence_operands(ds);
     }
     if constexpr (kUse == kInFlight) {

@@ -622,7 +622,7 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
         wgmma_ss<T, NW>(d, wgmma_desc(As + ka * (W::WTMP * 64) + row0 * 64 + kk * 16),
                         wgmma_desc(Bs + ka * (TN * 64) + col0 * 64 + kk * 16));
     wgmma_commit();
-    wgmma_wait_all();
+    wgmma_wait<0>();
     wgmma_fence_operands(d);
   }
   cp_async_wait<0>();

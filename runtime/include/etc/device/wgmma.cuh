@@ -36,12 +36,7 @@ __device__ __forceinline__ void wgmma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 #endif
 }
-__device__ __forceinline__ void wgmma_wait_all() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#endif
-}
-// Until at most N of this warpgroup's committed groups of products are pending.
+// Until at most N of this warpgroup's committed groups of products are pending (0: all done).
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -63,7 +58,7 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long d
 }
 
 // The accumulators are operands of the asynchronous products between wgmma_fence and
-// wgmma_wait_all, which the compiler does not see: an empty asm that reads and writes each
+// wgmma_wait, which the compiler does not see: an empty asm that reads and writes each
 // keeps its other accesses (the zeroing, the epilogue's reads) on their side of those.
 template <int R>
 __device__ __forceinline__ void wgmma_fence_operands(float (&d)[R]) {
