@@ -810,11 +810,10 @@ class Emitter {
     }
     std::string code;
     const Expr rows = a.shape.size() == 2 ? a.shape[0] : intConst(1);
-    const std::vector<Expr>& grid = t.grid;
     for (size_t k = 0; k < variants.size(); ++k) {
       int64_t t = variants[k];
       smem.push_back(fmt::format("etc::dev::{}_smem_bytes<{}, {}, {}, {}>()", fn, cudaType(a.dtype), t, tn, tk));
-      row_smem_.push_back({smem.back(), k ? variants[k - 1] : 0, rows, grid});
+      row_smem_.push_back({smem.back(), k ? variants[k - 1] : 0, rows});
       std::string call =
           prefetch ? fmt::format("etc::dev::{}_prefetch<{}, {}, {}>(ctx, {}, {}, {}{});", fn, t, tn, tk, ops[0], b_args, tb,
                                  maps)
@@ -1192,7 +1191,7 @@ class Emitter {
     const RangeEnv syms = m_.symRangesWith(static_cast<uint32_t>(k.when_sym), k.when_lo, k.when_hi);
     std::string need = "kSmemFixed_" + name;
     for (const RowSmem& r : found->second) {
-      const Interval rows = bounds(r.rows, m_.gridRanges(r.grid, syms));
+      const Interval rows = bounds(r.rows, m_.gridRanges(m_.tasks[t].grid, syms));
       // The instantiation runs for tiles of more than r.above rows (the dispatch's order).
       if (rows.upperUnbounded() || rows.hi > r.above) need = fmt::format("etc_umax({}, {})", need, r.term);
     }
@@ -1347,13 +1346,12 @@ class Emitter {
   std::string out_;
   std::string op_functions_;                              // the shared tile-op calls (opFunction)
   std::vector<std::string> task_fns_;                     // per task: its function, name and arguments open
-  // A matmul instantiation's shared memory, run for tiles of more than `above` rows of a (rows
-  // of a task over `grid`): the task being emitted's, then per task.
+  // A matmul instantiation's shared memory, run for tiles of more than `above` rows of a (`rows`
+  // in the task's coordinates): the task being emitted's, then per task.
   struct RowSmem {
     std::string term;
     int64_t above;
     Expr rows;
-    std::vector<Expr> grid;
   };
   std::vector<RowSmem> row_smem_;
   std::map<uint32_t, std::vector<RowSmem>> task_row_smem_;

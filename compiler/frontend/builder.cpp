@@ -928,11 +928,9 @@ class Builder {
       if (!c) return false;
       cuts.push_back(*c);
     }
-    const ir::Sym& sym = m_->syms[v->index];
     std::string why;
-    if (!ir::symCutRanges(sym, cuts, why)) {
-      size_t bad = 0;  // the first cut out of order or range, to point at
-      while (bad + 1 < cuts.size() && cuts[bad] > (bad ? cuts[bad - 1] : sym.lo) && cuts[bad] <= sym.hi) ++bad;
+    size_t bad = 0;
+    if (!ir::symCutRanges(m_->syms[v->index], cuts, why, &bad)) {
       diags_.error(d.specialize_cuts[bad]->range.begin, "specialize: " + why);
       return false;
     }

@@ -93,11 +93,13 @@ std::optional<uint32_t> Module::findTask(std::string_view n) const { return find
 std::optional<uint32_t> Module::findGraph(std::string_view n) const { return findIn(graphs_, n); }
 
 std::optional<std::vector<std::pair<int64_t, int64_t>>> symCutRanges(const Sym& s, const std::vector<int64_t>& cuts,
-                                                                   std::string& why) {
+                                                                   std::string& why, size_t* bad) {
   std::vector<std::pair<int64_t, int64_t>> ranges;
   int64_t lo = s.lo;
-  for (int64_t c : cuts) {
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    const int64_t c = cuts[i];
     if (c <= lo || c > s.hi) {
+      if (bad) *bad = i;
       why = fmt::format("cut {} of sym '{}' is not in ({}, {}]: the cuts must increase and stay within the sym's "
                         "range [{}, {}]",
                         c, s.name, lo, s.hi, s.lo, s.hi);

@@ -183,10 +183,10 @@ struct Kernel {
 };
 
 // The ranges [lo, C1 - 1], [C1, C2 - 1], ..., [Cn, hi] of sym `s` cut at `cuts` (a graph's
-// `specialize`, etcc --specialize); nullopt, with `why` set, where the cuts do not increase
-// within (lo, hi].
+// `specialize`, etcc --specialize); nullopt, with `why` set and `*bad` the index of the first cut
+// out of order or range, where the cuts do not increase within (lo, hi].
 std::optional<std::vector<std::pair<int64_t, int64_t>>> symCutRanges(const Sym& s, const std::vector<int64_t>& cuts,
-                                                                   std::string& why);
+                                                                   std::string& why, size_t* bad = nullptr);
 
 struct Module {
   std::string name;

@@ -54,16 +54,16 @@ ModulePtr specializeMegakernels(ModulePtr m, const SymCuts* cli, DiagnosticEngin
     const Graph& g = m->graphs[k.graph];
     uint32_t id = 0;
     std::vector<std::pair<int64_t, int64_t>> ranges;
-    if (cli) {
+    if (k.mega && cli) {
       id = *cli_sym;
       ranges = cli_ranges;
-    } else if (g.specialize_sym >= 0) {
+    } else if (k.mega && g.specialize_sym >= 0) {
       // The builder checked the graph's cuts against the sym.
       id = static_cast<uint32_t>(g.specialize_sym);
       std::string why;
       ranges = symCutRanges(m->syms[id], g.specialize_cuts, why).value_or(ranges);
     }
-    if (!k.mega || ranges.size() < 2) {
+    if (ranges.size() < 2) {
       kernels.push_back(std::move(k));
       continue;
     }

@@ -185,16 +185,16 @@ run specialize-smem 0 --emit=cuda "$tmp/mm_ranges.etir" &&
 # ... in the compiled kernels: the 128-row tile's 3 stages of 48 KiB (the large ring's 144 KiB)
 # only where B reaches 65, and 4 with ETC_MM_FULL_RING_KIB=192; B <= 31 keeps the 32-row tile's
 # 4 stages of 32 KiB either way (dynamic shared memory, from --resource-usage).
-smem_of() { cat "$tmp/out" "$tmp/err" | awk -v k="$1" '$1 == k { n = split($5, s, "+"); print s[n] }'; }
-LIMIT=120 run specialize-smem-cubin 0 "$tmp/mm_ranges.etir" -arch sm_90a --resource-usage -o "$tmp/mmr.fatbin" &&
-  if [ "$(smem_of etc_main_mega_B1_31)/$(smem_of etc_main_mega_B32_128)" != 132096/148480 ]; then
-    fail "specialize-smem-cubin: $(smem_of etc_main_mega_B1_31)/$(smem_of etc_main_mega_B32_128), expected 132096/148480"
-  else pass; fi
-LIMIT=120 run specialize-smem-full-ring 0 "$tmp/mm_ranges.etir" -arch sm_90a --resource-usage \
-    --device-define ETC_MM_FULL_RING_KIB=192 -o "$tmp/mmr.fatbin" &&
-  if [ "$(smem_of etc_main_mega_B1_31)/$(smem_of etc_main_mega_B32_128)" != 132096/197632 ]; then
-    fail "specialize-smem-full-ring: $(smem_of etc_main_mega_B1_31)/$(smem_of etc_main_mega_B32_128), expected 132096/197632"
-  else pass; fi
+range_smem() {  # NAME EXPECTED(B1_31/B32_128) [etcc options]: compiles mm_ranges.etir, compares
+  local name=$1 want=$2 got; shift 2
+  LIMIT=120 run "$name" 0 "$tmp/mm_ranges.etir" -arch sm_90a --resource-usage "$@" -o "$tmp/mmr.fatbin" || return
+  got=$(for k in etc_main_mega_B1_31 etc_main_mega_B32_128; do
+          cat "$tmp/out" "$tmp/err" | awk -v k="$k" '$1 == k { n = split($5, s, "+"); print s[n] }'
+        done | paste -sd/)
+  if [ "$got" != "$want" ]; then fail "$name: $got, expected $want"; else pass; fi
+}
+range_smem specialize-smem-cubin 132096/148480
+range_smem specialize-smem-full-ring 132096/197632 --device-define ETC_MM_FULL_RING_KIB=192
 # The weight stream by TMA (ETC_MM_TMA=1, etc/device/tma.cuh): the matmuls get their weights'
 # tensor maps and the descriptor lists the weights ("tmaps"); without the knob, neither.
 run tma-off 0 --emit=cuda samples/mlp.etir &&
