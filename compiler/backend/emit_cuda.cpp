@@ -1039,13 +1039,20 @@ class Emitter {
     if (op == "attention_merge") {
       OperandType parts = type(c.call.args[0]), lse = type(c.call.args[1]);
       const int64_t d = tiling::attrInt(c.call, "head_dim");
-      if (parts.shape.size() != 2 || lse.shape.size() != 2 || d <= 0) return "";
+      const size_t rank = parts.shape.size();
+      if ((rank != 2 && rank != 3) || lse.shape.size() != rank || d <= 0) return "";
       const auto np = bounds(parts.shape[0], env), nl = bounds(lse.shape[0], env);
       const int64_t w = width(parts);
       // The parts' weights live in registers: at most 64 of them (the parts' upper bound; fewer
-      // at run time where their number follows the batch).
-      if (np.hi < 1 || np.hi > 64 || nl.lo != np.lo || nl.hi != np.hi || w == 0 || w % d != 0 || width(lse) != w / d)
+      // at run time where their number follows the batch), 16 where each thread holds the parts
+      // of two groups of columns (rows).
+      if (np.hi < 1 || np.hi > (rank == 3 ? 16 : 64) || nl.lo != np.lo || nl.hi != np.hi || w == 0 || w % d != 0 ||
+          width(lse) != w / d)
         return "";
+      if (rank == 3) {
+        if (a.size() > 3) return "";  // the rows form writes no lse
+        return fmt::format("etc::dev::attention_merge_rows<{}, {}, {}>(ctx, {}, {}, {})", np.hi, w, d, a[0], a[1], a[2]);
+      }
       return fmt::format("etc::dev::attention_merge_row<{}, {}, {}>(ctx, {}, {}, {}, {})", np.hi, w, d, a[0], a[1], a[2],
                          a.size() > 3 ? a[3] : "etc::dev::View<float>{}");
     }
@@ -1116,7 +1123,10 @@ class Emitter {
                               "row's [first, count]"
                             : "q must be one row [Hq * head_dim], the caches [positions, Hk * head_dim] and lens a scalar");
     if (op == "attention_merge")
-      return need(rank(a[0]) == 2 && rank(a[1]) == 2, "the parts must be [P, Hq * head_dim] and [P, Hq] (one row)");
+      return need((rank(a[0]) == 2 || rank(a[0]) == 3) && rank(a[1]) == rank(a[0]) &&
+                      rank(c.dests[0]) == rank(a[0]) - 1 && (c.dests.size() < 2 || rank(c.dests[1]) == rank(a[0]) - 1),
+                  "the parts must be [P, Hq * head_dim] and [P, Hq] (one row) or [P, R, Hq * head_dim] and [P, R, Hq] "
+                  "(rows), and the results one row or rows");
     if (op == "kv_append" && a.size() == 4)
       return need(rank(a[0]) == 1 && rank(a[2]) == 0 && rank(a[3]) == 1,
                   "k and v must be one row, pos a scalar and the page table one row [pages]");

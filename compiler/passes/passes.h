@@ -19,6 +19,9 @@ ModulePtr lowerOps(ModulePtr m, DiagnosticEngine& diags);
 // Fewer task grids: a split-K reduce_sum moves into its one reader, and a grid merges into a
 // later one over the same grid that needs it tile for tile.
 ModulePtr mergeTasks(ModulePtr m, DiagnosticEngine& diags);
+// A split-KV attention's merge grid moves into the matmul that reads its result: each matmul
+// task merges the rows and columns it reads, then multiplies.
+ModulePtr foldAttentionMerge(ModulePtr m, DiagnosticEngine& diags);
 // The per-row grid of a layer's q/k/v sums, rope and kv_append moves into the attention grids
 // that read it: each attention task runs it for its own row and heads.
 ModulePtr foldIntoAttention(ModulePtr m, DiagnosticEngine& diags);

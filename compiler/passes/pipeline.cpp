@@ -17,6 +17,8 @@ const std::vector<Pass>& pipeline() {
       {"fuse-gated-matmul", "gate and up matmuls and their silu_mul become one gated matmul", fuseGatedMatmul},
       {"lower-ops", "op-level assignments become task grids", lowerOps},
       {"merge-tasks", "a split-K sum moves into its one reader; same-grid neighbours merge tile for tile", mergeTasks},
+      {"fold-attention-merge", "a split-KV attention's merge runs inside the matmul tasks that read its result",
+       foldAttentionMerge},
       {"fold-into-attention", "the per-row q/k/v sums, rope and kv_append run inside the attention tasks that read them",
        foldIntoAttention},
       {"infer-events", "event tensors from the slices task grids write and read", inferEvents},
@@ -54,6 +56,7 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
     const bool skipped = (!opts.verify_schedule && p.name == "verify-schedule") ||
                          (!opts.merge_tasks && p.name == "merge-tasks") ||
                          (!opts.fold_into_attention && p.name == "fold-into-attention") ||
+                         (!opts.fold_attention_merge && p.name == "fold-attention-merge") ||
                          (!opts.gated_matmul && p.name == "fuse-gated-matmul");
     if (skipped) {
       // A dump asked for after a pass that does not run says so, rather than printing nothing.

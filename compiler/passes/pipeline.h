@@ -46,6 +46,7 @@ struct PipelineOptions {
   bool verify_schedule = true;  // false: skip the verify-schedule pass (etcc --no-verify-schedule)
   bool merge_tasks = true;      // false: skip the merge-tasks pass (etcc --no-merge-tasks)
   bool fold_into_attention = false;  // true: run fold-into-attention (etcc --fold-attention)
+  bool fold_attention_merge = false;  // true: run fold-attention-merge (etcc --fold-attention-merge)
   bool gated_matmul = true;     // false: skip the fuse-gated-matmul pass (etcc --no-gated-matmul)
   std::optional<SymCuts> specialize;  // runs the specialize step after the passes
 };

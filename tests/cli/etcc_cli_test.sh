@@ -195,6 +195,12 @@ range_smem() {  # NAME EXPECTED(B1_31/B32_128) [etcc options]: compiles mm_range
 }
 range_smem specialize-smem-cubin 132096/148480
 range_smem specialize-smem-full-ring 132096/197632 --device-define ETC_MM_FULL_RING_KIB=192
+# --fold-attention-merge: the matmul task merges its rows of the parts (rank 3) in the row form
+# of several rows, before its matmul; the generated code compiles (NVRTC).
+run fold-merge-cuda 0 --emit=cuda --fold-attention-merge tests/golden/passes/fold_attention_merge.etir &&
+  stdout_has fold-merge-rows 'if (!etc::dev::attention_merge_rows<2, 128, 64>(ctx, a0, a1, a2))'
+LIMIT=300 run fold-merge-nvrtc 0 tests/golden/passes/fold_attention_merge.etir --fold-attention-merge -arch sm_90a \
+  -o "$tmp/fold.fatbin"
 # The weight stream by TMA (ETC_MM_TMA=1, etc/device/tma.cuh): the matmuls get their weights'
 # tensor maps and the descriptor lists the weights ("tmaps"); without the knob, neither.
 run tma-off 0 --emit=cuda samples/mlp.etir &&

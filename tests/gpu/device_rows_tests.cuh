@@ -54,6 +54,15 @@ __global__ void k_rows_merge(View<const float> op, View<const float> lp, View<TO
   if (threadIdx.x == 0) *took = ran;
 }
 
+template <bool ROW, int P, int W, int D, class TO>
+__global__ void k_rows_merge_rows(View<const float> op, View<const float> lp, View<TO> o, int* took) {
+  SMEM_DECL; Ctx c{smem_, kAttnMergeSmem};
+  bool ran = false;
+  if constexpr (ROW) ran = attention_merge_rows<P, W, D>(c, op, lp, o);
+  else attention_merge(c, op, lp, o, D);
+  if (threadIdx.x == 0) *took = ran;
+}
+
 // ---- helpers --------------------------------------------------------------------------------
 
 // Runs launch(row, took) for the row form and the generic op on copies of the same outputs;
@@ -253,6 +262,47 @@ static void t_rows_merge(const char* what, int empty_every, int dead, bool with_
   rows_report(same, ran, expect_row, std::string("rows_attention_merge_") + tname<TO>() + "_" + what);
 }
 
+// The merge of several requests' rows at once (a matmul task's, fold-attention-merge): parts
+// [np, R, W] (rows `pitch` apart, parts R * pitch + 8 apart, from element `off`) and their lse
+// [np, R, W / D] into o [R, W] (rows W + 8 apart), against the generic op row by row.
+template <int P, int W, int D, class TO>
+static void t_rows_merge_rows(const char* what, int np, long long R, long long pitch, long long off, int empty_every,
+                              int threads, bool expect_row) {
+  constexpr int HEADS = W / D;
+  const long long pp = R * pitch + 8, opitch = W + 8;
+  Buf<float> op(np * pp + off + 8), lp(np * R * HEADS + 1);
+  Buf<TO> o(R * opitch + 1);
+  op.random(-2, 2);
+  lp.random(-6, 6);
+  for (int p = 0; p < np; ++p)
+    for (long long r = 0; r < R; ++r)
+      for (int h = 0; h < HEADS; ++h)
+        if ((empty_every && (p + r + h) % empty_every == empty_every - 1) || (r == 1 && h == 0)) {
+          lp.h[(p * R + r) * HEADS + h] = -INFINITY;  // row 1's head 0: every part empty
+          for (int d = 0; d < D; ++d) op.h[off + p * pp + r * pitch + h * D + d] = NAN;
+        }
+  o.poison();
+  op.up();
+  lp.up();
+  o.up();
+  HV opv = hv(off, {np, R, W}, {pp, pitch, 1}), lpv = hv(0, {np, R, HEADS}, {R * HEADS, HEADS, 1}),
+     ov = hv(0, {R, W}, {opitch, 1});
+  RowsRun rr;
+  rr.outs = {{o.d, o.n * sizeof(TO)}};
+  bool ran = false;
+  bool same = rr.run(
+      [&](bool row, int* took) {
+        if (row)
+          k_rows_merge_rows<true, P, W, D, TO><<<1, threads, kAttnMergeSmem>>>(dv<const float>(op, opv),
+                                                                             dv<const float>(lp, lpv), dv<TO>(o, ov), took);
+        else
+          k_rows_merge_rows<false, P, W, D, TO><<<1, threads, kAttnMergeSmem>>>(dv<const float>(op, opv),
+                                                                              dv<const float>(lp, lpv), dv<TO>(o, ov), took);
+      },
+      ran);
+  rows_report(same, ran, expect_row, std::string("rows_attention_merge_rows_") + tname<TO>() + "_" + what);
+}
+
 static void run_rows_tests() {
   // Split-K reductions as a decode step has them: 4 and 8 parts of one row, a few rows, more
   // parts than one batch of loads, a row length that leaves threads idle; declines on an
@@ -297,4 +347,16 @@ static void run_rows_tests() {
   t_rows_merge<32, 256, 64, bf16>("p32_np16", 3, 2, true, 256, true, 16);
   t_rows_merge<32, 256, 64, bf16>("p32_np1", 0, -1, true, 256, true, 1);
   t_rows_merge<32, 256, 64, bf16>("p32_np33", 3, 2, false, 256, false, 33);
+  // Rows at once, as the o projection's tasks merge them below B = 16 (Llama's 8 parts of one
+  // row, 2 of 15, Qwen3's head_dim 128, fewer parts than the form's most), none (B >= 16: the
+  // merge is empty), several per thread with an odd count; declines on an unaligned start, on a
+  // part count past the form's, on 128 threads.
+  t_rows_merge_rows<8, 512, 64, bf16>("p8_r1", 8, 1, 2048, 0, 3, 256, true);
+  t_rows_merge_rows<2, 512, 64, bf16>("p2_r15", 2, 15, 2048, 0, 3, 256, true);
+  t_rows_merge_rows<8, 512, 128, bf16>("p6_r3_qwen", 6, 3, 2048, 0, 4, 256, true);
+  t_rows_merge_rows<8, 512, 64, bf16>("p8_r0", 8, 0, 2048, 0, 3, 256, true);
+  t_rows_merge_rows<4, 1024, 64, float>("p4_r9", 3, 9, 1024, 0, 0, 256, true);
+  t_rows_merge_rows<8, 512, 64, bf16>("unaligned", 8, 2, 2048, 1, 3, 256, false);
+  t_rows_merge_rows<8, 512, 64, bf16>("np9", 9, 2, 2048, 0, 3, 256, false);
+  t_rows_merge_rows<8, 512, 64, bf16>("t128", 8, 2, 2048, 0, 3, 128, false);
 }

@@ -24,6 +24,7 @@
 #include "compiler/interp/interpreter.h"
 #include "compiler/interp/kernels.h"
 #include "compiler/interp/view.h"
+#include "compiler/ir/op_check.h"
 #include "compiler/ir/ops.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/pipeline.h"
@@ -138,12 +139,12 @@ double relativeL2(const HostTensor& got, const HostTensor& want) {
 // outputs agree within `tol` (split-K and split-KV partials are rounded to f32), integer ones
 // exactly unless listed in `loose_ints` (argmax of values that differ in the last bit).
 void checkAgainstOpLevel(const std::string& text, const Syms& syms, const std::map<std::string, std::vector<int64_t>>& ints,
-                         double tol, const std::set<std::string>& loose_ints = {}) {
+                         double tol, const std::set<std::string>& loose_ints = {}, const PipelineOptions& opts = {}) {
   auto op_level = parse(text);
   ASSERT_TRUE(op_level->module);
   auto lowered = parse(text);
   ASSERT_TRUE(lowered->module);
-  lowered->module = runPipeline(std::move(lowered->module), PipelineOptions{}, lowered->diags);
+  lowered->module = runPipeline(std::move(lowered->module), opts, lowered->diags);
   ASSERT_TRUE(lowered->module) << lowered->errors();
   const ir::Module& m = *op_level->module;
   TensorMap start;
@@ -656,6 +657,38 @@ TEST(DecodePipeline, GeneratedSampleAsksForAKernelPerSideOfTheFirstSeveralHeadBa
   const std::string one = generated("llama3_2_1b", 1, 256, "--heads-per-task 1");
   EXPECT_NE(one.find("graph @main {"), std::string::npos);
   EXPECT_EQ(one.find("heads_per_task"), std::string::npos);
+}
+
+// etcc --fold-attention-merge: the o projection's tasks merge the split-KV parts of the rows
+// they read (below B = 16) before they multiply, and no merge grid is left; the step computes
+// what the op level does with 8 parts a row (B = 2), 4 (B = 3) and none (B = 16: the merge's
+// rows are empty, the attention tasks write whole rows).
+TEST(DecodePipeline, FoldedAttentionMergeMatchesItsOpLevelRun) {
+  PipelineOptions folded;
+  folded.fold_attention_merge = true;
+  const std::string text = generated("llama3_2_1b", 1, 256);
+  auto p = parse(text);
+  ASSERT_TRUE(p->module);
+  p->module = runPipeline(std::move(p->module), folded, p->diags);
+  ASSERT_TRUE(p->module) << p->errors();
+  const ir::Task* oproj = nullptr;
+  for (const ir::Task& t : p->module->tasks) {
+    EXPECT_NE(t.name.rfind("attention_merge", 0), 0u) << t.name;
+    if (t.name == "matmul_attn_0") oproj = &t;
+  }
+  ASSERT_TRUE(oproj);
+  std::vector<const ir::CallStmt*> calls;
+  for (const ir::TaskStmt& st : oproj->body)
+    if (const auto* c = std::get_if<ir::CallStmt>(&st)) calls.push_back(c);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0]->call.op, "attention_merge");
+  EXPECT_EQ(calls[1]->call.op, "matmul");
+  EXPECT_EQ(ir::sliceType(*p->module, calls[0]->call.args[0]).shape.size(), 3u);  // [parts, rows, columns]
+  checkAgainstOpLevel(text, {{"B", 2}}, {{"tokens", {5, 255}}, {"pos", {0, 300}}}, 2e-2, {"next_token"}, folded);
+  checkAgainstOpLevel(text, {{"B", 3}}, {{"tokens", {5, 255, 7}}, {"pos", {4096, 1, 511}}}, 2e-2, {"next_token"}, folded);
+  std::vector<int64_t> tokens(16), pos(16);
+  for (int i = 0; i < 16; ++i) tokens[i] = 3 * i + 1, pos[i] = 97 * i % 600;
+  checkAgainstOpLevel(text, {{"B", 16}}, {{"tokens", tokens}, {"pos", pos}}, 2e-2, {"next_token"}, folded);
 }
 
 // The paged variant (--paged 16): the pool holds B * 257 pages, handed out in shuffled order.

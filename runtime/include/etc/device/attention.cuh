@@ -1436,8 +1436,8 @@ constexpr unsigned kAttnMergeSmem = 2048u * sizeof(float);
 // a request's heads, and a loop of one load after another was some 50 round trips to L2.
 // Without room for the weights (a very long cache), each output computes them itself.
 template <class TP, class TL, class TO>
-__device__ void attention_merge(const Ctx& ctx, const View<TP>& op, const View<TL>& lp, const View<TO>& o,
-                                const View<float>& lse, int head_dim) {
+__device__ void attention_merge_one(const Ctx& ctx, const View<TP>& op, const View<TL>& lp, const View<TO>& o,
+                                    const View<float>& lse, int head_dim) {
   const long long parts = op.ext[0], width = op.ext[1], heads = lp.ext[1];
   const float ninf = __int_as_float(0xff800000);
   auto lse_at = [&](long long p, long long h) { return to_f32(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1])); };
@@ -1492,6 +1492,36 @@ __device__ void attention_merge(const Ctx& ctx, const View<TP>& op, const View<T
     o.ptr[i * o.stride[0]] = from_f32<TO>(acc);
   }
   __syncthreads();
+}
+
+// One request's merge (o_parts [P, W], lse_parts [P, W / head_dim] into o [W]), or several
+// requests' (o_parts [P, R, W], lse_parts [P, R, W / head_dim] into o [R, W], lse [R, W /
+// head_dim]: a matmul task that merges the rows it reads, fold-attention-merge) one after another.
+template <class TP, class TL, class TO>
+__device__ void attention_merge(const Ctx& ctx, const View<TP>& op, const View<TL>& lp, const View<TO>& o,
+                                const View<float>& lse, int head_dim) {
+  if (op.rank != 3) {
+    attention_merge_one(ctx, op, lp, o, lse, head_dim);
+    return;
+  }
+  // Row r of a rank-3 view of parts: [P, W] without the row dimension.
+  auto part_row = [](auto v, long long r) {
+    v.ptr += r * v.stride[1];
+    v.ext[1] = v.ext[2];
+    v.stride[1] = v.stride[2];
+    v.rank = 2;
+    return v;
+  };
+  auto out_row = [](auto v, long long r) {
+    if (!v.ptr) return v;
+    v.ptr += r * v.stride[0];
+    v.ext[0] = v.ext[1];
+    v.stride[0] = v.stride[1];
+    v.rank = 1;
+    return v;
+  };
+  for (long long r = 0; r < op.ext[1]; ++r)
+    attention_merge_one(ctx, part_row(op, r), part_row(lp, r), out_row(o, r), out_row(lse, r), head_dim);
 }
 
 template <class TP, class TL, class TO>

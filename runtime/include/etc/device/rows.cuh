@@ -312,5 +312,69 @@ __device__ __forceinline__ bool attention_merge_row(const Ctx&, const View<TP>& 
   return true;
 }
 
+// attention_merge of R requests' parts at once (o_parts [np, R, W], lse_parts [np, R, W / D]
+// into o [R, W]): the form of a matmul task that merges the rows of a it reads
+// (fold-attention-merge), R up to a batch's worth. A thread takes ITEMS groups of V columns of
+// one head at a time and loads all their parts and weights before it adds any (a group's
+// loads do not wait for its weights: a part whose weight is 0 is loaded but not added), so a
+// row costs a fraction of an L2 round trip, not two. Bits as attention_merge_row's: the same
+// weights, added in part order.
+template <int P, int W, int D, class TP, class TL, class TO>
+__device__ __forceinline__ bool attention_merge_rows(const Ctx&, const View<TP>& op, const View<TL>& lp,
+                                                     const View<TO>& o) {
+  constexpr int HEADS = W / D, V = 16 / (int)sizeof(bare_t<TP>), GROUPS = W / V, ITEMS = P <= 8 ? 2 : 1;
+  static_assert(W % D == 0 && P >= 1 && P <= 16, "attention_merge_rows: shapes");
+  if (D % V != 0 || blockDim.x != kRowThreads || op.rank != 3 || lp.rank != 3 || o.rank != 2) return false;
+  const long long R = op.ext[1];
+  if (op.ext[0] < 1 || op.ext[0] > P || op.ext[2] != W || lp.ext[0] != op.ext[0] || lp.ext[1] != R ||
+      lp.ext[2] != HEADS || o.ext[0] != R || o.ext[1] != W || op.stride[2] != 1 || o.stride[1] != 1 ||
+      !aligned_to(op.ptr, 16) || op.stride[0] % V != 0 || op.stride[1] % V != 0)
+    return false;
+  const int np = (int)op.ext[0];
+  const float ninf = __int_as_float(0xff800000);
+  const long long n = R * GROUPS;
+  for (long long e0 = threadIdx.x; e0 < n; e0 += (long long)ITEMS * kRowThreads) {
+    float w[ITEMS][P];
+    float v[ITEMS][P][V];
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+      const long long e = e0 + (long long)it * kRowThreads;
+      const long long r = e < n ? e / GROUPS : 0;
+      const int c = e < n ? (int)(e % GROUPS) * V : 0;
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const bool on = e < n && p < np;
+        w[it][p] = on ? to_f32(ld(lp.ptr + p * lp.stride[0] + r * lp.stride[1] + (c / D) * lp.stride[2])) : ninf;
+        const Vec<bare_t<TP>, V> x = on ? ldv<V>(op.ptr + p * op.stride[0] + r * op.stride[1] + c) : Vec<bare_t<TP>, V>{};
+#pragma unroll
+        for (int k = 0; k < V; ++k) v[it][p][k] = to_f32(x.v[k]);
+      }
+    }
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+      const long long e = e0 + (long long)it * kRowThreads;
+      if (e >= n) continue;
+      const long long r = e / GROUPS;
+      const int c = (int)(e % GROUPS) * V;
+      float mx;
+      const float total = detail::merge_total(P, [&](long long p) { return w[it][p]; }, mx);
+      float acc[V];
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[k] = 0.0f;
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const float wp = mx != ninf ? expf(w[it][p] - total) : 0.0f;
+        if (wp != 0.0f)
+#pragma unroll
+          for (int k = 0; k < V; ++k) acc[k] += wp * v[it][p][k];
+      }
+#pragma unroll
+      for (int k = 0; k < V; ++k) o.ptr[r * o.stride[0] + c + k] = from_f32<bare_t<TO>>(acc[k]);
+    }
+  }
+  __syncthreads();
+  return true;
+}
+
 }  // namespace dev
 }  // namespace etc
