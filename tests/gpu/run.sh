@@ -46,7 +46,8 @@ row() {
 # KV 1, 511 and 4096) and DECODE_COMPILE_BATCHES (the batches that also time PyTorch under
 # torch.compile: about half a minute of compiling each; default none); the decodecheck section
 # takes DECODE_MODELS too (both models' checks take longer than a lent machine's 600 s command,
-# with the check section before them).
+# with the check section before them), and DECODECHECK_MATCH (an extended regex: only the rows
+# whose name matches, e.g. those a call's time limit cut short).
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
 # Log names carry sym values: keep them to letters, digits, '.', '_' and '-'.
@@ -127,6 +128,7 @@ fi
 # with PyTorch's float32 model, tools/compare_decode.py.)
 decode_check() {  # label fatbin B pos-kind [extra etc-run args...]
   local label=$1 f=$2 b=$3 kind=$4; shift 4
+  [ -z "${DECODECHECK_MATCH:-}" ] || [[ "check $label B=$b pos $kind" =~ $DECODECHECK_MATCH ]] || return 0
   local log="$out/check_${label}_B${b}_$kind.log" posf="$out/pos_${kind}_$b.npy"
   python3 - "$posf" "$b" "$kind" <<'PY'
 import sys
