@@ -48,6 +48,8 @@ for n in $decode_models; do
   # The weight stream by TMA (ETC_MM_TMA=1; the runtime makes the weights' tensor maps).
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_MM_TMA=1 -o "gpu-bundle/${n}_small_tma.fatbin"
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"
+  # The merge inside the o projection below B = 16 (etcc --fold-attention-merge, opt-in).
+  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --fold-attention-merge -o "gpu-bundle/${n}_small_foldmerge.fatbin"
   # Attention tasks of one cache head and one megakernel (heads_per_task = 1, the samples' form
   # before session 54; the default takes the count by the batch, with a kernel per side of 32).
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --heads-per-task 1 >"gpu-bundle/${n}_small_heads1.etir"

@@ -167,6 +167,11 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for b in 7 33; do
     [ -f "$B/${n}_small_prefetch.fatbin" ] && decode_check "${n}_small_prefetch" "$B/${n}_small_prefetch.fatbin" $b mixed
   done
+  # The merge inside the o projection (etcc --fold-attention-merge): 8 parts a row at B = 1, 2
+  # at 15, none at 16 (the o projection's merge of no rows).
+  for b in 1 15 16; do
+    [ -f "$B/${n}_small_foldmerge.fatbin" ] && decode_check "${n}_small_foldmerge" "$B/${n}_small_foldmerge.fatbin" $b mixed
+  done
   # The weights streamed by TMA (ETC_MM_TMA=1): tiles of 16, 32 and 64 rows, the gated and
   # LM-head tiles.
   for bk in 1:long 7:mixed 33:short; do
