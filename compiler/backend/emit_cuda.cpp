@@ -1044,8 +1044,8 @@ class Emitter {
       const auto np = bounds(parts.shape[0], env), nl = bounds(lse.shape[0], env);
       const int64_t w = width(parts);
       // The parts' weights live in registers: at most 64 of them (the parts' upper bound; fewer
-      // at run time where their number follows the batch), 16 where each thread holds the parts
-      // of two groups of columns (rows).
+      // at run time where their number follows the batch); 16 in the rows form, whose threads
+      // hold every part of two groups of columns at once (one group past 8 parts).
       if (np.hi < 1 || np.hi > (rank == 3 ? 16 : 64) || nl.lo != np.lo || nl.hi != np.hi || w == 0 || w % d != 0 ||
           width(lse) != w / d)
         return "";

@@ -104,13 +104,21 @@ class MergeFolder {
     return mt.grid[row.coord];
   }
 
+  // Where C reads T: its columns, and the same columns as heads of d (lse's columns), in the
+  // form of the columns so that infer-events sees the same tiling in both (a task then waits
+  // for its own heads' parts).
+  struct ReadCols {
+    SliceDim cols, heads;
+  };
+
   // C's one read of T if C is a single matmul reading T as a through every row and a column
-  // range of whole heads of head_dim d: that range.
-  std::optional<SliceDim> readerCols(uint32_t c, uint32_t tensor, int64_t d) const {
+  // range of whole heads of head_dim d.
+  std::optional<ReadCols> readerCols(uint32_t c, uint32_t tensor, int64_t d) const {
     if (!candidate(c) || m_.tasks[c].body.size() != 1) return std::nullopt;
-    const CallStmt& mm = onlyCall(m_.tasks[c]);
+    const Task& ct = m_.tasks[c];
+    const CallStmt& mm = onlyCall(ct);
     if (mm.call.op != "matmul" || mm.call.args.empty() || mm.call.args[0].target != tensor) return std::nullopt;
-    for (const SliceAccess& a : taskAccesses(m_.tasks[c]))
+    for (const SliceAccess& a : taskAccesses(ct))
       if (a.slice->target == tensor && a.slice != &mm.call.args[0]) return std::nullopt;
     const Tensor& t = m_.tensors[tensor];
     const std::vector<SliceDim> dims = explicitDims(m_, mm.call.args[0]);
@@ -120,33 +128,24 @@ class MergeFolder {
     auto acc = matchAccess(m_, mm.call.args[0]);
     if (!acc) return std::nullopt;
     const DimAccess& cols = (*acc)[1];
-    auto whole = [&](const Expr& e) {
+    auto heads = [&](const Expr& e) -> std::optional<int64_t> {
       const std::optional<int64_t> v = asInt(inlineConsts(e));
-      return v && *v % d == 0;
+      return v && *v % d == 0 ? std::optional<int64_t>(*v / d) : std::nullopt;
     };
-    if (cols.tiled ? !(cols.tile % d == 0 && whole(cols.offset) && whole(t.shape[1])) : !(whole(cols.lo) && whole(cols.hi)))
-      return std::nullopt;
-    return dims[1];
-  }
-
-  // The heads of C's columns of T (whole heads of d columns), in the form of C's columns, so
-  // that infer-events sees the same tiling in both (a task then waits for its own heads' parts).
-  SliceDim headsOf(const SliceDim& cols, const Task& ct, uint32_t tensor, int64_t d) const {
-    SliceDim h = cols;
-    h.lo_written = h.hi_written = true;
-    const Slice& a = onlyCall(ct).call.args[0];
-    const DimAccess acc = (*matchAccess(m_, a))[1];
-    const Expr per = intConst(d);
-    if (!acc.tiled) {
-      h.lo = intConst(*asInt(inlineConsts(acc.lo)) / d);
-      h.hi = intConst(*asInt(inlineConsts(acc.hi)) / d);
-      return h;
+    ReadCols out{dims[1], dims[1]};
+    out.heads.lo_written = out.heads.hi_written = true;
+    if (!cols.tiled) {
+      const std::optional<int64_t> lo = heads(cols.lo), hi = heads(cols.hi);
+      if (!lo || !hi) return std::nullopt;
+      out.heads.lo = intConst(*lo);
+      out.heads.hi = intConst(*hi);
+      return out;
     }
-    const Expr lo = add(tiling::tileLo(coordRef(acc.coord, ct.coords[acc.coord]), acc.tile / d),
-                        intConst(*asInt(inlineConsts(acc.offset)) / d));
-    h.lo = lo;
-    h.hi = min(floorDiv(m_.tensors[tensor].shape[1], per), add(lo, intConst(acc.tile / d)));
-    return h;
+    const std::optional<int64_t> offset = heads(cols.offset);
+    if (cols.tile % d != 0 || !offset || !heads(t.shape[1])) return std::nullopt;
+    out.heads.lo = add(tiling::tileLo(coordRef(cols.coord, ct.coords[cols.coord]), cols.tile / d), intConst(*offset));
+    out.heads.hi = min(floorDiv(t.shape[1], intConst(d)), add(out.heads.lo, intConst(cols.tile / d)));
+    return out;
   }
 
   bool foldOne(uint32_t g, uint32_t mi) {
@@ -161,7 +160,6 @@ class MergeFolder {
 
     // One reader; every other writer of T writes rows from n_b on.
     std::optional<uint32_t> reader;
-    std::optional<SliceDim> cols;
     for (uint32_t u = 0; u < m_.tasks.size(); ++u) {
       if (u == mi || dropped_[u]) continue;
       for (const SliceAccess& a : taskAccesses(m_.tasks[u])) {
@@ -178,7 +176,7 @@ class MergeFolder {
       }
     }
     if (!reader) return false;
-    cols = readerCols(*reader, tensor, d);
+    const std::optional<ReadCols> cols = readerCols(*reader, tensor, d);
     if (!cols) return false;
     for (const SliceAccess& a : taskAccesses(m_.tasks[*reader]))
       if (a.write && (a.slice->target == parts || a.slice->target == lses)) return false;
@@ -194,7 +192,7 @@ class MergeFolder {
 
     // The merge of C's columns over M's rows: parts[:P, 0 : n_b, cols], lse[:P, 0 : n_b, cols / D].
     const SliceDim part_range = explicitDims(m_, merge.call.args[0])[0];
-    const Expr width = sub(cols->hi, cols->lo);
+    const Expr width = sub(cols->cols.hi, cols->cols.lo);
     if (maxOverSyms(mul(mul(*rows, part_range.hi), width)) > kFoldMergeElements) return false;
     Task& ct = m_.tasks[*reader];
     SliceDim row_range;
@@ -202,7 +200,6 @@ class MergeFolder {
     row_range.lo = intConst(0);
     row_range.hi = *rows;
     row_range.lo_written = row_range.hi_written = true;
-    const SliceDim head_range = headsOf(*cols, ct, tensor, d);
     CallStmt call = merge;
     auto slice = [&](Slice s, std::vector<SliceDim> dims) {
       s.has_subscript = true;
@@ -210,9 +207,9 @@ class MergeFolder {
       s.range = ct.range;
       return s;
     };
-    call.call.args[0] = slice(merge.call.args[0], {part_range, row_range, *cols});
-    call.call.args[1] = slice(merge.call.args[1], {explicitDims(m_, merge.call.args[1])[0], row_range, head_range});
-    call.dests[0] = slice(merge.dests[0], {row_range, *cols});
+    call.call.args[0] = slice(merge.call.args[0], {part_range, row_range, cols->cols});
+    call.call.args[1] = slice(merge.call.args[1], {explicitDims(m_, merge.call.args[1])[0], row_range, cols->heads});
+    call.dests[0] = slice(merge.dests[0], {row_range, cols->cols});
     call.range = call.call.range = ct.range;
     ct.body.insert(ct.body.begin(), std::move(call));
     dropped_[mi] = true;
