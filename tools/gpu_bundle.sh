@@ -50,6 +50,13 @@ for n in $decode_models; do
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"
   # The merge inside the o projection below B = 16 (etcc --fold-attention-merge, opt-in).
   "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --fold-attention-merge -o "gpu-bundle/${n}_small_foldmerge.fatbin"
+  # The weights streamed across tasks (ETC_MM_STREAM=1, opt-in): the kernel of B <= 31 streams
+  # where every matmul can (Llama's; Qwen3's 32-column gated tiles cannot, its sample with
+  # 64-column ones can, in a ring of 5 units beside its larger attention blocks).
+  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_MM_STREAM=1 -o "gpu-bundle/${n}_small_stream.fatbin"
+  python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --gated-tile-n 64 >"gpu-bundle/${n}_small_g64.etir"
+  "$build/etcc" "gpu-bundle/${n}_small_g64.etir" -arch sm_90a --device-define ETC_MM_STREAM=1 \
+    --device-define ETC_MM_STREAM_UNITS=5 -o "gpu-bundle/${n}_small_g64_stream.fatbin"
   # Attention tasks of one cache head and one megakernel (heads_per_task = 1, the samples' form
   # before session 54; the default takes the count by the batch, with a kernel per side of 32).
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --heads-per-task 1 >"gpu-bundle/${n}_small_heads1.etir"

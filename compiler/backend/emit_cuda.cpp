@@ -55,6 +55,7 @@ class Emitter {
     layout_ = eventLayout(m, nullptr);
     sched_ = schedLayout(m, nullptr);
     tma_tensors_ = tmaTensors(m, options.defines);
+    stream_ = defineOn(options.defines, "ETC_MM_STREAM");
   }
 
   bool run(const DescriptorFn& descriptor, std::string& out) {
@@ -75,8 +76,9 @@ class Emitter {
     out_ += "namespace {\n\n";
     out_ += "__host__ __device__ constexpr unsigned etc_umax(unsigned a, unsigned b) { return a > b ? a : b; }\n\n";
     out_ += "// How a task function runs: in its own kernel (no events), in a megakernel with the static\n"
-            "// schedule (waits spin), or with the dynamic schedule (a task runs only once ready).\n"
-            "constexpr int kUnfused = 0, kStatic = 1, kDynamic = 2;\n\n";
+            "// schedule (waits spin), or with the dynamic schedule (a task runs only once ready);\n"
+            "// kProduce: only the weight stream's description of its matmul (etc/device/stream.cuh).\n"
+            "constexpr int kUnfused = 0, kStatic = 1, kDynamic = 2, kProduce = 3;\n\n";
     out_ += "// Makes the waiters of a completed event element pending (dynamic schedules), per kernel.\n"
             "template <int kKernel>\n__device__ void etc_ready(const EtcParams& p, int event, const long long* e);\n\n";
     out_ += "// Per kernel, the first task number after each of its grids (in order), written by thread 0\n"
@@ -300,6 +302,19 @@ class Emitter {
     };
     const CallStmt* prefetch = prefetchableMatmul(t);
     const std::optional<FusedRows> fused = matchFusedRows(m_, t);
+    bool describable_ok = true;
+    const CallStmt* described = stream_ ? describableMatmul(t, describable_ok) : nullptr;
+    if (described) {
+      // The weight stream's walk (etc_describe_K) runs the task in this mode: the matmul's views
+      // and instantiation, as below, and nothing else.
+      body += "  if constexpr (kMode == kProduce) {\n";
+      std::vector<std::string> views{"sa", "sb"};
+      for (size_t i = 0; i < described->call.args.size(); ++i) {
+        if (i == 2) views.push_back("sc");
+        body += view(described->call.args[i], false, views[i], names);
+      }
+      body += fmt::format("    {}\n    return true;\n  }} else {{\n", prefetchDispatch(t, *described, views, "_describe"));
+    }
     if (prefetch) {
       // The static schedule spins in the waits below: the weights start streaming in first.
       body += "  bool etc_prefetched = false;\n  if constexpr (kMode == kStatic) {\n";
@@ -436,6 +451,7 @@ class Emitter {
       }
     }
     closeOps();
+    if (described) body += "  }\n";
     body += "  return true;\n}\n";
     // The function itself comes later, shared with the tasks whose code differs from its only in
     // tensor slots, event offsets and the like (shareTaskFunctions).
@@ -772,18 +788,32 @@ class Emitter {
   // local memory and restored them at the end of every call: the code before a tile's first
   // load took 3 to 4 us instead of 1.3 to 1.7 (H100, Llama-3.2-1B decode at B = 1, per-task
   // trace marks).
+  // The largest instantiation's tile of a matmul call: rows of a, columns (the gated form's
+  // both halves), depth.
+  struct MatmulTile {
+    int64_t tm, tn, tk;
+  };
+  MatmulTile matmulTile(const Task& t, const CallStmt& c) const {
+    const bool gated = c.call.args.size() == 3;
+    const auto [mb, nb] = matmulTileBounds(t, c);
+    MatmulTile tile;
+    tile.tm = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, mb)), 16, gated ? kGatedMaxRows : kMatmulMaxTile);
+    tile.tn = gated ? 2 * std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 8, kGatedMaxCols)
+                    : std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 16, kMatmulMaxTile);
+    tile.tk = tiling::attrInt(c.call, "tile_k");
+    if (tile.tk == 0) tile.tk = 64;
+    return tile;
+  }
+
+  // suffix: "" (the matmul), "_prefetch" or "_describe" (a and b only, no y and no flag).
   std::string matmulDispatch(const Task& t, const CallStmt& c, const std::vector<std::string>& v,
-                             std::vector<std::string>& smem, bool prefetch, const std::string& signature,
+                             std::vector<std::string>& smem, const std::string& suffix, const std::string& signature,
                              const std::string& flag = "") {
     bool tb = tiling::attrBool(c.call, "transpose_b");
     const bool gated = c.call.args.size() == 3;
     const OperandType a = sliceType(m_, c.call.args[0]);
-    const auto [mb, nb] = matmulTileBounds(t, c);
-    int64_t tm = std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, mb)), 16, gated ? kGatedMaxRows : kMatmulMaxTile);
-    int64_t tn = gated ? 2 * std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 8, kGatedMaxCols)
-                       : std::clamp<int64_t>(tiling::pow2Ceil(std::max<int64_t>(1, nb)), 16, kMatmulMaxTile);
-    int64_t tk = tiling::attrInt(c.call, "tile_k");
-    if (tk == 0) tk = 64;
+    const auto [tm, tn, tk] = matmulTile(t, c);
+    const bool prefetch = !suffix.empty();
     const std::string fn = gated ? "matmul_silu_mul" : "matmul";
     std::vector<std::string> ops;  // the operands as the instantiation's function names them
     for (size_t i = 0; i < v.size(); ++i) ops.push_back(fmt::format("a{}", i));
@@ -813,9 +843,9 @@ class Emitter {
     for (size_t k = 0; k < variants.size(); ++k) {
       int64_t t = variants[k];
       smem.push_back(fmt::format("etc::dev::{}_smem_bytes<{}, {}, {}, {}>()", fn, cudaType(a.dtype), t, tn, tk));
-      row_smem_.push_back({smem.back(), k ? variants[k - 1] : 0, rows});
+      if (!prefetch) row_smem_.push_back({smem.back(), k ? variants[k - 1] : 0, rows, t});
       std::string call =
-          prefetch ? fmt::format("etc::dev::{}_prefetch<{}, {}, {}>(ctx, {}, {}, {}{});", fn, t, tn, tk, ops[0], b_args, tb,
+          prefetch ? fmt::format("etc::dev::{}{}<{}, {}, {}>(ctx, {}, {}, {}{});", fn, suffix, t, tn, tk, ops[0], b_args, tb,
                                  maps)
                    : fmt::format("etc::dev::{}<{}, {}, {}>(ctx, {}, {}, {}, {}, prefetched{});", fn, t, tn, tk, ops[0],
                                  b_args, tb, ops[gated ? 3 : 2], maps);
@@ -911,7 +941,7 @@ class Emitter {
     }
     if (c.call.op == "matmul") {
       signature += ", bool prefetched";
-      return matmulDispatch(t, c, views, smem, false, signature, prefetched ? "etc_prefetched" : "false");
+      return matmulDispatch(t, c, views, smem, "", signature, prefetched ? "etc_prefetched" : "false");
     }
     std::string code = callCode(t, c, params, smem);
     if (std::string fast = rowFormCall(t, c, params); !fast.empty()) {
@@ -1084,12 +1114,73 @@ class Emitter {
 
   // The prefetch of a matmul's weights (the views a, b[, b_up] in the task): the matmul's tile
   // dispatch, calling matmul_prefetch with the instantiation the matmul will use.
-  std::string prefetchDispatch(const Task& t, const CallStmt& c, const std::vector<std::string>& views) {
+  // suffix "_describe": the same for the weight stream's walk (matmul_describe).
+  std::string prefetchDispatch(const Task& t, const CallStmt& c, const std::vector<std::string>& views,
+                               const std::string& suffix = "_prefetch") {
     std::string signature;
     for (size_t i = 0; i < c.call.args.size(); ++i)
       signature += fmt::format("{}etc::dev::View<{}> a{}", i ? ", " : "", viewElement(c.call.args[i], false), i);
     std::vector<std::string> unused;
-    return matmulDispatch(t, c, views, unused, true, signature);
+    return matmulDispatch(t, c, views, unused, suffix, signature);
+  }
+
+  // The weight stream across tasks (ETC_MM_STREAM, etc/device/stream.cuh): a task's one matmul,
+  // of 16-bit params with tensor maps, b as [N, K], 128 deep, 64 or 128 columns a tile (the
+  // gated form: 64 of each weight, as a unit holds 64 rows); its
+  // describe code (kProduce) builds the same views and instantiation as the task. Null when the
+  // task has no matmul; `ok` false when it has one that cannot stream (a kernel holding such a
+  // task does not stream).
+  const CallStmt* describableMatmul(const Task& t, bool& ok) const {
+    ok = true;
+    const CallStmt* found = nullptr;
+    int matmuls = 0;
+    bool first_call = true, first_is_matmul = false;
+    for (const TaskStmt& st : t.body)
+      if (const auto* c = std::get_if<CallStmt>(&st)) {
+        if (c->call.op == "grouped_matmul") ok = false;
+        if (c->call.op != "matmul") {
+          first_call = false;
+          continue;
+        }
+        if (std::exchange(first_call, false)) first_is_matmul = true;
+        ++matmuls;
+        found = c;
+      }
+    if (!found) return nullptr;
+    ok = ok && matmuls == 1 && first_is_matmul && !dataDependent(t) && tiling::attrBool(found->call, "transpose_b");
+    const DType at = m_.tensors[found->call.args[0].target].dtype;
+    ok = ok && (at == DType::BF16 || at == DType::F16);
+    for (size_t k = 1; k < found->call.args.size(); ++k) {
+      const uint32_t b = found->call.args[k].target;
+      ok = ok && m_.tensors[b].role == Role::Param && m_.tensors[b].dtype == at &&
+           std::binary_search(tma_tensors_.begin(), tma_tensors_.end(), b);
+    }
+    const MatmulTile tile = matmulTile(t, *found);
+    ok = ok && tile.tk == 128 && (tile.tn == 128 || (tile.tn == 64 && found->call.args.size() == 2));
+    return ok ? found : nullptr;
+  }
+
+  // Whether static megakernel k streams its weights: the knob is on, and every task of k with a
+  // matmul has a describable one whose instantiations that k's rows reach have at most 64 rows
+  // (the streamed form's; larger tiles need the ring that the stream's takes).
+  bool streams(const Kernel& k) const {
+    if (!stream_ || !k.mega) return false;
+    for (uint32_t ti : k.tasks) {
+      bool ok = true;
+      if (!describableMatmul(m_.tasks[ti], ok)) {
+        if (!ok) return false;
+        continue;
+      }
+      auto found = task_row_smem_.find(ti);
+      if (found == task_row_smem_.end()) return false;
+      const RangeEnv syms = k.when_sym < 0 ? m_.symRanges()
+                                           : m_.symRangesWith(static_cast<uint32_t>(k.when_sym), k.when_lo, k.when_hi);
+      for (const RowSmem& r : found->second) {
+        const Interval rows = bounds(r.rows, m_.gridRanges(m_.tasks[ti].grid, syms));
+        if ((rows.upperUnbounded() || rows.hi > r.above) && r.tm > 64) return false;
+      }
+    }
+    return true;
   }
 
   // The name of the __noinline__ function `void (ctx, signature) { code }`, emitted the first
@@ -1208,17 +1299,64 @@ class Emitter {
     return need;
   }
 
+  // The weight stream's walk for kernel ki (etc/device/stream.cuh): task number g's matmul
+  // described (its task function in kProduce mode); false for a task without one.
+  std::string describeFunction(uint32_t ki, const Kernel& k, uint32_t instance) {
+    std::string out = fmt::format("__device__ bool etc_describe_{}(const void* params, long long g) {{\n", ki);
+    out += "  const EtcParams& p = *static_cast<const EtcParams*>(params);\n";
+    out += "  const etc::dev::Ctx ctx{nullptr, 0u, 1u};\n";
+    out += fmt::format("  long long* const ends = etc_ends_{}();\n", ki);
+    out += fmt::format("  const int kind = etc::dev::grid_of(ends, {}, g);\n", k.tasks.size());
+    out += gridSwitch(k, "  ", [&](size_t i) {
+      bool ok = true;
+      if (!describableMatmul(m_.tasks[k.tasks[i]], ok)) return std::string("    return false;\n");
+      const TaskCall& tc = task_calls_[k.tasks[i]];
+      return fmt::format("    return {}<kProduce, {}>(p, ctx, t{});\n", tc.function, instance, tc.args);
+    });
+    return out + "  return false;\n}\n\n";
+  }
+
   void emitKernel(uint32_t ki) {
     const Kernel& k = m_.kernels[ki];
     const bool dynamic = sched_[ki].offset >= 0;
+    const bool stream = !dynamic && streams(k);
     const char* mode = !k.mega ? "kUnfused" : dynamic ? "kDynamic" : "kStatic";
+    // The megakernels of one graph's sym ranges (etcc --specialize) share the instantiation of
+    // the first where the schedule is static (kKernel only names the dynamic schedule's
+    // etc_ready): one copy of the task code, as without ranges (Llama-3.2-1B's sm_90a fatbin of 5
+    // ranges: 5.1 MB instead of 6.4).
+    uint32_t instance = k.mega ? ki : 0;
+    if (k.mega && !dynamic)
+      for (uint32_t j = 0; j < ki; ++j)
+        if (m_.kernels[j].mega && m_.kernels[j].graph == k.graph && sched_[j].offset < 0) {
+          instance = j;
+          break;
+        }
     std::string need = "etc::dev::kSmallOpSmem";
-    for (uint32_t t : k.tasks) need = fmt::format("etc_umax({}, {})", need, kernelTaskSmem(k, t));
+    for (uint32_t t : k.tasks) {
+      bool ok = true;
+      // A streamed matmul keeps only a's ring and its f32 tile in ctx.smem; the kernel adds the
+      // stream's ring before it.
+      const bool streamed = stream && describableMatmul(m_.tasks[t], ok);
+      need = fmt::format("etc_umax({}, {})", need,
+                         streamed ? fmt::format("etc_umax(kSmemFixed_{}, etc::dev::kStreamCtxBytes)", m_.tasks[t].name)
+                                  : kernelTaskSmem(k, t));
+    }
+    if (stream) {
+      need = "etc::dev::kStreamKernelBytes + " + need;
+      out_ += describeFunction(ki, k, instance);
+    }
     out_ += fmt::format("extern \"C\" __device__ const unsigned int {}_smem = {};\n", k.name, need);
     out_ += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, ETC_MIN_CTAS_PER_SM) {}(const __grid_constant__ EtcParams p) {{\n",
                         kThreadsPerCta, k.name);
     out_ += "  extern __shared__ __align__(128) unsigned char etc_smem[];\n";
-    out_ += fmt::format("  const etc::dev::Ctx ctx{{etc_smem, {}_smem}};\n", k.name);
+    if (stream) {
+      out_ += "  unsigned char* const etc_ring = etc::dev::align_1024(etc_smem);\n";
+      out_ += "  unsigned char* const etc_rest = etc_ring + etc::dev::kStreamRingBytes;\n";
+      out_ += fmt::format("  const etc::dev::Ctx ctx{{etc_rest, {}_smem - (unsigned)(etc_rest - etc_smem), 1u}};\n", k.name);
+    } else {
+      out_ += fmt::format("  const etc::dev::Ctx ctx{{etc_smem, {}_smem}};\n", k.name);
+    }
     out_ += fmt::format("  long long* const ends = etc_ends_{}();\n", ki);
     out_ += symLocals(m_, "  ");
     out_ += "  if (threadIdx.x == 0) {\n    long long e = 0LL;\n";
@@ -1237,17 +1375,6 @@ class Emitter {
     // the unfused form never calls: every unfused kernel takes instantiation 0, one per task
     // function instead of one per kernel (Qwen3-0.6B: 341 copies were 1.75 MB of its 3.95 MB
     // of sm_90a code, which every module load and every NVRTC compile paid for).
-    // The megakernels of one graph's sym ranges (etcc --specialize) share the instantiation of
-    // the first where the schedule is static (kKernel only names the dynamic schedule's
-    // etc_ready): one copy of the task code, as without ranges (Llama-3.2-1B's sm_90a fatbin of 5
-    // ranges: 5.1 MB instead of 6.4).
-    uint32_t instance = k.mega ? ki : 0;
-    if (k.mega && !dynamic)
-      for (uint32_t j = 0; j < ki; ++j)
-        if (m_.kernels[j].mega && m_.kernels[j].graph == k.graph && sched_[j].offset < 0) {
-          instance = j;
-          break;
-        }
     auto dispatch = [&](const std::string& indent, const std::string& on_fail) {
       return gridSwitch(k, indent, [&](size_t i) {
         const TaskCall& tc = task_calls_[k.tasks[i]];
@@ -1262,9 +1389,11 @@ class Emitter {
       // No check for another CTA's error between tasks: it cost every task a round trip to L2
       // and a barrier on a decode step's chain of dependent tasks. A CTA still stops soon after
       // an error: a wait that has to spin checks for one, and a task that does not wait ends.
+      if (stream) out_ += fmt::format("  etc::dev::stream_start(etc_ring, &p, etc_describe_{}, total);\n", ki);
       out_ += "  for (long long g = blockIdx.x; g < total; g += gridDim.x) {\n";
       out_ += "    while (g >= ends[kind]) ++kind;\n";
-      out_ += dispatch("    ", "return;");
+      if (stream) out_ += "    if (threadIdx.x == 0) etc::dev::stream_pump();\n";
+      out_ += dispatch("    ", stream ? "{ etc::dev::stream_drain(); return; }" : "return;");
       out_ += "  }\n}\n\n";
       return;
     }
@@ -1345,6 +1474,7 @@ class Emitter {
   DiagnosticEngine& diags_;
   const ProfileLayout* profile_;  // null: no profiling code at all
   bool weight_prefetch_;          // etcc --weight-prefetch turns it on
+  bool stream_ = false;           // ETC_MM_STREAM: static megakernels that can stream weights across tasks
   bool parallel_waits_;           // etcc --parallel-waits
   bool share_task_code_;          // etcc --share-task-code
   bool derived_syms_;             // etcc --no-derived-syms turns it off
@@ -1362,6 +1492,7 @@ class Emitter {
     std::string term;
     int64_t above;
     Expr rows;
+    int64_t tm;  // the instantiation's rows
   };
   std::vector<RowSmem> row_smem_;
   std::map<uint32_t, std::vector<RowSmem>> task_row_smem_;

@@ -20,12 +20,17 @@ bool mappable(const Tensor& t) {
 
 }  // namespace
 
+bool defineOn(const std::vector<std::string>& defines, const std::string& name) {
+  bool on = false;  // the last definition wins, as in the preprocessor's redefinition
+  const std::string prefix = name + "=";
+  for (const std::string& d : defines)
+    if (d.rfind(prefix, 0) == 0) on = d.substr(prefix.size()).find_first_not_of("0") != std::string::npos;
+  return on;
+}
+
 std::vector<uint32_t> tmaTensors(const Module& m, const std::vector<std::string>& defines) {
   std::vector<uint32_t> out;
-  bool on = false;  // the last definition wins, as in the preprocessor's redefinition
-  for (const std::string& d : defines)
-    if (d.rfind("ETC_MM_TMA=", 0) == 0) on = d.substr(11).find_first_not_of("0") != std::string::npos;
-  if (!on) return out;
+  if (!defineOn(defines, "ETC_MM_TMA") && !defineOn(defines, "ETC_MM_STREAM")) return out;
   for (const Task& t : m.tasks)
     for (const TaskStmt& st : t.body) {
       const auto* c = std::get_if<CallStmt>(&st);

@@ -201,6 +201,25 @@ run fold-merge-cuda 0 --emit=cuda --fold-attention-merge tests/golden/passes/fol
   stdout_has fold-merge-rows 'if (!etc::dev::attention_merge_rows<2, 128, 64>(ctx, a0, a1, a2))'
 LIMIT=300 run fold-merge-nvrtc 0 tests/golden/passes/fold_attention_merge.etir --fold-attention-merge -arch sm_90a \
   -o "$tmp/fold.fatbin"
+# The weight stream across tasks (ETC_MM_STREAM=1, etc/device/stream.cuh): the megakernel of
+# B <= 31 (tiles of 16 and 32 rows) streams, with its walk (etc_describe_0) and the ring before
+# ctx's share; B >= 32 (tiles up to 128 rows) does not; nor does a kernel whose matmul reads an
+# input as b (not a param); without the knob nothing streams.
+run stream-cuda 0 --emit=cuda --device-define ETC_MM_STREAM=1 "$tmp/mm_ranges.etir" &&
+  if [ "$(grep -c 'etc::dev::stream_start(etc_ring, &p, etc_describe_0, total);' "$tmp/out")" != 1 ] ||
+     [ "$(grep -c 'stream_start' "$tmp/out")" != 1 ] ||
+     ! grep -q '^extern "C" __device__ const unsigned int etc_main_mega_B1_31_smem = etc::dev::kStreamKernelBytes + ' "$tmp/out" ||
+     ! grep -q 'return task_matmul_y<kProduce, 0>(p, ctx, t' "$tmp/out"; then
+    fail "stream-cuda: not the B <= 31 kernel alone streaming"; grep -n 'stream_start\|_smem = \|kProduce, ' "$tmp/out" | head -8
+  else pass; fi
+run stream-off 0 --emit=cuda "$tmp/mm_ranges.etir" &&
+  if grep -q 'stream_start\|kProduce, ' "$tmp/out"; then fail "stream-off: a kernel streams without ETC_MM_STREAM"; else pass; fi
+sed 's/tensor w : bf16\[128, 256\] param/tensor w : bf16[128, 256] input/' "$tmp/mm_ranges.etir" >"$tmp/mm_input_b.etir"
+run stream-input-b 0 --emit=cuda --device-define ETC_MM_STREAM=1 "$tmp/mm_input_b.etir" &&
+  if grep -q 'stream_start' "$tmp/out"; then fail "stream-input-b: a matmul of an input's b streams"; else pass; fi
+# ... compiled (NVRTC): the ring's 8 units of 16 KiB and 1 KiB of alignment, then a's ring of 4
+# stages of 16 KiB and its alignment; the kernel of B >= 32 as without the knob.
+range_smem stream-smem 198656/148480 --device-define ETC_MM_STREAM=1
 # The weight stream by TMA (ETC_MM_TMA=1, etc/device/tma.cuh): the matmuls get their weights'
 # tensor maps and the descriptor lists the weights ("tmaps"); without the knob, neither.
 run tma-off 0 --emit=cuda samples/mlp.etir &&

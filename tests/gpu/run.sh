@@ -172,6 +172,11 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for b in 1 15 16; do
     [ -f "$B/${n}_small_foldmerge.fatbin" ] && decode_check "${n}_small_foldmerge" "$B/${n}_small_foldmerge.fatbin" $b mixed
   done
+  # The weights streamed across tasks (ETC_MM_STREAM=1): B = 1, 7 and 31 stream, 40 does not.
+  for b in 1 7 31 40; do
+    [ -f "$B/${n}_small_stream.fatbin" ] && decode_check "${n}_small_stream" "$B/${n}_small_stream.fatbin" $b mixed
+    [ -f "$B/${n}_small_g64_stream.fatbin" ] && decode_check "${n}_small_g64_stream" "$B/${n}_small_g64_stream.fatbin" $b mixed
+  done
   # The weights streamed by TMA (ETC_MM_TMA=1): tiles of 16, 32 and 64 rows, the gated and
   # LM-head tiles.
   for bk in 1:long 7:mixed 33:short; do

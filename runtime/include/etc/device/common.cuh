@@ -109,6 +109,9 @@ __device__ __forceinline__ long long View<T>::inner_stride() const {
 struct Ctx {
   unsigned char* smem;
   unsigned int smem_bytes;
+  // Nonzero in a megakernel that streams its weights across tasks (stream.cuh): its matmuls
+  // take their weights from the stream's ring, which lies outside smem.
+  unsigned int stream = 0u;
 };
 
 // Shared memory that any op other than matmul may use (block reductions).

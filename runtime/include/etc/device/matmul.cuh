@@ -18,6 +18,7 @@
 #pragma once
 
 #include "etc/device/common.cuh"
+#include "etc/device/stream.cuh"
 #include "etc/device/tma.cuh"
 #include "etc/device/wgmma.cuh"
 
@@ -574,6 +575,10 @@ __device__ __forceinline__ void mm_tma_ring_setup() {
   tma_ring_init<S>();
 }
 
+template <class T, int TM, int TN, int TK, class TY, bool PAIR>
+__device__ __forceinline__ void mm_wg_store(const Ctx& ctx, const float (&d)[MmWgGeom<T, TM, TN, TK>::NW / 2],
+                                            const MmArgs& g, TY* yp, int row0, int col0);
+
 // mm_tensor_core's product on wgmma (mm_use_wgmma said so): the same ring discipline (stages
 // S - 1 ahead, b's first stages possibly prefetched), each stage's k16 steps issued by each
 // warpgroup and waited for before the next stage, then the f32 tile through shared memory to
@@ -582,7 +587,7 @@ template <class T, int TM, int TN, int TK, class TY, bool PAIR>
 __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2, const MmArgs& g, TY* yp,
                          bool prefetched, TmaB tb = TmaB{}, TmaB tb2 = TmaB{}) {
   using W = MmWgGeom<T, TM, TN, TK>;
-  constexpr int S = W::STAGES, NW = W::NW, CP = MmGeom<T, TM, TN, TK>::C_PITCH;
+  constexpr int S = W::STAGES, NW = W::NW;
   T* ring = mm_wg_ring<T>(ctx);
   TmaStream tsv;
   const bool tma = mm_wg_tma<T, TM, TN, TK, PAIR>(bp, bp2, g, tb, tb2, tsv);
@@ -593,7 +598,7 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
     if (!prefetched) mm_tma_ring_setup<S>();
     __syncthreads();
   }
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2;
+  const int warp = threadIdx.x >> 5, wg = warp >> 2;
   const int row0 = W::TMP == 128 ? 64 * wg : 0;
   const int col0 = W::TMP == 128 ? 0 : NW * wg;
   const int nk = (int)(g.K / TK);
@@ -628,6 +633,17 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
   cp_async_wait<0>();
   __syncthreads();  // the ring is free: the f32 tile takes its bytes
   if (tma) tma_ring_release<S>();
+  mm_wg_store<T, TM, TN, TK, TY, PAIR>(ctx, d, g, yp, row0, col0);
+}
+
+// The wgmma form's epilogue: each warpgroup's accumulators d (rows row0.., columns col0..)
+// into the f32 tile at ctx.smem, then the tile to y (the gated form: silu_mul of its halves).
+template <class T, int TM, int TN, int TK, class TY, bool PAIR>
+__device__ __forceinline__ void mm_wg_store(const Ctx& ctx, const float (&d)[MmWgGeom<T, TM, TN, TK>::NW / 2],
+                                            const MmArgs& g, TY* yp, int row0, int col0) {
+  using W = MmWgGeom<T, TM, TN, TK>;
+  constexpr int NW = W::NW, CP = MmGeom<T, TM, TN, TK>::C_PITCH;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   float* cbuf = reinterpret_cast<float*>(ctx.smem);
   const int r = row0 + 16 * (warp & 3) + (lane >> 2);
   // Padded rows (a tile of 32 rows in m64 products: warps 2 and 3 of each warpgroup) have no
@@ -650,6 +666,110 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
     }
     __syncthreads();
   }
+}
+
+// Whether this product streams its weights across tasks (stream.cuh), and its stages if so
+// (d.nk = 0 if not): the wgmma form of at most 64 rows of a, 128-deep stages of 64 or 128 columns
+// of b (the gated form: 64 of each weight), b's (and b_up's) tensor maps there. matmul_describe and the matmul agree through it.
+template <class T, int TM, int TN, int TK, bool PAIR>
+__device__ __forceinline__ bool mm_stream_of(const T* ap, const T* bp, const T* bp2, bool tb, const MmArgs& g,
+                                             TmaB m1, TmaB m2, StreamDesc& d) {
+  using W = MmWgGeom<T, TM, TN, TK>;
+  d.nk = 0;
+  if constexpr (!W::ON || W::TMP > 64 || TK != kStreamUnitK || (TN != 64 && TN != 128) || (PAIR && TN != 128)) {
+    return false;
+  } else {
+    if (!mm_use_wgmma<T, TM, TN, TK>(ap, bp, bp2, tb, g) || m1.map == nullptr || (PAIR && m2.map == nullptr))
+      return false;
+    const long long off = bp - static_cast<const T*>(m1.base);
+    d.map = m1.map;
+    d.y = (int)(off / g.bns);
+    d.x = (int)(off - (long long)d.y * g.bns);
+    if constexpr (PAIR) {
+      const long long off2 = bp2 - static_cast<const T*>(m2.base);
+      d.map2 = m2.map;
+      d.y2 = (int)(off2 / g.bns);
+      d.x2 = (int)(off2 - (long long)d.y2 * g.bns);
+    } else {
+      d.map2 = m1.map;  // a 128-column tile's second half of rows
+      d.x2 = d.x;
+      d.y2 = d.y + kStreamUnitRows;
+    }
+    d.ups = TN / kStreamUnitRows;
+    d.nk = (int)(g.K / TK);
+    return true;
+  }
+}
+
+// The wgmma product with b from the stream's ring (mm_stream_of said so): a through a ring of
+// its own in ctx.smem, kStreamAStages deep; stage kt's units are base + kt * UPS ... (base: the
+// units consumed before this task). Thread 0 tops the ring up before each stage and marks the
+// previous stage consumed once every warp passed the stage's barrier (its products waited for).
+template <class T, int TM, int TN, int TK, class TY, bool PAIR>
+__device__ void mm_wgmma_stream(const Ctx& ctx, const T* ap, const MmArgs& g, TY* yp) {
+  using W = MmWgGeom<T, TM, TN, TK>;
+  constexpr int SA = kStreamAStages, NW = W::NW, UPS = TN / kStreamUnitRows;
+  static_assert(W::TMP <= 64 && W::WTMP == 64 && TK == kStreamUnitK, "mm_wgmma_stream: tiles of at most 64 rows");
+  StreamState& st = stream_state();
+  T* aring = mm_wg_ring<T>(ctx);
+  const unsigned base = st.consumed;
+  const int warp = threadIdx.x >> 5, wg = warp >> 2;
+  const int col0 = NW * wg, unit = col0 / kStreamUnitRows, urow = col0 % kStreamUnitRows;
+  const int nk = (int)(g.K / TK);
+  float d[NW / 2];
+#pragma unroll
+  for (int i = 0; i < NW / 2; ++i) d[i] = 0.0f;
+  wgmma_fence_operands(d);
+  auto issue_a = [&](int kt) {
+    if (kt < nk)
+      load_tile_sw<T, TK, false>(aring + (kt % SA) * W::A_ELEMS, W::WTMP, 0, W::TMP, g.M, ap + (long long)kt * TK, g.ams);
+    cp_async_commit();
+  };
+#pragma unroll 1
+  for (int s = 0; s < SA - 1; ++s) issue_a(s);
+#pragma unroll 1
+  for (int kt = 0; kt < nk; ++kt) {
+    const unsigned n0 = base + (unsigned)(kt * UPS);
+    if (threadIdx.x == 0) stream_pump();
+    cp_async_wait<SA - 2>();
+    stream_wait(n0 + unit);
+    fence_proxy_async_smem();  // cp.async wrote a's stage; wgmma reads it through the async proxy
+    __syncthreads();
+    if (threadIdx.x == 0) st.consumed = n0;
+    issue_a(kt + SA - 1);
+    const T* As = aring + (kt % SA) * W::A_ELEMS;
+    const T* Bu = reinterpret_cast<const T*>(stream_unit(n0 + unit)) + urow * 64;
+    wgmma_fence();
+#pragma unroll
+    for (int ka = 0; ka < TK / 64; ++ka)
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        wgmma_ss<T, NW>(d, wgmma_desc(As + ka * (W::WTMP * 64) + kk * 16),
+                        wgmma_desc(Bu + ka * (kStreamUnitRows * 64) + kk * 16));
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operands(d);
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // every warp's products are done: the units are free, a's ring takes the f32 tile
+  if (threadIdx.x == 0) {
+    st.consumed = base + (unsigned)(nk * UPS);
+    stream_pump();  // the next tasks' weights, while this one stores
+  }
+  mm_wg_store<T, TM, TN, TK, TY, PAIR>(ctx, d, g, yp, 0, col0);
+}
+
+// A streaming megakernel's matmul (ctx.stream): the streamed form, which etcc made sure every
+// matmul of such a kernel takes; a product that cannot (no tensor map at run time) stops the
+// kernel rather than use a ring that would overlap the stream's.
+template <class T, int TM, int TN, int TK, class TY, bool PAIR>
+__device__ __forceinline__ void mm_streamed(const Ctx& ctx, const T* ap, const T* bp, const T* bp2, bool tb,
+                                            const MmArgs& g, TY* yp, TmaB m1, TmaB m2) {
+  StreamDesc sd;
+  if (!mm_stream_of<T, TM, TN, TK, PAIR>(ap, bp, bp2, tb, g, m1, m2, sd)) __trap();
+  if constexpr (MmWgGeom<T, TM, TN, TK>::ON && MmWgGeom<T, TM, TN, TK>::TMP <= 64 && TK == kStreamUnitK &&
+                (TN == 64 || TN == 128) && (!PAIR || TN == 128))
+    mm_wgmma_stream<T, TM, TN, TK, TY, PAIR>(ctx, ap, g, yp);
 }
 
 template <int TM, int TN, int TK, class TY>
@@ -818,6 +938,35 @@ __device__ void matmul_silu_mul_prefetch(const Ctx& ctx, const View<TA>& a, cons
   detail::mm_prefetch<TM, TN, TK, true>(ctx, a, b, b_up.ptr, transpose_b, tb, tb_up);
 }
 
+// The stages of this matmul's weight stream (stream.cuh), into the stream's walk: what a
+// streaming kernel's generated etc_describe_K calls in place of the matmul, with its operands.
+template <int TM, int TN, int TK, class TA, class TB>
+__device__ void matmul_describe(const Ctx& ctx, const View<TA>& a, const View<TB>& b, bool transpose_b,
+                                TmaB tb = TmaB{}) {
+  (void)ctx;
+  using T = bare_t<TA>;
+  StreamDesc& d = stream_state().cur;
+  d.nk = 0;
+  if constexpr (!same_v<T, float>) {
+    const detail::MmArgs g = detail::mm_args<TM, TN>(a, b, transpose_b);
+    detail::mm_stream_of<T, TM, TN, TK, false>(a.ptr, b.ptr, nullptr, transpose_b, g, tb, TmaB{}, d);
+  }
+}
+
+// matmul_describe for matmul_silu_mul (TN: the columns of both halves).
+template <int TM, int TN, int TK, class TA, class TB>
+__device__ void matmul_silu_mul_describe(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const View<TB>& b_up,
+                                         bool transpose_b, TmaB tb = TmaB{}, TmaB tb_up = TmaB{}) {
+  (void)ctx;
+  using T = bare_t<TA>;
+  StreamDesc& d = stream_state().cur;
+  d.nk = 0;
+  if constexpr (!same_v<T, float>) {
+    const detail::MmArgs g = detail::mm_args<TM, TN / 2>(a, b, transpose_b);
+    detail::mm_stream_of<T, TM, TN, TK, true>(a.ptr, b.ptr, b_up.ptr, transpose_b, g, tb, tb_up, d);
+  }
+}
+
 // y = a @ b (transpose_b: a @ b^T). a is [M, K] or [K]; b is [K, N] or [N, K]; y is [M, N]
 // or [N]; M <= TM, N <= TN (larger extents are clipped), any K; any strides. prefetched: see
 // matmul_prefetch.
@@ -835,6 +984,10 @@ __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, boo
   if constexpr (same_v<T, float>) {
     detail::mm_f32<TM, TN, TK>(ctx, ap, bp, transpose_b, g, y.ptr);
   } else {
+    if (ctx.stream) {
+      detail::mm_streamed<T, TM, TN, TK, TY, false>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr, tb, TmaB{});
+      return;
+    }
     if constexpr (detail::MmWgGeom<T, TM, TN, TK>::ON)
       if (detail::mm_use_wgmma<T, TM, TN, TK>(ap, bp, nullptr, transpose_b, g)) {
         detail::mm_wgmma<T, TM, TN, TK, TY, false>(ctx, ap, bp, nullptr, g, y.ptr, prefetched, tb);
@@ -886,6 +1039,10 @@ __device__ void matmul_silu_mul(const Ctx& ctx, const View<TA>& a, const View<TB
     detail::mm_f32<TM, TN / 2, TK>(ctx, a.ptr, b_up.ptr, transpose_b, h, c + TN / 2);
     detail::mm_gated_store<TN>(c, CP, g, y.ptr);
   } else {
+    if (ctx.stream) {
+      detail::mm_streamed<T, TM, TN, TK, TY, true>(ctx, a.ptr, b.ptr, b_up.ptr, transpose_b, g, y.ptr, tb, tb_up);
+      return;
+    }
     if constexpr (detail::MmWgGeom<T, TM, TN, TK>::ON)
       if (detail::mm_use_wgmma<T, TM, TN, TK>(a.ptr, b.ptr, b_up.ptr, transpose_b, g)) {
         detail::mm_wgmma<T, TM, TN, TK, TY, true>(ctx, a.ptr, b.ptr, b_up.ptr, g, y.ptr, prefetched, tb, tb_up);
