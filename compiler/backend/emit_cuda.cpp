@@ -352,7 +352,8 @@ class Emitter {
           const Event& e = m_.events[w.event.target];
           return fmt::format(fmt::runtime(form), initAt(e), site(ti, w.event.target, t));
         };
-        const char* one = "if (!etc::dev::wait(p, p.events + lin, (unsigned)({}), {})) return false;";
+        // ctx.stream: a streaming kernel's thread 0 walks the weight stream while it spins.
+        const char* one = "if (!etc::dev::wait(p, p.events + lin, (unsigned)({}), {}, ctx.stream != 0u)) return false;";
         if (parallel_waits_) {
           body += "  if constexpr (kMode == kStatic) {\n    etc::dev::WaitGroup etc_wg;\n";
           for (size_t k = si; k < end; ++k) {
@@ -1392,7 +1393,7 @@ class Emitter {
       if (stream) out_ += fmt::format("  etc::dev::stream_start(etc_ring, &p, etc_describe_{}, total);\n", ki);
       out_ += "  for (long long g = blockIdx.x; g < total; g += gridDim.x) {\n";
       out_ += "    while (g >= ends[kind]) ++kind;\n";
-      if (stream) out_ += "    if (threadIdx.x == 0) etc::dev::stream_pump();\n";
+      if (stream) out_ += "    if (threadIdx.x == 0) etc::dev::stream_pump(false);\n";
       out_ += dispatch("    ", stream ? "{ etc::dev::stream_drain(); return; }" : "return;");
       out_ += "  }\n}\n\n";
       return;

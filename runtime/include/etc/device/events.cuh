@@ -8,6 +8,7 @@
 #endif
 
 #include "etc/device/common.cuh"
+#include "etc/device/stream.cuh"
 
 namespace etc {
 namespace dev {
@@ -122,9 +123,10 @@ __device__ __forceinline__ bool notify_checked(const P& p, unsigned int* counter
 // if another CTA recorded an error or the watchdog ran out (recorded here). Where it has to spin,
 // --profile adds the spin's time to the task's wait time, unless `spun` is given: it is then set
 // to 1 (a group of parallel waits records its own time).
+// pump: a streaming megakernel's thread 0 (stream.cuh) tops the weight stream up while it spins.
 template <class P>
 __device__ __forceinline__ bool wait_spin(const P& p, const unsigned int* counter, unsigned int target,
-                                          const WaitSite& site, int* spun = nullptr) {
+                                          const WaitSite& site, int* spun = nullptr, bool pump = false) {
   if (target == 0u) return true;
   unsigned v = detail::ld_acquire_gpu(counter);
   if (v >= target) return true;
@@ -132,6 +134,7 @@ __device__ __forceinline__ bool wait_spin(const P& p, const unsigned int* counte
   const long long budget = p.watchdog_ns;
   const unsigned long long start = detail::globaltimer_ns();
   for (unsigned spins = 1;; ++spins) {
+    if (pump) stream_pump(true);
     v = detail::ld_acquire_gpu(counter);
     if (v >= target) break;
     if (spins % 32u == 0u) {
@@ -169,9 +172,9 @@ __device__ __forceinline__ bool wait_spin(const P& p, const unsigned int* counte
 // Ends with a barrier; every thread returns the same value, true when satisfied.
 template <class P>
 __device__ __forceinline__ bool wait(const P& p, const unsigned int* counter, unsigned int target,
-                                     const WaitSite& site) {
+                                     const WaitSite& site, bool pump = false) {
   int ok = 1;
-  if (threadIdx.x == 0) ok = wait_spin(p, counter, target, site);
+  if (threadIdx.x == 0) ok = wait_spin(p, counter, target, site, nullptr, pump);
   return __syncthreads_and(ok) != 0;
 }
 

@@ -730,7 +730,7 @@ __device__ void mm_wgmma_stream(const Ctx& ctx, const T* ap, const MmArgs& g, TY
 #pragma unroll 1
   for (int kt = 0; kt < nk; ++kt) {
     const unsigned n0 = base + (unsigned)(kt * UPS);
-    if (threadIdx.x == 0) stream_pump();
+    if (threadIdx.x == 0) stream_pump(st.issued < n0 + (unsigned)UPS);
     cp_async_wait<SA - 2>();
     stream_wait(n0 + unit);
     fence_proxy_async_smem();  // cp.async wrote a's stage; wgmma reads it through the async proxy
@@ -754,7 +754,7 @@ __device__ void mm_wgmma_stream(const Ctx& ctx, const T* ap, const MmArgs& g, TY
   __syncthreads();  // every warp's products are done: the units are free, a's ring takes the f32 tile
   if (threadIdx.x == 0) {
     st.consumed = base + (unsigned)(nk * UPS);
-    stream_pump();  // the next tasks' weights, while this one stores
+    stream_pump(false);  // the next tasks' weights, while this one stores
   }
   mm_wg_store<T, TM, TN, TK, TY, PAIR>(ctx, d, g, yp, 0, col0);
 }
