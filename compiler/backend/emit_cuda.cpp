@@ -56,6 +56,7 @@ class Emitter {
     sched_ = schedLayout(m, nullptr);
     tma_tensors_ = tmaTensors(m, options.defines);
     stream_ = defineOn(options.defines, "ETC_MM_STREAM");
+    inline_matmul_ = defineOn(options.defines, "ETC_MM_INLINE");
   }
 
   bool run(const DescriptorFn& descriptor, std::string& out) {
@@ -235,6 +236,13 @@ class Emitter {
     CudaNames names = namesWith([](uint32_t) { return std::string("0LL"); });
     return cudaExpr(m_, at_bound ? dataBound(m_, t.grid[k]) : t.grid[k], names);
   }
+  // ETC_MM_FN (matmul.cuh): where the task function holding a matmul is inlined.
+  static bool hasMatmul(const Task& t) {
+    for (const auto& s : t.body)
+      if (const auto* c = std::get_if<CallStmt>(&s); c && c->call.op == "matmul") return true;
+    return false;
+  }
+
   static bool dataDependent(const Task& t) {
     for (const Expr& g : t.grid)
       if (hasLoad(g)) return true;
@@ -273,8 +281,9 @@ class Emitter {
     for (size_t k = 0; k < t.grid.size(); ++k) body += (k ? ", " : "") + toString(t.grid[k]);
     body += "]\n";
     const size_t fn_at = body.size();
-    body += "template <int kMode, int kKernel>\n__device__ __noinline__ bool @TASKFN@(const EtcParams& p, const "
-            "etc::dev::Ctx& ctx, long long t@TASKARGS@) {\n";
+    body += fmt::format("template <int kMode, int kKernel>\n__device__ {} bool @TASKFN@(const EtcParams& p, const "
+                        "etc::dev::Ctx& ctx, long long t@TASKARGS@) {{\n",
+                        hasMatmul(t) ? "ETC_MM_FN" : "__noinline__");
     body += symLocals(m_, "  ");
     body += coordDecode(t, "t", "  ");
     std::vector<std::string> smem;
@@ -601,10 +610,23 @@ class Emitter {
         out_ += "\n";
       }
       out_ += code + "\n";
+      if (inline_matmul_ && hasMatmul(m_.tasks[members->front()])) {
+        // The unfused kernels' call: one out-of-line copy, as without ETC_MM_INLINE, rather
+        // than one inlined into each of a model's unfused kernels (NVRTC time).
+        std::string args;
+        for (size_t a = 0; a < arg_slot.size(); ++a) args += fmt::format(", a{}", a);
+        out_ += fmt::format("template <int kMode, int kKernel>\n__device__ __noinline__ bool {0}_outlined(const EtcParams& p, "
+                            "const etc::dev::Ctx& ctx, long long t{1}) {{\n  return {0}<kMode, kKernel>(p, ctx, t{2});\n}}\n\n",
+                            name, params, args);
+      }
       for (uint32_t ti : *members) {
         TaskCall& tc = task_calls_[ti];
         tc.function = name;
-        for (size_t k : arg_slot) tc.args += ", " + lits[ti].values[k];
+        tc.matmul = hasMatmul(m_.tasks[ti]);
+        for (size_t k : arg_slot) {
+          tc.args += ", " + lits[ti].values[k];
+          tc.arg_list.push_back(lits[ti].values[k]);
+        }
       }
     }
   }
@@ -1189,8 +1211,9 @@ class Emitter {
   std::string sharedFunction(const std::string& signature, const std::string& code) {
     auto [it, added] = op_function_names_.try_emplace(signature + "|" + code, fmt::format("etc_op{}", op_function_names_.size()));
     if (added)
-      op_functions_ += fmt::format("__device__ __noinline__ void {}(const etc::dev::Ctx& ctx, {}) {{\n  {}\n}}\n\n",
-                                   it->second, signature, code);
+      op_functions_ += fmt::format("__device__ {} void {}(const etc::dev::Ctx& ctx, {}) {{\n  {}\n}}\n\n",
+                                   code.rfind("etc::dev::matmul", 0) == 0 ? "ETC_MM_FN" : "__noinline__", it->second,
+                                   signature, code);
     return it->second;
   }
 
@@ -1377,10 +1400,12 @@ class Emitter {
     // function instead of one per kernel (Qwen3-0.6B: 341 copies were 1.75 MB of its 3.95 MB
     // of sm_90a code, which every module load and every NVRTC compile paid for).
     auto dispatch = [&](const std::string& indent, const std::string& on_fail) {
+      if (inline_matmul_ && k.mega && !profile_) return inlinedDispatch(k, indent, on_fail, mode, instance);
       return gridSwitch(k, indent, [&](size_t i) {
         const TaskCall& tc = task_calls_[k.tasks[i]];
-        std::string call = fmt::format("{0}    if (!{1}<{2}, {3}>(p, ctx, t{4})) {5}\n", indent, tc.function, mode, instance,
-                                       tc.args, on_fail);
+        const bool outlined = inline_matmul_ && tc.matmul;  // profiled megakernels too: one call site a grid
+        std::string call = fmt::format("{0}    if (!{1}{2}<{3}, {4}>(p, ctx, t{5})) {6}\n", indent, tc.function,
+                                       outlined ? "_outlined" : "", mode, instance, tc.args, on_fail);
         return profile_ && k.mega ? profiled(k.tasks[i], indent + "    ", call) : call;
       });
     };
@@ -1429,6 +1454,42 @@ class Emitter {
 
   // With task number g and its grid's index `kind` in scope: t, g's number within the grid, and
   // a switch that runs caseCode(i) (lines indented by indent + 4) for grid i.
+  // ETC_MM_INLINE: a task function holding a matmul is inlined into the kernel (matmul.cuh), so
+  // it gets one call site per kernel, not one per grid of the function (a model's layers): the
+  // grid switch only picks the function and its arguments, and the calls follow it.
+  std::string inlinedDispatch(const Kernel& k, const std::string& indent, const std::string& on_fail,
+                              const char* mode, uint32_t instance) {
+    std::vector<std::string> fns;  // the inlined functions, in first-grid order
+    size_t nargs = 0;
+    for (uint32_t ti : k.tasks) {
+      const TaskCall& tc = task_calls_[ti];
+      if (!tc.matmul) continue;
+      if (std::find(fns.begin(), fns.end(), tc.function) == fns.end()) fns.push_back(tc.function);
+      nargs = std::max(nargs, tc.arg_list.size());
+    }
+    std::string d = indent + "int fn = -1;\n";
+    for (size_t a = 0; a < nargs; ++a) d += fmt::format("{}long long fa{} = 0;\n", indent, a);
+    d += gridSwitch(k, indent, [&](size_t i) {
+      const TaskCall& tc = task_calls_[k.tasks[i]];
+      if (!tc.matmul)
+        return fmt::format("{0}    if (!{1}<{2}, {3}>(p, ctx, t{4})) {5}\n", indent, tc.function, mode, instance, tc.args,
+                           on_fail);
+      std::string c = fmt::format("{}    fn = {};", indent, std::find(fns.begin(), fns.end(), tc.function) - fns.begin());
+      for (size_t a = 0; a < tc.arg_list.size(); ++a) c += fmt::format(" fa{} = {};", a, tc.arg_list[a]);
+      return c + "\n";
+    });
+    for (size_t f = 0; f < fns.size(); ++f) {
+      size_t n = 0;
+      for (uint32_t ti : k.tasks)
+        if (task_calls_[ti].function == fns[f]) n = task_calls_[ti].arg_list.size();
+      std::string args;
+      for (size_t a = 0; a < n; ++a) args += fmt::format(", fa{}", a);
+      d += fmt::format("{0}if (fn == {1} && !{2}<{3}, {4}>(p, ctx, t{5})) {6}\n", indent, f, fns[f], mode, instance, args,
+                       on_fail);
+    }
+    return d;
+  }
+
   std::string gridSwitch(const Kernel& k, const std::string& indent,
                          const std::function<std::string(size_t)>& caseCode) {
     std::string d = indent + "const long long t = g - (kind > 0 ? ends[kind - 1] : 0LL);\n";
@@ -1475,6 +1536,7 @@ class Emitter {
   DiagnosticEngine& diags_;
   const ProfileLayout* profile_;  // null: no profiling code at all
   bool weight_prefetch_;          // etcc --weight-prefetch turns it on
+  bool inline_matmul_ = false;  // ETC_MM_INLINE: matmul task functions inlined, one call site a kernel
   bool stream_ = false;           // ETC_MM_STREAM: static megakernels that can stream weights across tasks
   bool parallel_waits_;           // etcc --parallel-waits
   bool share_task_code_;          // etcc --share-task-code
@@ -1500,6 +1562,8 @@ class Emitter {
   struct TaskCall {
     std::string function;  // the (shared) task function
     std::string args;      // ", " and the arguments that set it to this task
+    std::vector<std::string> arg_list;  // the same, one by one
+    bool matmul = false;   // the function holds a matmul (ETC_MM_FN)
   };
   std::vector<TaskCall> task_calls_;
   std::map<std::string, std::string> op_function_names_;  // signature and code -> function name

@@ -220,6 +220,30 @@ run stream-input-b 0 --emit=cuda --device-define ETC_MM_STREAM=1 "$tmp/mm_input_
 # ... compiled (NVRTC): the ring's 8 units of 16 KiB and 1 KiB of alignment, then a's ring of 4
 # stages of 16 KiB and its alignment; the kernel of B >= 32 as without the knob.
 range_smem stream-smem 198656/148480 --device-define ETC_MM_STREAM=1
+# ETC_MM_INLINE=1 (matmul.cuh): a task function holding a matmul is inlined into the megakernel,
+# called from one site a kernel after the grid switch, and out of line (`_outlined`) from the
+# unfused kernels; ptxas then keeps the megakernel's wgmma asynchronous. Without the knob it
+# serializes them (C7510 in the task functions' kStatic instantiation, template argument 1).
+printf 'module @mm_chain\nsym B in [1, 16]\ntensor x : bf16[B, 256] input\ntensor w1 : bf16[256, 256] param\ntensor w2 : bf16[256, 256] param\ntensor y : bf16[B, 256] output\ngraph @main {\n  h = matmul(x, w1) { transpose_b }\n  y = matmul(h, w2) { transpose_b }\n}\n' >"$tmp/mm_chain.etir"
+run mm-inline-cuda 0 --emit=cuda --device-define ETC_MM_INLINE=1 "$tmp/mm_chain.etir" &&
+  if [ "$(grep -c '^__device__ ETC_MM_FN bool task_matmul_[hy](' "$tmp/out")" != 2 ] ||
+     [ "$(grep -c 'if (fn == [01] && !task_matmul_[hy]<kStatic, 0>(p, ctx, t)) return;' "$tmp/out")" != 2 ] ||
+     [ "$(grep -c 'if (!task_matmul_[hy]_outlined<kUnfused, 0>(p, ctx, t)) return;' "$tmp/out")" != 2 ]; then
+    fail "mm-inline-cuda: not inlined task functions with one call site and outlined unfused calls"
+    grep -n 'ETC_MM_FN\|fn ==\|_outlined<' "$tmp/out" | head -8
+  else pass; fi
+run mm-inline-off 0 --emit=cuda "$tmp/mm_chain.etir" &&
+  if grep -q '_outlined\|fn == ' "$tmp/out"; then fail "mm-inline-off: one call site without ETC_MM_INLINE"; else pass; fi
+CUDA_BIN=${CUDA_HOME:-/usr/local/cuda}/bin
+mm_serialized() {  # NAME yes|no [etcc options]: whether ptxas serializes (C7510) the megakernel's matmuls
+  local name=$1 want=$2 got; shift 2
+  LIMIT=120 run "$name" 0 "$tmp/mm_chain.etir" --emit=ptx -arch compute_90a "$@" -o "$tmp/mmc.ptx" || return
+  got=$("$CUDA_BIN/ptxas" -arch=sm_90a -v "$tmp/mmc.ptx" -o /dev/null 2>&1 | grep 'C7510' | grep -c 'ILi1ELi0E\|etc_main_mega')
+  if [ "$got" = 0 ]; then got=no; else got=yes; fi
+  if [ "$got" != "$want" ]; then fail "$name: serialized: $got, expected $want"; else pass; fi
+}
+mm_serialized mm-serialized yes
+mm_serialized mm-inline-async no --device-define ETC_MM_INLINE=1
 # The weight stream by TMA (ETC_MM_TMA=1, etc/device/tma.cuh): the matmuls get their weights'
 # tensor maps and the descriptor lists the weights ("tmaps"); without the knob, neither.
 run tma-off 0 --emit=cuda samples/mlp.etir &&

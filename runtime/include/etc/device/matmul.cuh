@@ -22,6 +22,19 @@
 #include "etc/device/tma.cuh"
 #include "etc/device/wgmma.cuh"
 
+// 1: the generated code inlines a matmul's instantiation functions and the task functions that
+// call them, so the wgmma products end up in the kernel function itself. ptxas keeps wgmma
+// asynchronous only there: in any function a kernel calls it serializes them (ptxas info
+// C7510, "wgmma pipeline crossing function boundary"; SASS: a WARPGROUP.DEPBAR after every
+// HGMMA), which every megakernel's matmul had until session 57.
+#ifndef ETC_MM_INLINE
+#define ETC_MM_INLINE 0
+#endif
+#if ETC_MM_INLINE
+#define ETC_MM_FN __forceinline__
+#else
+#define ETC_MM_FN __noinline__
+#endif
 #ifndef ETC_MM_RING_KIB
 #define ETC_MM_RING_KIB 96
 #endif
@@ -984,10 +997,11 @@ __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, boo
   if constexpr (same_v<T, float>) {
     detail::mm_f32<TM, TN, TK>(ctx, ap, bp, transpose_b, g, y.ptr);
   } else {
-    if (ctx.stream) {
-      detail::mm_streamed<T, TM, TN, TK, TY, false>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr, tb, TmaB{});
-      return;
-    }
+    if constexpr (ETC_MM_STREAM != 0)
+      if (ctx.stream) {
+        detail::mm_streamed<T, TM, TN, TK, TY, false>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr, tb, TmaB{});
+        return;
+      }
     if constexpr (detail::MmWgGeom<T, TM, TN, TK>::ON)
       if (detail::mm_use_wgmma<T, TM, TN, TK>(ap, bp, nullptr, transpose_b, g)) {
         detail::mm_wgmma<T, TM, TN, TK, TY, false>(ctx, ap, bp, nullptr, g, y.ptr, prefetched, tb);
@@ -1039,10 +1053,11 @@ __device__ void matmul_silu_mul(const Ctx& ctx, const View<TA>& a, const View<TB
     detail::mm_f32<TM, TN / 2, TK>(ctx, a.ptr, b_up.ptr, transpose_b, h, c + TN / 2);
     detail::mm_gated_store<TN>(c, CP, g, y.ptr);
   } else {
-    if (ctx.stream) {
-      detail::mm_streamed<T, TM, TN, TK, TY, true>(ctx, a.ptr, b.ptr, b_up.ptr, transpose_b, g, y.ptr, tb, tb_up);
-      return;
-    }
+    if constexpr (ETC_MM_STREAM != 0)
+      if (ctx.stream) {
+        detail::mm_streamed<T, TM, TN, TK, TY, true>(ctx, a.ptr, b.ptr, b_up.ptr, transpose_b, g, y.ptr, tb, tb_up);
+        return;
+      }
     if constexpr (detail::MmWgGeom<T, TM, TN, TK>::ON)
       if (detail::mm_use_wgmma<T, TM, TN, TK>(a.ptr, b.ptr, b_up.ptr, transpose_b, g)) {
         detail::mm_wgmma<T, TM, TN, TK, TY, true>(ctx, a.ptr, b.ptr, b_up.ptr, g, y.ptr, prefetched, tb, tb_up);
