@@ -56,7 +56,7 @@ class Emitter {
     sched_ = schedLayout(m, nullptr);
     tma_tensors_ = tmaTensors(m, options.defines);
     stream_ = defineOn(options.defines, "ETC_MM_STREAM");
-    inline_matmul_ = defineOn(options.defines, "ETC_MM_INLINE");
+    inline_matmul_ = defineOn(options.defines, "ETC_MM_INLINE", true);
   }
 
   bool run(const DescriptorFn& descriptor, std::string& out) {
@@ -1400,10 +1400,10 @@ class Emitter {
     // function instead of one per kernel (Qwen3-0.6B: 341 copies were 1.75 MB of its 3.95 MB
     // of sm_90a code, which every module load and every NVRTC compile paid for).
     auto dispatch = [&](const std::string& indent, const std::string& on_fail) {
-      if (inline_matmul_ && k.mega && !profile_) return inlinedDispatch(k, indent, on_fail, mode, instance);
+      if (inline_matmul_ && k.mega) return inlinedDispatch(k, indent, on_fail, mode, instance);
       return gridSwitch(k, indent, [&](size_t i) {
         const TaskCall& tc = task_calls_[k.tasks[i]];
-        const bool outlined = inline_matmul_ && tc.matmul;  // profiled megakernels too: one call site a grid
+        const bool outlined = inline_matmul_ && tc.matmul;
         std::string call = fmt::format("{0}    if (!{1}{2}<{3}, {4}>(p, ctx, t{5})) {6}\n", indent, tc.function,
                                        outlined ? "_outlined" : "", mode, instance, tc.args, on_fail);
         return profile_ && k.mega ? profiled(k.tasks[i], indent + "    ", call) : call;
@@ -1467,15 +1467,29 @@ class Emitter {
       if (std::find(fns.begin(), fns.end(), tc.function) == fns.end()) fns.push_back(tc.function);
       nargs = std::max(nargs, tc.arg_list.size());
     }
+    // --profile: the record's task and grid extents, set with the function (extents past a
+    // grid's rank are 1, which leaves its coordinates where they are).
+    size_t rank = 1;
+    for (uint32_t ti : k.tasks)
+      if (task_calls_[ti].matmul) rank = std::max(rank, m_.tasks[ti].grid.size());
     std::string d = indent + "int fn = -1;\n";
     for (size_t a = 0; a < nargs; ++a) d += fmt::format("{}long long fa{} = 0;\n", indent, a);
+    if (profile_) d += fmt::format("{}int fti = 0;\n{}long long fx[{}];\n", indent, indent, rank);
     d += gridSwitch(k, indent, [&](size_t i) {
-      const TaskCall& tc = task_calls_[k.tasks[i]];
-      if (!tc.matmul)
-        return fmt::format("{0}    if (!{1}<{2}, {3}>(p, ctx, t{4})) {5}\n", indent, tc.function, mode, instance, tc.args,
-                           on_fail);
+      const uint32_t ti = k.tasks[i];
+      const TaskCall& tc = task_calls_[ti];
+      if (!tc.matmul) {
+        std::string call = fmt::format("{0}    if (!{1}<{2}, {3}>(p, ctx, t{4})) {5}\n", indent, tc.function, mode, instance,
+                                       tc.args, on_fail);
+        return profile_ ? profiled(ti, indent + "    ", call) : call;
+      }
       std::string c = fmt::format("{}    fn = {};", indent, std::find(fns.begin(), fns.end(), tc.function) - fns.begin());
       for (size_t a = 0; a < tc.arg_list.size(); ++a) c += fmt::format(" fa{} = {};", a, tc.arg_list[a]);
+      if (profile_) {
+        const Task& t = m_.tasks[ti];
+        c += fmt::format(" fti = {};", ti);
+        for (size_t x = 0; x < rank; ++x) c += fmt::format(" fx[{}] = {};", x, x < t.grid.size() ? extent(t, x, true) : "1LL");
+      }
       return c + "\n";
     });
     for (size_t f = 0; f < fns.size(); ++f) {
@@ -1484,8 +1498,14 @@ class Emitter {
         if (task_calls_[ti].function == fns[f]) n = task_calls_[ti].arg_list.size();
       std::string args;
       for (size_t a = 0; a < n; ++a) args += fmt::format(", fa{}", a);
-      d += fmt::format("{0}if (fn == {1} && !{2}<{3}, {4}>(p, ctx, t{5})) {6}\n", indent, f, fns[f], mode, instance, args,
-                       on_fail);
+      const std::string call = fmt::format("if (!{}<{}, {}>(p, ctx, t{})) {}", fns[f], mode, instance, args, on_fail);
+      if (!profile_) {
+        d += fmt::format("{}if (fn == {} && !{}<{}, {}>(p, ctx, t{})) {}\n", indent, f, fns[f], mode, instance, args, on_fail);
+        continue;
+      }
+      d += fmt::format("{0}if (fn == {1}) {{\n{0}  const unsigned long long prof_start = etc::dev::profile::begin();\n"
+                       "{0}  {2}\n{0}  etc::dev::profile::end(p.events + {3}LL, {4}LL, prof_start, fti, t, fx);\n{0}}}\n",
+                       indent, f, call, profile_->offset, profile_->max_records);
     }
     return d;
   }
@@ -1536,7 +1556,7 @@ class Emitter {
   DiagnosticEngine& diags_;
   const ProfileLayout* profile_;  // null: no profiling code at all
   bool weight_prefetch_;          // etcc --weight-prefetch turns it on
-  bool inline_matmul_ = false;  // ETC_MM_INLINE: matmul task functions inlined, one call site a kernel
+  bool inline_matmul_ = true;  // ETC_MM_INLINE (default 1): matmul task functions inlined, one call site a kernel
   bool stream_ = false;           // ETC_MM_STREAM: static megakernels that can stream weights across tasks
   bool parallel_waits_;           // etcc --parallel-waits
   bool share_task_code_;          // etcc --share-task-code

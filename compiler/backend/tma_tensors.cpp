@@ -20,8 +20,8 @@ bool mappable(const Tensor& t) {
 
 }  // namespace
 
-bool defineOn(const std::vector<std::string>& defines, const std::string& name) {
-  bool on = false;  // the last definition wins, as in the preprocessor's redefinition
+bool defineOn(const std::vector<std::string>& defines, const std::string& name, bool absent) {
+  bool on = absent;  // the last definition wins, as in the preprocessor's redefinition
   const std::string prefix = name + "=";
   for (const std::string& d : defines)
     if (d.rfind(prefix, 0) == 0) on = d.substr(prefix.size()).find_first_not_of("0") != std::string::npos;

@@ -19,7 +19,8 @@ namespace etc {
 // cost the runtime work at every binding for kernels that never read them.
 std::vector<uint32_t> tmaTensors(const ir::Module& m, const std::vector<std::string>& defines);
 
-// Whether `defines` (NAME=VALUE, the last of a name winning) give `name` a nonzero value.
-bool defineOn(const std::vector<std::string>& defines, const std::string& name);
+// Whether `defines` (NAME=VALUE, the last of a name winning) give `name` a nonzero value;
+// `absent` where none names it.
+bool defineOn(const std::vector<std::string>& defines, const std::string& name, bool absent = false);
 
 }  // namespace etc

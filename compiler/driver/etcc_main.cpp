@@ -339,7 +339,8 @@ int main(int argc, char** argv) {
                  "sm_90a sm_80 compute_90")
       ->allow_extra_args(false);  // one value per occurrence: `--arch sm_80 model.etir` leaves the file alone
   app.add_option("-I,--include-dir", opt.include_dirs,
-                 "search this directory for `include` files (after the including file's own directory)");
+                 "search this directory for `include` files (after the including file's own directory)")
+      ->allow_extra_args(false);
   app.add_flag("--print-after-all", opt.print_after_all, "print the IR to standard error after every pass");
   std::vector<std::string> points;
   for (std::string_view p : etc::dumpPointNames()) points.emplace_back(p);
@@ -393,7 +394,8 @@ int main(int argc, char** argv) {
       ->check([](const std::string& d) -> std::string {
         static const std::regex form("ETC_[A-Z0-9_]+=-?[0-9]+");
         return std::regex_match(d, form) ? "" : "expects ETC_NAME=INTEGER, got '" + d + "'";
-      });
+      })
+      ->allow_extra_args(false);  // `--device-define ETC_X=1 model.etir` leaves the file alone
   app.add_flag("--share-task-code,!--no-share-task-code", opt.share_task_code,
                "one function for tasks whose code differs only in tensors, events and constants (a model's layers; "
                "the default): a fatbin about 40% smaller, so a faster module load, at a step as fast within 0.5% "

@@ -220,20 +220,26 @@ run stream-input-b 0 --emit=cuda --device-define ETC_MM_STREAM=1 "$tmp/mm_input_
 # ... compiled (NVRTC): the ring's 8 units of 16 KiB and 1 KiB of alignment, then a's ring of 4
 # stages of 16 KiB and its alignment; the kernel of B >= 32 as without the knob.
 range_smem stream-smem 198656/148480 --device-define ETC_MM_STREAM=1
-# ETC_MM_INLINE=1 (matmul.cuh): a task function holding a matmul is inlined into the megakernel,
-# called from one site a kernel after the grid switch, and out of line (`_outlined`) from the
-# unfused kernels; ptxas then keeps the megakernel's wgmma asynchronous. Without the knob it
-# serializes them (C7510 in the task functions' kStatic instantiation, template argument 1).
+# ETC_MM_INLINE (matmul.cuh, default 1): a task function holding a matmul is inlined into the
+# megakernel, called from one site a kernel after the grid switch (with --profile, its record's
+# task and extents set there too), and out of line (`_outlined`) from the unfused kernels; ptxas
+# then keeps the megakernel's wgmma asynchronous. With ETC_MM_INLINE=0 it serializes them (C7510
+# in the task functions' kStatic instantiation, template argument 1).
 printf 'module @mm_chain\nsym B in [1, 16]\ntensor x : bf16[B, 256] input\ntensor w1 : bf16[256, 256] param\ntensor w2 : bf16[256, 256] param\ntensor y : bf16[B, 256] output\ngraph @main {\n  h = matmul(x, w1) { transpose_b }\n  y = matmul(h, w2) { transpose_b }\n}\n' >"$tmp/mm_chain.etir"
-run mm-inline-cuda 0 --emit=cuda --device-define ETC_MM_INLINE=1 "$tmp/mm_chain.etir" &&
+run mm-inline-cuda 0 --emit=cuda "$tmp/mm_chain.etir" &&
   if [ "$(grep -c '^__device__ ETC_MM_FN bool task_matmul_[hy](' "$tmp/out")" != 2 ] ||
      [ "$(grep -c 'if (fn == [01] && !task_matmul_[hy]<kStatic, 0>(p, ctx, t)) return;' "$tmp/out")" != 2 ] ||
      [ "$(grep -c 'if (!task_matmul_[hy]_outlined<kUnfused, 0>(p, ctx, t)) return;' "$tmp/out")" != 2 ]; then
     fail "mm-inline-cuda: not inlined task functions with one call site and outlined unfused calls"
     grep -n 'ETC_MM_FN\|fn ==\|_outlined<' "$tmp/out" | head -8
   else pass; fi
-run mm-inline-off 0 --emit=cuda "$tmp/mm_chain.etir" &&
-  if grep -q '_outlined\|fn == ' "$tmp/out"; then fail "mm-inline-off: one call site without ETC_MM_INLINE"; else pass; fi
+run mm-inline-profile 0 --emit=cuda --profile "$tmp/mm_chain.etir" &&
+  if [ "$(grep -c 'fn = 1; fti = 1; fx\[0\] = [0-9]*LL;' "$tmp/out")" != 1 ] ||
+     [ "$(grep -c 'etc::dev::profile::end(p.events + [0-9]*LL, [0-9]*LL, prof_start, fti, t, fx);' "$tmp/out")" != 2 ]; then
+    fail "mm-inline-profile: no record of the inlined calls' task"; grep -n 'fti\|prof_start' "$tmp/out" | head -8
+  else pass; fi
+run mm-inline-off 0 --emit=cuda --device-define=ETC_MM_INLINE=0 "$tmp/mm_chain.etir" &&
+  if grep -q '_outlined\|fn == ' "$tmp/out"; then fail "mm-inline-off: one call site with ETC_MM_INLINE=0"; else pass; fi
 CUDA_BIN=${CUDA_HOME:-/usr/local/cuda}/bin
 mm_serialized() {  # NAME yes|no [etcc options]: whether ptxas serializes (C7510) the megakernel's matmuls
   local name=$1 want=$2 got; shift 2
@@ -242,8 +248,9 @@ mm_serialized() {  # NAME yes|no [etcc options]: whether ptxas serializes (C7510
   if [ "$got" = 0 ]; then got=no; else got=yes; fi
   if [ "$got" != "$want" ]; then fail "$name: serialized: $got, expected $want"; else pass; fi
 }
-mm_serialized mm-serialized yes
-mm_serialized mm-inline-async no --device-define ETC_MM_INLINE=1
+mm_serialized mm-inline-async no
+mm_serialized mm-inline-async-profile no --profile
+mm_serialized mm-serialized yes --device-define ETC_MM_INLINE=0
 # The weight stream by TMA (ETC_MM_TMA=1, etc/device/tma.cuh): the matmuls get their weights'
 # tensor maps and the descriptor lists the weights ("tmaps"); without the knob, neither.
 run tma-off 0 --emit=cuda samples/mlp.etir &&
@@ -253,6 +260,9 @@ run tma-on 0 --emit=cuda --device-define ETC_MM_TMA=1 samples/mlp.etir && stdout
 LIMIT=300 run tma-nvrtc 0 samples/mlp.etir -arch sm_90a --device-define ETC_MM_TMA=1 -o "$tmp/tma.fatbin" &&
   if grep -qa '"tmaps":\[2,3\]' "$tmp/tma.fatbin"; then pass; else fail "tma-nvrtc: the descriptor does not list w_gate_up and w_down"; fi
 # --device-define: a knob before the device headers; anything but ETC_NAME=INTEGER is refused.
+# One value an occurrence: the file after `--device-define X=1` or `-I DIR` is the input, not another value.
+run device-define-then-file 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 samples/mlp.etir
+run include-dir-then-file 0 --emit=cuda -I samples samples/mlp.etir
 run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-define=ETC_MM_MAX_STAGES=8 samples/mlp.etir &&
   if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then
     fail "device-define: the defines do not come first"; head -5 "$tmp/out"; else pass; fi
@@ -369,7 +379,8 @@ run device-define-name 1 --device-define CUDA_ARCH=1 samples/mlp.etir -o "$tmp/d
 python3 tools/gen_decode_sample.py llama3_2_1b --layers 2 --vocab 2048 --heads-per-task 1 >"$tmp/l2.etir"
 run share-task-code 0 --emit=cuda --share-task-code "$tmp/l2.etir" &&
   stdout_has share-task-code "// the code of 6 tasks: @matmul_q_0 @matmul_k_0 @matmul_v_0 @matmul_q_1 @matmul_k_1 @matmul_v_1" &&
-  stdout_has share-task-code "if (!task_matmul_q_0<kStatic, 0>(p, ctx, t, "
+  stdout_has share-task-code "fn = 0; fa0 = " &&
+  stdout_has share-task-code "if (fn == 0 && !task_matmul_q_0<kStatic, 0>(p, ctx, t, fa0, "
 run share-task-code-default 0 --emit=cuda "$tmp/l2.etir" &&
   stdout_has share-task-code-default "// the code of 6 tasks: @matmul_q_0 @matmul_k_0 @matmul_v_0 @matmul_q_1 @matmul_k_1 @matmul_v_1"
 run no-share-task-code 0 --emit=cuda --no-share-task-code "$tmp/l2.etir" &&
@@ -470,7 +481,9 @@ run gated-strides 1 --emit=cuda "$tmp/gated_strides.etir" &&
   stderr_has gated-strides "error: matmul has no device kernel for this form: the gated form (act = \"silu_mul\") reads b_up with b's strides, and wg and wu2 are laid out differently; make them slices of tensors of one shape"
 run no-row-form 0 --emit=cuda "$tmp/symrow.etir" &&
   if grep -q "_rows<" "$tmp/out"; then fail "no-row-form: a row of symbolic length got a row form"; else pass; fi
-LIMIT=300 run share-task-code-fatbin 0 --share-task-code "$tmp/l2.etir" -arch sm_90a -o "$tmp/l2.fatbin"
+# (ETC_MM_INLINE=0: NVRTC inlining the matmuls takes three times as long; the samples' compile
+# tests and mm-inline-async cover that form.)
+LIMIT=300 run share-task-code-fatbin 0 --share-task-code --device-define=ETC_MM_INLINE=0 "$tmp/l2.etir" -arch sm_90a -o "$tmp/l2.fatbin"
 LIMIT=300 run dynamic-fatbin 0 --schedule=dynamic "$tmp/small_mlp.etir" -arch sm_90a -o "$tmp/dyn.fatbin"
 # verify-schedule rejects a cycle; --no-verify-schedule lets it through (for watchdog tests).
 run cycle-rejected 1 tests/gpu/hang/cycle.etir --emit=tasks && stderr_has cycle-rejected "wait on each other in a cycle: @first -> @second -> @first"
