@@ -222,9 +222,9 @@ run stream-input-b 0 --emit=cuda --device-define ETC_MM_STREAM=1 "$tmp/mm_input_
 range_smem stream-smem 198656/148480 --device-define ETC_MM_STREAM=1
 # ETC_MM_INLINE (matmul.cuh, default 1): a task function holding a matmul is inlined into the
 # megakernel, called from one site a kernel after the grid switch (with --profile, its record's
-# task and extents set there too), and out of line (`_outlined`) from the unfused kernels; ptxas
-# then keeps the megakernel's wgmma asynchronous. With ETC_MM_INLINE=0 it serializes them (C7510
-# in the task functions' kStatic instantiation, template argument 1).
+# task and extents set there too), and out of line (`_outlined`) from the unfused kernels. ptxas
+# then sees no call boundary around the megakernel's products: no C7510 for the task functions'
+# kStatic instantiation (template argument 1), which it reports with ETC_MM_INLINE=0.
 printf 'module @mm_chain\nsym B in [1, 16]\ntensor x : bf16[B, 256] input\ntensor w1 : bf16[256, 256] param\ntensor w2 : bf16[256, 256] param\ntensor y : bf16[B, 256] output\ngraph @main {\n  h = matmul(x, w1) { transpose_b }\n  y = matmul(h, w2) { transpose_b }\n}\n' >"$tmp/mm_chain.etir"
 run mm-inline-cuda 0 --emit=cuda "$tmp/mm_chain.etir" &&
   if [ "$(grep -c '^__device__ ETC_MM_FN bool task_matmul_[hy](' "$tmp/out")" != 2 ] ||
@@ -241,15 +241,15 @@ run mm-inline-profile 0 --emit=cuda --profile "$tmp/mm_chain.etir" &&
 run mm-inline-off 0 --emit=cuda --device-define=ETC_MM_INLINE=0 "$tmp/mm_chain.etir" &&
   if grep -q '_outlined\|fn == ' "$tmp/out"; then fail "mm-inline-off: one call site with ETC_MM_INLINE=0"; else pass; fi
 CUDA_BIN=${CUDA_HOME:-/usr/local/cuda}/bin
-mm_serialized() {  # NAME yes|no [etcc options]: whether ptxas serializes (C7510) the megakernel's matmuls
+mm_serialized() {  # NAME yes|no [etcc options]: whether ptxas reports the megakernel's matmuls serialized (C7510)
   local name=$1 want=$2 got; shift 2
   LIMIT=120 run "$name" 0 "$tmp/mm_chain.etir" --emit=ptx -arch compute_90a "$@" -o "$tmp/mmc.ptx" || return
   got=$("$CUDA_BIN/ptxas" -arch=sm_90a -v "$tmp/mmc.ptx" -o /dev/null 2>&1 | grep 'C7510' | grep -c 'ILi1ELi0E\|etc_main_mega')
   if [ "$got" = 0 ]; then got=no; else got=yes; fi
   if [ "$got" != "$want" ]; then fail "$name: serialized: $got, expected $want"; else pass; fi
 }
-mm_serialized mm-inline-async no
-mm_serialized mm-inline-async-profile no --profile
+mm_serialized mm-inline-ptxas no
+mm_serialized mm-inline-ptxas-profile no --profile
 mm_serialized mm-serialized yes --device-define ETC_MM_INLINE=0
 # The weight stream by TMA (ETC_MM_TMA=1, etc/device/tma.cuh): the matmuls get their weights'
 # tensor maps and the descriptor lists the weights ("tmaps"); without the knob, neither.
@@ -482,7 +482,7 @@ run gated-strides 1 --emit=cuda "$tmp/gated_strides.etir" &&
 run no-row-form 0 --emit=cuda "$tmp/symrow.etir" &&
   if grep -q "_rows<" "$tmp/out"; then fail "no-row-form: a row of symbolic length got a row form"; else pass; fi
 # (ETC_MM_INLINE=0: NVRTC inlining the matmuls takes three times as long; the samples' compile
-# tests and mm-inline-async cover that form.)
+# tests and mm-inline-ptxas cover that form.)
 LIMIT=300 run share-task-code-fatbin 0 --share-task-code --device-define=ETC_MM_INLINE=0 "$tmp/l2.etir" -arch sm_90a -o "$tmp/l2.fatbin"
 LIMIT=300 run dynamic-fatbin 0 --schedule=dynamic "$tmp/small_mlp.etir" -arch sm_90a -o "$tmp/dyn.fatbin"
 # verify-schedule rejects a cycle; --no-verify-schedule lets it through (for watchdog tests).

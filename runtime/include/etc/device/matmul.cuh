@@ -24,13 +24,14 @@
 
 // 1 (the default): the generated code inlines a matmul's instantiation functions and the task
 // functions that call them into the megakernel, where the grid switch picks the function and its
-// arguments for one call site a function (emit_cuda.cpp). ptxas keeps wgmma asynchronous only in
-// the kernel function itself: in any function a kernel calls it serializes them (ptxas info
-// C7510, "wgmma pipeline crossing function boundary"), which every megakernel's matmul had until
-// session 57. H200, tools/gpu_ab.sh -p 511, 0 -> 1: Llama-3.2-1B B = 1 1421.8 -> 1213.3 us
-// (-14.7%), B = 16 -13.0%, B = 128 -7.2%; Qwen3-0.6B -16.0%, -13.2%, -8.0%. The unfused kernels
-// call an out-of-line copy (`_outlined`), and only sm_90a code (the wgmma form) inlines: the
-// full Llama's sm_90a cubin took NVRTC 3.5 times as long and grew from 5.4 to 7.4 MB.
+// arguments for one call site a function (emit_cuda.cpp). H200, tools/gpu_ab.sh -p 511, 0 -> 1:
+// Llama-3.2-1B B = 1 1421.8 -> 1213.3 us (-14.7%), B = 16 -13.0%, B = 128 -7.2%; Qwen3-0.6B
+// -16.0%, -13.2%, -8.0%. Why is open: out of line, ptxas reports the products serialized (info
+// C7510, "wgmma pipeline crossing function boundary") and inlined it does not, yet the SASS of
+// both megakernels puts every HGMMA between a WARPGROUP.ARRIVE and a WARPGROUP.DEPBAR (session
+// 57): the gain is not the products' overlap but the calls' removal. The unfused kernels call an
+// out-of-line copy (`_outlined`), and only sm_90a code (the wgmma form) inlines: the full Llama's
+// sm_90a cubin took NVRTC 3.5 times as long and grew from 5.4 to 7.4 MB.
 // 0: out-of-line functions everywhere, as before.
 #ifndef ETC_MM_INLINE
 #define ETC_MM_INLINE 1
