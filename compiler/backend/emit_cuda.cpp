@@ -1452,8 +1452,6 @@ class Emitter {
     out_ += "  }\n}\n\n";
   }
 
-  // With task number g and its grid's index `kind` in scope: t, g's number within the grid, and
-  // a switch that runs caseCode(i) (lines indented by indent + 4) for grid i.
   // ETC_MM_INLINE: a task function holding a matmul is inlined into the kernel (matmul.cuh), so
   // it gets one call site per kernel, not one per grid of the function (a model's layers): the
   // grid switch only picks the function and its arguments, and the calls follow it.
@@ -1510,6 +1508,8 @@ class Emitter {
     return d;
   }
 
+  // With task number g and its grid's index `kind` in scope: t, g's number within the grid, and
+  // a switch that runs caseCode(i) (lines indented by indent + 4) for grid i.
   std::string gridSwitch(const Kernel& k, const std::string& indent,
                          const std::function<std::string(size_t)>& caseCode) {
     std::string d = indent + "const long long t = g - (kind > 0 ? ends[kind - 1] : 0LL);\n";
