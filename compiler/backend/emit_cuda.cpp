@@ -872,7 +872,7 @@ class Emitter {
                                  maps)
                    : fmt::format("etc::dev::{}<{}, {}, {}>(ctx, {}, {}, {}, {}, prefetched{});", fn, t, tn, tk, ops[0],
                                  b_args, tb, ops[gated ? 3 : 2], maps);
-      call = fmt::format("{}(ctx{});", sharedFunction(full_signature, call), args);
+      call = fmt::format("{}(ctx{});", sharedFunction(full_signature, call, "ETC_MM_FN"), args);
       if (k) code += "\n    else ";
       if (k + 1 < variants.size()) code += fmt::format("if ({0}.rank == 1 || {0}.ext[0] <= {1}) ", v[0], t);
       code += call;
@@ -1206,14 +1206,15 @@ class Emitter {
     return true;
   }
 
-  // The name of the __noinline__ function `void (ctx, signature) { code }`, emitted the first
-  // time a signature and code are seen.
-  std::string sharedFunction(const std::string& signature, const std::string& code) {
+  // The name of the function `attr void (ctx, signature) { code }`, emitted the first time a
+  // signature and code are seen; attr is __noinline__, or ETC_MM_FN for a matmul's instantiation
+  // (matmul.cuh, ETC_MM_INLINE).
+  std::string sharedFunction(const std::string& signature, const std::string& code,
+                             const char* attr = "__noinline__") {
     auto [it, added] = op_function_names_.try_emplace(signature + "|" + code, fmt::format("etc_op{}", op_function_names_.size()));
     if (added)
-      op_functions_ += fmt::format("__device__ {} void {}(const etc::dev::Ctx& ctx, {}) {{\n  {}\n}}\n\n",
-                                   code.rfind("etc::dev::matmul", 0) == 0 ? "ETC_MM_FN" : "__noinline__", it->second,
-                                   signature, code);
+      op_functions_ += fmt::format("__device__ {} void {}(const etc::dev::Ctx& ctx, {}) {{\n  {}\n}}\n\n", attr,
+                                   it->second, signature, code);
     return it->second;
   }
 
@@ -1400,14 +1401,16 @@ class Emitter {
     // function instead of one per kernel (Qwen3-0.6B: 341 copies were 1.75 MB of its 3.95 MB
     // of sm_90a code, which every module load and every NVRTC compile paid for).
     auto dispatch = [&](const std::string& indent, const std::string& on_fail) {
-      if (inline_matmul_ && k.mega) return inlinedDispatch(k, indent, on_fail, mode, instance);
-      return gridSwitch(k, indent, [&](size_t i) {
+      // Grid i's own call (the unfused kernels' matmuls: the out-of-line copy).
+      auto gridCall = [&](size_t i) {
         const TaskCall& tc = task_calls_[k.tasks[i]];
         const bool outlined = inline_matmul_ && tc.matmul;
         std::string call = fmt::format("{0}    if (!{1}{2}<{3}, {4}>(p, ctx, t{5})) {6}\n", indent, tc.function,
                                        outlined ? "_outlined" : "", mode, instance, tc.args, on_fail);
         return profile_ && k.mega ? profiled(k.tasks[i], indent + "    ", call) : call;
-      });
+      };
+      if (inline_matmul_ && k.mega) return inlinedDispatch(k, indent, on_fail, mode, instance, gridCall);
+      return gridSwitch(k, indent, gridCall);
     };
     if (!dynamic) {
       // Task numbers only grow in a CTA, so its grid cursor only moves forward.
@@ -1456,32 +1459,31 @@ class Emitter {
   // it gets one call site per kernel, not one per grid of the function (a model's layers): the
   // grid switch only picks the function and its arguments, and the calls follow it.
   std::string inlinedDispatch(const Kernel& k, const std::string& indent, const std::string& on_fail,
-                              const char* mode, uint32_t instance) {
-    std::vector<std::string> fns;  // the inlined functions, in first-grid order
-    size_t nargs = 0;
+                              const char* mode, uint32_t instance,
+                              const std::function<std::string(size_t)>& gridCall) {
+    std::vector<const TaskCall*> fns;  // the inlined functions (one of their tasks), in first-grid order
+    auto fnIndex = [&](const TaskCall& tc) {
+      return std::find_if(fns.begin(), fns.end(), [&](const TaskCall* f) { return f->function == tc.function; }) -
+             fns.begin();
+    };
+    size_t nargs = 0, rank = 1;  // rank: of the grids, for --profile's extents
     for (uint32_t ti : k.tasks) {
       const TaskCall& tc = task_calls_[ti];
       if (!tc.matmul) continue;
-      if (std::find(fns.begin(), fns.end(), tc.function) == fns.end()) fns.push_back(tc.function);
+      if (static_cast<size_t>(fnIndex(tc)) == fns.size()) fns.push_back(&tc);
       nargs = std::max(nargs, tc.arg_list.size());
+      rank = std::max(rank, m_.tasks[ti].grid.size());
     }
     // --profile: the record's task and grid extents, set with the function (extents past a
     // grid's rank are 1, which leaves its coordinates where they are).
-    size_t rank = 1;
-    for (uint32_t ti : k.tasks)
-      if (task_calls_[ti].matmul) rank = std::max(rank, m_.tasks[ti].grid.size());
     std::string d = indent + "int fn = -1;\n";
     for (size_t a = 0; a < nargs; ++a) d += fmt::format("{}long long fa{} = 0;\n", indent, a);
     if (profile_) d += fmt::format("{}int fti = 0;\n{}long long fx[{}];\n", indent, indent, rank);
     d += gridSwitch(k, indent, [&](size_t i) {
       const uint32_t ti = k.tasks[i];
       const TaskCall& tc = task_calls_[ti];
-      if (!tc.matmul) {
-        std::string call = fmt::format("{0}    if (!{1}<{2}, {3}>(p, ctx, t{4})) {5}\n", indent, tc.function, mode, instance,
-                                       tc.args, on_fail);
-        return profile_ ? profiled(ti, indent + "    ", call) : call;
-      }
-      std::string c = fmt::format("{}    fn = {};", indent, std::find(fns.begin(), fns.end(), tc.function) - fns.begin());
+      if (!tc.matmul) return gridCall(i);
+      std::string c = fmt::format("{}    fn = {};", indent, fnIndex(tc));
       for (size_t a = 0; a < tc.arg_list.size(); ++a) c += fmt::format(" fa{} = {};", a, tc.arg_list[a]);
       if (profile_) {
         const Task& t = m_.tasks[ti];
@@ -1491,19 +1493,16 @@ class Emitter {
       return c + "\n";
     });
     for (size_t f = 0; f < fns.size(); ++f) {
-      size_t n = 0;
-      for (uint32_t ti : k.tasks)
-        if (task_calls_[ti].function == fns[f]) n = task_calls_[ti].arg_list.size();
       std::string args;
-      for (size_t a = 0; a < n; ++a) args += fmt::format(", fa{}", a);
-      const std::string call = fmt::format("if (!{}<{}, {}>(p, ctx, t{})) {}", fns[f], mode, instance, args, on_fail);
+      for (size_t a = 0; a < fns[f]->arg_list.size(); ++a) args += fmt::format(", fa{}", a);
+      const std::string invoke = fmt::format("{}<{}, {}>(p, ctx, t{})", fns[f]->function, mode, instance, args);
       if (!profile_) {
-        d += fmt::format("{}if (fn == {} && !{}<{}, {}>(p, ctx, t{})) {}\n", indent, f, fns[f], mode, instance, args, on_fail);
+        d += fmt::format("{}if (fn == {} && !{}) {}\n", indent, f, invoke, on_fail);
         continue;
       }
       d += fmt::format("{0}if (fn == {1}) {{\n{0}  const unsigned long long prof_start = etc::dev::profile::begin();\n"
-                       "{0}  {2}\n{0}  etc::dev::profile::end(p.events + {3}LL, {4}LL, prof_start, fti, t, fx);\n{0}}}\n",
-                       indent, f, call, profile_->offset, profile_->max_records);
+                       "{0}  if (!{2}) {3}\n{0}  etc::dev::profile::end(p.events + {4}LL, {5}LL, prof_start, fti, t, fx);\n{0}}}\n",
+                       indent, f, invoke, on_fail, profile_->offset, profile_->max_records);
     }
     return d;
   }
