@@ -2,9 +2,27 @@
 # Prepares gpu-bundle/ for tests/gpu/run.sh on a GPU machine that has no compiler toolchain
 # for etc (no re2c/bison): etc-run (stripped), the device-op test binary, and every sample
 # compiled to a fatbin by this build's etcc. Usage: tools/gpu_bundle.sh [build-dir]
+# The compiles run JOBS at a time (default: the CPU count): the decode models' sm_90a compiles
+# take minutes each since session 57 inlined their matmuls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
+par="${JOBS:-$(nproc)}"
+failures=$(mktemp)
+trap 'rm -f "$failures"' EXIT
+# Runs a command in the background, at most $par at once; drain waits for every one and fails,
+# naming them, if any failed.
+spawn() {
+  while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n || true; done
+  { "$@" || echo "gpu_bundle.sh: failed: $*" >>"$failures"; } &
+}
+drain() {
+  wait
+  if [ -s "$failures" ]; then
+    cat "$failures" >&2
+    exit 1
+  fi
+}
 cmake --build "$build" -j2 --target etcc etc-run etcrt etc-watchdog-recovery
 rm -rf gpu-bundle && mkdir -p gpu-bundle
 : >gpu-bundle/auto_schedules.txt
@@ -12,89 +30,92 @@ strip -o gpu-bundle/etc-run "$build/tools/etc-run"
 strip -o gpu-bundle/etc-watchdog-recovery "$build/tests/etc-watchdog-recovery"
 # The runtime library for the Python binding (python/ travels with the working tree).
 strip -o gpu-bundle/libetcrt.so "$build/runtime/libetcrt.so"
-# Every sample as the compiler chooses, and forced to each schedule (the decode models below).
 decode_models="llama3_2_1b qwen3_0_6b"
+# The decode models: one fatbin each for the GPU's sm_90a (the longest compiles, so first), and
+# the full Llama with a timeline (etc-run --trace).
+for n in $decode_models; do
+  spawn "$build/etcc" "samples/$n.etir" -arch sm_90a -o "gpu-bundle/$n.fatbin"
+done
+spawn "$build/etcc" samples/llama3_2_1b.etir --profile -arch sm_90a -o gpu-bundle/llama3_2_1b_profile.fatbin
+# Every sample as the compiler chooses, and forced to each schedule (the decode models below).
 for s in samples/*.etir; do
   n=$(basename "${s%.etir}")
   case " $decode_models " in *" $n "*) continue ;; esac
   # -v says which schedule auto picked and why: run.sh prints it beside the timings.
   "$build/etcc" "$s" -v -o "gpu-bundle/$n.fatbin" 2>&1 | grep -E ': schedule ' | sed "s|^|$n: |" >>gpu-bundle/auto_schedules.txt
-  "$build/etcc" "$s" --schedule=static -o "gpu-bundle/${n}_static.fatbin"
-  "$build/etcc" "$s" --schedule=dynamic -o "gpu-bundle/${n}_dynamic.fatbin"
+  spawn "$build/etcc" "$s" --schedule=static -o "gpu-bundle/${n}_static.fatbin"
+  spawn "$build/etcc" "$s" --schedule=dynamic -o "gpu-bundle/${n}_dynamic.fatbin"
 done
 # The decode layer with attention tasks of two cache heads (heads_per_task = 2: the one-part
 # grid's heads through one ring), for run.sh's checks and sanitizer runs.
 sed 's/{ head_dim = HEAD }/{ head_dim = HEAD, heads_per_task = 2 }/' samples/llama_layer.etir >gpu-bundle/llama_layer_heads2.etir
 grep -q 'heads_per_task = 2' gpu-bundle/llama_layer_heads2.etir || { echo "gpu_bundle.sh: llama_layer's attention changed" >&2; exit 1; }
-"$build/etcc" gpu-bundle/llama_layer_heads2.etir --schedule=static -o gpu-bundle/llama_layer_heads2_static.fatbin
+spawn "$build/etcc" gpu-bundle/llama_layer_heads2.etir --schedule=static -o gpu-bundle/llama_layer_heads2_static.fatbin
 # And with heads_per_task = 0 (the count by the batch: a one-part grid per count), both schedules.
 sed 's/{ head_dim = HEAD }/{ head_dim = HEAD, heads_per_task = 0 }/' samples/llama_layer.etir >gpu-bundle/llama_layer_heads0.etir
 for sched in static dynamic; do
-  "$build/etcc" gpu-bundle/llama_layer_heads0.etir --schedule=$sched -o gpu-bundle/llama_layer_heads0_$sched.fatbin
+  spawn "$build/etcc" gpu-bundle/llama_layer_heads0.etir --schedule=$sched -o gpu-bundle/llama_layer_heads0_$sched.fatbin
 done
 # Profiled builds (etcc --profile) for etc-run --trace.
 for n in mlp two_stage_sum moe_block llama_layer; do
-  "$build/etcc" samples/$n.etir --profile -o "gpu-bundle/${n}_profile.fatbin"
+  spawn "$build/etcc" samples/$n.etir --profile -o "gpu-bundle/${n}_profile.fatbin"
 done
 # The decode models: etcc takes about 40 s (Llama) to 45 s (Qwen3) per model and target,
 # so one fatbin each for the GPU's sm_90a; and reduced variants (2 layers, a 2048-word vocabulary) for the checks against
 # the CPU interpreter.
 for n in $decode_models; do
-  "$build/etcc" "samples/$n.etir" -arch sm_90a -o "gpu-bundle/$n.fatbin"
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 >"gpu-bundle/${n}_small.etir"
-  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a -o "gpu-bundle/${n}_small.fatbin"
-  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --schedule=dynamic -o "gpu-bundle/${n}_small_dynamic.fatbin"
-  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --weight-prefetch -o "gpu-bundle/${n}_small_prefetch.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a -o "gpu-bundle/${n}_small.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --schedule=dynamic -o "gpu-bundle/${n}_small_dynamic.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --weight-prefetch -o "gpu-bundle/${n}_small_prefetch.fatbin"
   # The weight stream by TMA (ETC_MM_TMA=1; the runtime makes the weights' tensor maps).
-  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_MM_TMA=1 -o "gpu-bundle/${n}_small_tma.fatbin"
-  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_MM_TMA=1 -o "gpu-bundle/${n}_small_tma.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"
   # The merge inside the o projection below B = 16 (etcc --fold-attention-merge, opt-in).
-  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --fold-attention-merge -o "gpu-bundle/${n}_small_foldmerge.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --fold-attention-merge -o "gpu-bundle/${n}_small_foldmerge.fatbin"
   # The weights streamed across tasks (ETC_MM_STREAM=1, opt-in): the kernel of B <= 31 streams
   # where every matmul can (Llama's; Qwen3's 32-column gated tiles cannot, its sample with
   # 64-column ones can, in a ring of 5 units beside its larger attention blocks).
-  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_MM_STREAM=1 -o "gpu-bundle/${n}_small_stream.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_MM_STREAM=1 -o "gpu-bundle/${n}_small_stream.fatbin"
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --gated-tile-n 64 >"gpu-bundle/${n}_small_g64.etir"
-  "$build/etcc" "gpu-bundle/${n}_small_g64.etir" -arch sm_90a --device-define ETC_MM_STREAM=1 \
+  spawn "$build/etcc" "gpu-bundle/${n}_small_g64.etir" -arch sm_90a --device-define ETC_MM_STREAM=1 \
     --device-define ETC_MM_STREAM_UNITS=5 -o "gpu-bundle/${n}_small_g64_stream.fatbin"
   # Attention tasks of one cache head and one megakernel (heads_per_task = 1, the samples' form
   # before session 54; the default takes the count by the batch, with a kernel per side of 32).
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --heads-per-task 1 >"gpu-bundle/${n}_small_heads1.etir"
-  "$build/etcc" "gpu-bundle/${n}_small_heads1.etir" -arch sm_90a -o "gpu-bundle/${n}_small_heads1.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small_heads1.etir" -arch sm_90a -o "gpu-bundle/${n}_small_heads1.fatbin"
   # The default with more megakernels of B's ranges (etcc --specialize over the graph's cut):
   # each range's grids only.
-  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --specialize B=16,32,64,128 \
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --specialize B=16,32,64,128 \
     -o "gpu-bundle/${n}_small_ranges.fatbin"
-  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --specialize B=16,32,64,128 --schedule=dynamic \
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --specialize B=16,32,64,128 --schedule=dynamic \
     -o "gpu-bundle/${n}_small_ranges_dynamic.fatbin"
   # The default attention (tensor cores in independent warps, its call in the task) behind the
   # op function's call (ETC_INLINE_ATTENTION=0), and the forms before it (ETC_ATTN_MMA_WARPS=0:
   # the staged tensor-core form, and Qwen3's FMA warps).
-  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_INLINE_ATTENTION=0 \
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_INLINE_ATTENTION=0 \
     -o "gpu-bundle/${n}_small_called.fatbin"
-  "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_MMA_WARPS=0 \
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_MMA_WARPS=0 \
     --device-define ETC_INLINE_ATTENTION=0 -o "gpu-bundle/${n}_small_nommawarps.fatbin"
   # Qwen3's attention (2 query heads a cache head) in its earlier forms (ETC_ATTN_WARPS=0): FMA
   # throughout, as before tensor cores took its calls of a block or more (ETC_ATTN_MMA_MIN_G),
   # and staged with tensor cores, as before the FMA form of independent warps became its default.
   if [ "$n" = qwen3_0_6b ]; then
-    "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_WARPS=0 \
+    spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_WARPS=0 \
       --device-define ETC_ATTN_MMA_MIN_G=4 -o "gpu-bundle/${n}_small_fma.fatbin"
-    "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_WARPS=0 \
+    spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_WARPS=0 \
       --device-define ETC_ATTN_MMA_WARPS=0 -o "gpu-bundle/${n}_small_staged.fatbin"
   fi
 done
-# The full Llama decode step with a timeline (etc-run --trace; about as long again to compile).
-"$build/etcc" samples/llama3_2_1b.etir --profile -arch sm_90a -o gpu-bundle/llama3_2_1b_profile.fatbin
 # Programs that wait forever, compiled without verify-schedule: the watchdog must stop them.
 for s in tests/gpu/hang/*.etir; do
   n=$(basename "${s%.etir}")
   for sched in static dynamic; do
-    "$build/etcc" "$s" --no-verify-schedule --schedule=$sched -o "gpu-bundle/hang_${n}_$sched.fatbin"
+    spawn "$build/etcc" "$s" --no-verify-schedule --schedule=$sched -o "gpu-bundle/hang_${n}_$sched.fatbin"
   done
 done
 # A fatbin without code for Hopper: etc-run must refuse it on an H100/H200 and list what it has.
-"$build/etcc" samples/two_stage_sum.etir -arch sm_80 -o gpu-bundle/sm80_only.fatbin
+spawn "$build/etcc" samples/two_stage_sum.etir -arch sm_80 -o gpu-bundle/sm80_only.fatbin
 # Decode attention alone in a megakernel, at each model's shape, in each of its forms: the
 # default (tensor cores in independent warps, the call in the task), the same behind the op
 # function's call (ETC_INLINE_ATTENTION=0), and the forms before it (ETC_ATTN_MMA_WARPS=0): FMA
@@ -106,13 +127,13 @@ for n in llama3_2_1b qwen3_0_6b; do
            staged:"--device-define ETC_ATTN_MMA_WARPS=0 --device-define ETC_ATTN_WARPS=0" \
            nommawarps:"--device-define ETC_ATTN_MMA_WARPS=0 --device-define ETC_INLINE_ATTENTION=0"; do
     # shellcheck disable=SC2086  # the options are words
-    "$build/etcc" "tests/gpu/resources/attention_alone_$n.etir" -arch sm_90a ${v#*:} \
+    spawn "$build/etcc" "tests/gpu/resources/attention_alone_$n.etir" -arch sm_90a ${v#*:} \
       -o "gpu-bundle/attention_alone_${n}_${v%%:*}.fatbin"
   done
 done
 # A kernel that needs more shared memory than any GPU has, written despite the compile-time
 # check: the runtime's load-time check must refuse it with what to change.
-"$build/etcc" tests/gpu/resources/smem_too_large.etir -arch sm_90a -arch sm_80 --no-check-resources \
+spawn "$build/etcc" tests/gpu/resources/smem_too_large.etir -arch sm_90a -arch sm_80 --no-check-resources \
   -o gpu-bundle/smem_too_large.fatbin 2>/dev/null
 # Rebuilt when a device header or a device test is newer than it (a stale one tests old code).
 # Decode attention's forms by ETC_ATTN_MMA_WARPS and ETC_ATTN_WARPS (the most query heads a cache
@@ -132,6 +153,7 @@ for t in device_ops_test:"" device_ops_test_warps:"-DETC_ATTN_MMA_WARPS=0 -DETC_
   fi
   cp "$build/gpu/$bin" gpu-bundle/
 done
+drain
 du -sh gpu-bundle
 # The whole folder is over 64 MiB (the full decode models), more than a lent GPU machine takes
 # with a working tree; compressed it is about 19 MB (session 48). run.sh unpacks it where gpu-bundle/ is absent.

@@ -46,8 +46,9 @@ row() {
 # KV 1, 511 and 4096) and DECODE_COMPILE_BATCHES (the batches that also time PyTorch under
 # torch.compile: about half a minute of compiling each; default none); the decodecheck section
 # takes DECODE_MODELS too (both models' checks take longer than a lent machine's 600 s command,
-# with the check section before them), and DECODECHECK_MATCH (an extended regex: only the rows
-# whose name matches, e.g. those a call's time limit cut short).
+# with the check section before them; DECODECHECK_JOBS=16 runs them 16 at once), and
+# DECODECHECK_MATCH (an extended regex: only the rows whose name matches, e.g. those a call's
+# time limit cut short).
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
 # Log names carry sym values: keep them to letters, digits, '.', '_' and '-'.
@@ -126,10 +127,37 @@ fi
 # (etc-run --argmax-of): both round every op to bf16, in different orders, and a one-ulp
 # difference flips a tie either way. (The 99% rule of BENCHMARKS.md is for the comparison
 # with PyTorch's float32 model, tools/compare_decode.py.)
+# DECODECHECK_JOBS=N (default 1) runs up to N of these checks at once (their CPU references are
+# single-threaded; a lent machine has 16 cores): each writes its row to a slot file, printed as
+# soon as it is known and put in the table, in order, by decode_check_drain.
+dc_jobs=${DECODECHECK_JOBS:-1} dc_count=0
 decode_check() {  # label fatbin B pos-kind [extra etc-run args...]
-  local label=$1 f=$2 b=$3 kind=$4; shift 4
-  [ -z "${DECODECHECK_MATCH:-}" ] || [[ "check $label B=$b pos $kind" =~ $DECODECHECK_MATCH ]] || return 0
-  local log="$out/check_${label}_B${b}_$kind.log" posf="$out/pos_${kind}_$b.npy"
+  [ -z "${DECODECHECK_MATCH:-}" ] || [[ "check $1 B=$3 pos $4" =~ $DECODECHECK_MATCH ]] || return 0
+  dc_count=$((dc_count + 1))
+  local slot; slot="$out/.decode_check_$(printf '%04d' "$dc_count")"
+  if [ "$dc_jobs" -le 1 ]; then
+    decode_check_run "$slot" "$@"
+    decode_check_drain
+    return
+  fi
+  while [ "$(jobs -rp | wc -l)" -ge "$dc_jobs" ]; do wait -n; done
+  decode_check_run "$slot" "$@" &
+}
+# The rows of the finished checks, in the order they were started.
+decode_check_drain() {
+  wait
+  local s name status detail
+  for s in "$out"/.decode_check_*; do
+    [ -f "$s" ] || continue
+    { IFS= read -r name; IFS= read -r status; IFS= read -r detail; } <"$s"
+    rm -f "$s"
+    if [ "$dc_jobs" -le 1 ]; then row "$name" "$status" "$detail"; else row "$name" "$status" "$detail" >/dev/null; fi
+  done
+}
+decode_check_run() {  # slot label fatbin B pos-kind [extra etc-run args...]
+  local slot=$1 label=$2 f=$3 b=$4 kind=$5; shift 5
+  # The positions file is the check's own: concurrent checks of one B and kind must not share it.
+  local log="$out/check_${label}_B${b}_$kind.log" posf="$out/pos_${label}_${kind}_$b.npy"
   python3 - "$posf" "$b" "$kind" <<'PY'
 import sys
 import numpy as np
@@ -146,11 +174,15 @@ PY
     >"$log" 2>&1
   local flo=$(grep -c ' ok$' "$log") bad=$(grep -c 'FAIL' "$log")
   local diff=$(grep -m1 -oE 'next_token: i32 \[[0-9]+\] [0-9]+ of' "$log" | grep -oE '[0-9]+ of' | grep -oE '[0-9]+')
+  local status detail
   if [ "$bad" -eq 0 ] && [ "$flo" -gt 0 ] && [ -n "$diff" ]; then
-    row "check $label B=$b pos $kind" PASS "$(grep -oE '(logits|k_cache_0).*L2 [0-9.e+-]*' "$log" | head -2 | tr '\n' ' ') argmax differs in $diff (near-ties)"
+    status=PASS detail="$(grep -oE '(logits|k_cache_0).*L2 [0-9.e+-]*' "$log" | head -2 | tr '\n' ' ') argmax differs in $diff (near-ties)"
   else
-    row "check $label B=$b pos $kind" FAIL "$(grep -E 'FAIL|etc-run' "$log" | head -2 | tr '\n' ' ' | cut -c1-200)"
+    status=FAIL detail="$(grep -E 'FAIL|etc-run' "$log" | head -2 | tr '\n' ' ' | cut -c1-200)"
   fi
+  printf '%s\n%s\n%s\n' "check $label B=$b pos $kind" "$status" "$detail" >"$slot.tmp" && mv "$slot.tmp" "$slot"
+  # In parallel, each row shows as it ends (a run cut off by a time limit still shows it).
+  [ "$dc_jobs" -le 1 ] || printf '%-44s %-6s %s\n' "check $label B=$b pos $kind" "$status" "$detail"
 }
 for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   want decodecheck && [ -f "$B/${n}_small.fatbin" ] || continue
@@ -218,6 +250,7 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   # whole vocabulary takes a while).
   [ -f "$B/$n.fatbin" ] && decode_check "$n" "$B/$n.fatbin" 1 mixed
 done
+decode_check_drain
 
 # Debug mode checks every notify against its count and, in the dynamic schedule, that a task
 # popped from the queue really is ready.
