@@ -13,7 +13,7 @@
 
 namespace etc::backend {
 
-// `images` and `logs` (nvJitLink's info logs, "" where none) are parallel. PTX images are not
+// `images` and `logs` (NVRTC's logs with ptxas's verbose report, "" where none) are parallel. PTX images are not
 // checked here: the driver compiles them for the GPU at hand, where the runtime checks them.
 // Returns false after reporting an error for each kernel that cannot run (a warning instead when
 // `enforce` is false: etcc --no-check-resources); appends the report to `report` when it is not

@@ -1,6 +1,5 @@
 #include "compiler/backend/toolchain.h"
 
-#include <nvJitLink.h>
 #include <nvrtc.h>
 
 #include <cstdlib>
@@ -16,10 +15,6 @@ namespace etc::backend {
 std::string Target::name() const {
   return std::string(kind == Kind::Cubin ? "sm_" : "compute_") + std::to_string(sm) +
          (arch_specific ? "a" : "");
-}
-
-std::string Target::virtualArch() const {
-  return "compute_" + std::to_string(sm) + (arch_specific ? "a" : "");
 }
 
 std::optional<Target> Target::parse(std::string_view text) {
@@ -86,7 +81,7 @@ CudaToolkit findCudaToolkit() {
   return cudaToolkitAt("/usr/local/cuda");
 }
 
-// ---- NVRTC: CUDA C++ -> PTX -------------------------------------------------------------------
+// ---- NVRTC: CUDA C++ -> PTX or cubin ----------------------------------------------------------
 
 namespace {
 
@@ -94,17 +89,6 @@ struct NvrtcProgramDeleter {
   void operator()(nvrtcProgram p) const { nvrtcDestroyProgram(&p); }
 };
 using NvrtcProgramPtr = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, NvrtcProgramDeleter>;
-
-struct NvJitLinkDeleter {
-  void operator()(nvJitLinkHandle h) const { nvJitLinkDestroy(&h); }
-};
-using NvJitLinkPtr = std::unique_ptr<std::remove_pointer_t<nvJitLinkHandle>, NvJitLinkDeleter>;
-
-bool hasOption(const std::vector<std::string>& options, std::string_view a, std::string_view b) {
-  for (const std::string& o : options)
-    if (o == a || o == b) return true;
-  return false;
-}
 
 std::string nvrtcLog(nvrtcProgram p) {
   size_t size = 0;
@@ -115,10 +99,18 @@ std::string nvrtcLog(nvrtcProgram p) {
   return log;
 }
 
-// Compiles to PTX; on success `ptx` is the text without its NUL.
-bool compileToPtx(std::string_view source, std::string_view file_name, const Target& t,
-                  const std::vector<std::string>& extra_options, std::string& ptx,
-                  std::string& log) {
+}  // namespace
+
+// A cubin comes from NVRTC itself (-arch=sm_XY), which runs ptxas on the whole program. Through
+// nvJitLink (PTX in, as before session 58) ptxas compiled the PTX as a relocatable object, where
+// every call is an extern call, and serialized each wgmma product of a kernel that makes any
+// (ptxas info C7509; the megakernels' calls of attention and the other tasks): on the full
+// Llama-3.2-1B, 192 of 192 HGMMA alone in their groups, against 24 groups of 8 from NVRTC.
+// --ptxas-options=-v puts ptxas's per-kernel report (registers, stack frame, spills) in the
+// program's log, which the resource report reads the spills from (the cubin does not record them).
+CompileResult compileCuda(std::string_view source, std::string_view file_name, const Target& t,
+                          const std::vector<std::string>& extra_options) {
+  CompileResult result;
   const CudaToolkit toolkit = findCudaToolkit();
 
   std::vector<const char*> header_texts, header_names;
@@ -137,105 +129,44 @@ bool compileToPtx(std::string_view source, std::string_view file_name, const Tar
   nvrtcResult r = nvrtcCreateProgram(&raw, src.c_str(), name.c_str(), int(header_texts.size()),
                                      header_texts.data(), header_names.data());
   if (r != NVRTC_SUCCESS) {
-    log = std::string("NVRTC could not create the program: ") + nvrtcGetErrorString(r);
-    return false;
+    result.log = std::string("NVRTC could not create the program: ") + nvrtcGetErrorString(r);
+    return result;
   }
   NvrtcProgramPtr program(raw);
 
-  std::vector<std::string> options = {"-std=c++17", "-default-device", "-arch=" + t.virtualArch()};
+  const bool cubin = t.kind == Target::Kind::Cubin;
+  std::vector<std::string> options = {"-std=c++17", "-default-device", "-arch=" + t.name()};
+  if (cubin) options.push_back("--ptxas-options=-v");
   for (const std::string& dir : toolkit.include_dirs) options.push_back("-I" + dir);
   options.insert(options.end(), extra_options.begin(), extra_options.end());
   std::vector<const char*> argv;
   for (const std::string& o : options) argv.push_back(o.c_str());
 
   r = nvrtcCompileProgram(raw, int(argv.size()), argv.data());
-  log = nvrtcLog(raw);
+  result.log = nvrtcLog(raw);
   if (r != NVRTC_SUCCESS) {
-    if (log.empty()) log = std::string("NVRTC failed: ") + nvrtcGetErrorString(r) + "\n";
+    if (result.log.empty()) result.log = std::string("NVRTC failed: ") + nvrtcGetErrorString(r) + "\n";
     // The likeliest cause of a failed #include <cuda_bf16.h>: say so next to NVRTC's words.
-    if (!toolkit.error.empty()) log += "note: " + toolkit.error + "\n";
-    return false;
-  }
-  size_t size = 0;
-  if (nvrtcGetPTXSize(raw, &size) != NVRTC_SUCCESS || size == 0) {
-    log += "NVRTC compiled the program but returned no PTX\n";
-    return false;
-  }
-  ptx.assign(size, '\0');
-  if (nvrtcGetPTX(raw, ptx.data()) != NVRTC_SUCCESS) {
-    log += "NVRTC compiled the program but could not hand out its PTX\n";
-    return false;
-  }
-  while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
-  return true;
-}
-
-// ---- nvJitLink: PTX -> cubin ------------------------------------------------------------------
-
-std::string jitLinkLog(nvJitLinkHandle h, bool errors) {
-  size_t size = 0;
-  nvJitLinkResult r = errors ? nvJitLinkGetErrorLogSize(h, &size) : nvJitLinkGetInfoLogSize(h, &size);
-  if (r != NVJITLINK_SUCCESS || size <= 1) return {};
-  std::string log(size, '\0');
-  r = errors ? nvJitLinkGetErrorLog(h, log.data()) : nvJitLinkGetInfoLog(h, log.data());
-  if (r != NVJITLINK_SUCCESS) return {};
-  log.resize(size - 1);
-  return log;
-}
-
-bool linkToCubin(const std::string& ptx, std::string_view file_name, const Target& t,
-                 bool lineinfo, std::vector<uint8_t>& cubin, std::string& log) {
-  // -verbose: ptxas's per-kernel report (registers, stack frame, spills) in the info log, which
-  // the resource report reads the spills from (the cubin does not record them).
-  std::vector<std::string> options = {"-arch=" + t.name(), "-verbose"};
-  if (lineinfo) options.push_back("-lineinfo");
-  std::vector<const char*> argv;
-  for (const std::string& o : options) argv.push_back(o.c_str());
-
-  nvJitLinkHandle raw = nullptr;
-  nvJitLinkResult r = nvJitLinkCreate(&raw, uint32_t(argv.size()), argv.data());
-  if (r != NVJITLINK_SUCCESS) {
-    log += "nvJitLink could not start a link for " + t.name() + " (error " + std::to_string(r) + ")\n";
-    return false;
-  }
-  NvJitLinkPtr link(raw);
-  const std::string input_name = std::string(file_name) + ".ptx";
-  r = nvJitLinkAddData(raw, NVJITLINK_INPUT_PTX, ptx.data(), ptx.size(), input_name.c_str());
-  if (r == NVJITLINK_SUCCESS) r = nvJitLinkComplete(raw);
-  const std::string errors = jitLinkLog(raw, true), info = jitLinkLog(raw, false);
-  log += info;
-  if (r != NVJITLINK_SUCCESS) {
-    log += errors.empty() ? "nvJitLink failed for " + t.name() + " (error " + std::to_string(r) + ")\n"
-                          : errors;
-    return false;
-  }
-  size_t size = 0;
-  if (nvJitLinkGetLinkedCubinSize(raw, &size) != NVJITLINK_SUCCESS || size == 0) {
-    log += "nvJitLink linked " + t.name() + " but returned no cubin\n";
-    return false;
-  }
-  cubin.resize(size);
-  if (nvJitLinkGetLinkedCubin(raw, cubin.data()) != NVJITLINK_SUCCESS) {
-    log += "nvJitLink linked " + t.name() + " but could not hand out the cubin\n";
-    return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-CompileResult compileCuda(std::string_view source, std::string_view file_name, const Target& t,
-                          const std::vector<std::string>& extra_options) {
-  CompileResult result;
-  std::string ptx;
-  if (!compileToPtx(source, file_name, t, extra_options, ptx, result.log)) return result;
-  if (t.kind == Target::Kind::Ptx) {
-    result.image.assign(ptx.begin(), ptx.end());
-    result.ok = true;
+    if (!toolkit.error.empty()) result.log += "note: " + toolkit.error + "\n";
     return result;
   }
-  const bool lineinfo = hasOption(extra_options, "-lineinfo", "--generate-line-info");
-  result.ok = linkToCubin(ptx, file_name, t, lineinfo, result.image, result.log);
+  size_t size = 0;
+  r = cubin ? nvrtcGetCUBINSize(raw, &size) : nvrtcGetPTXSize(raw, &size);
+  if (r != NVRTC_SUCCESS || size == 0) {
+    result.log += std::string("NVRTC compiled the program but returned no ") + (cubin ? "cubin" : "PTX") + "\n";
+    return result;
+  }
+  result.image.resize(size);
+  r = cubin ? nvrtcGetCUBIN(raw, reinterpret_cast<char*>(result.image.data()))
+            : nvrtcGetPTX(raw, reinterpret_cast<char*>(result.image.data()));
+  if (r != NVRTC_SUCCESS) {
+    result.log += std::string("NVRTC compiled the program but could not hand out its ") + (cubin ? "cubin" : "PTX") + "\n";
+    result.image.clear();
+    return result;
+  }
+  if (!cubin)
+    while (!result.image.empty() && result.image.back() == 0) result.image.pop_back();
+  result.ok = true;
   return result;
 }
 

@@ -1,6 +1,5 @@
-// The device toolchain: CUDA C++ -> PTX with NVRTC, PTX -> cubin with nvJitLink, one target at
-// a time. Every call owns its NVRTC program and nvJitLink handle, so etcc may compile several
-// targets at once from different threads.
+// The device toolchain: CUDA C++ -> PTX or cubin with NVRTC, one target at a time. Every call
+// owns its NVRTC program, so etcc may compile several targets at once from different threads.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +18,6 @@ struct Target {
 
   // "sm_90a", "sm_80", "compute_90".
   std::string name() const;
-  // The virtual architecture NVRTC compiles for: "compute_90a" for sm_90a and compute_90a.
-  std::string virtualArch() const;
   // Accepts sm_XY, sm_XYa, compute_XY and compute_XYa (XY: two or three digits, >= 10).
   static std::optional<Target> parse(std::string_view text);
 
@@ -32,7 +29,7 @@ std::vector<Target> defaultTargets();
 
 struct CompileResult {
   bool ok = false;
-  std::string log;             // NVRTC's and nvJitLink's logs; on failure, the reason
+  std::string log;             // NVRTC's log (with ptxas's verbose report for a cubin); on failure, the reason
   std::vector<uint8_t> image;  // an ELF cubin, or the PTX text (no trailing NUL)
 };
 
@@ -40,7 +37,7 @@ struct CompileResult {
 // diagnostics. The etc device headers come from etc::embeddedHeaders(); the toolkit's own
 // headers (cuda_bf16.h, mma.h, ...), which NVRTC 13 does not carry built in, come from the
 // toolkit found by findCudaToolkit(). `extra_options` go to NVRTC after the defaults
-// (-std=c++17 -default-device -arch=compute_XY[a]); "-lineinfo" is also passed to nvJitLink.
+// (-std=c++17 -default-device -arch=<the target's name>, and --ptxas-options=-v for a cubin).
 CompileResult compileCuda(std::string_view source, std::string_view file_name, const Target& t,
                           const std::vector<std::string>& extra_options = {});
 

@@ -198,7 +198,7 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   if (opt.verbose || opt.resource_usage) std::cerr << resources;
   if (!fits && !opt.no_check_resources) return false;
   if (opt.verbose)
-    std::cerr << fmt::format("etcc: NVRTC + nvJitLink for {} target{}: {:.1f} ms\n", targets.size(),
+    std::cerr << fmt::format("etcc: NVRTC for {} target{}: {:.1f} ms\n", targets.size(),
                              targets.size() == 1 ? "" : "s",
                              msSince(start));
   if (emit == "ptx" || emit == "cubin") {
