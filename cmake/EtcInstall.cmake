@@ -7,7 +7,7 @@
 # Literal directory names, not GNUInstallDirs: the layout is the same under every prefix.
 include(CMakePackageConfigHelpers)
 
-# etcc and etc-run find NVRTC where they were linked from (the CUDA toolkit).
+# etcc and etc-run find NVRTC/nvJitLink where they were linked from (the CUDA toolkit).
 set_target_properties(etcc etc-run PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 
 install(TARGETS etcc etc-run EXPORT etcTargets RUNTIME DESTINATION bin)

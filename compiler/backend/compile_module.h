@@ -19,10 +19,10 @@ bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::
                   bool profile = false, const EmitOptions& options = {});
 
 // Compiles `cuda` for every target; on failure reports each failing target with its log. On
-// success `logs`, when given, receives each image's NVRTC log (ptxas's verbose report for
-// cubins), parallel to `images`. ptxas's word that it serialized a megakernel's wgmma products is
-// a warning.
+// success `logs`, when given, receives each image's NVRTC / nvJitLink log (ptxas's verbose
+// report for cubins), parallel to `images`. whole_program: cubins from NVRTC (compileCuda).
 bool compileTargets(const std::string& cuda, const std::string& file_name, const std::vector<Target>& targets,
-                    std::vector<FatbinEntry>& images, DiagnosticEngine& diags, std::vector<std::string>* logs = nullptr);
+                    std::vector<FatbinEntry>& images, DiagnosticEngine& diags, std::vector<std::string>* logs = nullptr,
+                    bool whole_program = false);
 
 }  // namespace etc::backend

@@ -23,7 +23,7 @@ struct CubinKernel {
 };
 
 // Reads `kernels` from `cubin`. False with a sentence for a malformed cubin or a kernel that is
-// not in it. `ptxas_log` is NVRTC's log of a compile with --ptxas-options=-v ("" if none).
+// not in it. `ptxas_log` is nvJitLink's info log of a -verbose link ("" if none).
 bool readCubinResources(std::span<const uint8_t> cubin, const std::vector<std::string>& kernels,
                         std::string_view ptxas_log, std::vector<CubinKernel>& out, std::string& error);
 

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <regex>
+#include <set>
+
 #include "compiler/backend/arch_limits.h"
 #include "compiler/backend/cubin_resources.h"
 #include "compiler/backend/descriptor.h"
@@ -38,6 +42,36 @@ std::string advice(const ir::Module& m, size_t kernel, const std::vector<CubinKe
   return fmt::format("etcc launches {} threads per CTA and ptxas keeps registers within bounds, so this is an etcc bug: "
                      "please report it with the module; meanwhile leave {} out of --arch",
                      kThreadsPerCta, t.name());
+}
+
+// Where ptxas says (an info line of its verbose report) it serialized the wgmma products of a
+// megakernel or of a task function: "etc_main_mega (due to the presence of Extern calls)". The
+// unfused kernels' out-of-line matmuls are serialized by design (a call crosses their pipeline)
+// and are left out.
+std::vector<std::string> serializedWgmma(const std::string& log) {
+  static const std::regex line(
+      R"(wgmma\.mma_async instructions are serialized due to ([^\n]*?) in the function '([A-Za-z_$][\w$]*)')");
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (std::sregex_iterator it(log.begin(), log.end(), line), end; it != end; ++it) {
+    std::string fn = (*it)[2];
+    const bool kernel_code = fn.find("_mega") != std::string::npos ||
+                             (fn.find("task_") != std::string::npos && fn.find("_outlined") == std::string::npos);
+    if (!kernel_code) continue;
+    // A task function's mangled name holds its identifier after its length ("13task_matmul_y",
+    // after a hash that may end in digits): the shortest length that ends where the template
+    // arguments ('I') or the name ('E') start.
+    if (size_t at = fn.find("task_"); at != std::string::npos)
+      for (size_t d = 1; d <= 3 && d <= at && std::isdigit(static_cast<unsigned char>(fn[at - d])); ++d) {
+        const size_t len = std::stoul(fn.substr(at - d, d));
+        if (at + len < fn.size() && (fn[at + len] == 'I' || fn[at + len] == 'E')) {
+          fn = fn.substr(at, len);
+          break;
+        }
+      }
+    if (seen.insert(fn).second) out.push_back(fmt::format("{} (due to {})", fn, (*it)[1].str()));
+  }
+  return out;
 }
 
 void appendReport(const rt::DeviceLimits& d, const std::vector<CubinKernel>& kernels,
@@ -89,7 +123,13 @@ bool checkResources(const ir::Module& m, const std::vector<FatbinEntry>& images,
       else diags.warning({}, std::move(message) + " (written anyway: --no-check-resources)");
       ok = false;
     }
-    if (report) appendReport(*limits, kernels, fits, *report);
+    if (report) {
+      appendReport(*limits, kernels, fits, *report);
+      // Without --whole-program every megakernel that calls a task function is here (docs/backend.md,
+      // "Matmuls inlined into the megakernel").
+      for (const std::string& s : serializedWgmma(i < logs.size() ? logs[i] : ""))
+        *report += fmt::format("  wgmma products serialized by ptxas in {}\n", s);
+    }
   }
   return ok;
 }

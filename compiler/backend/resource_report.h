@@ -13,8 +13,9 @@
 
 namespace etc::backend {
 
-// `images` and `logs` (NVRTC's logs with ptxas's verbose report, "" where none) are parallel. PTX images are not
-// checked here: the driver compiles them for the GPU at hand, where the runtime checks them.
+// `images` and `logs` (nvJitLink's info logs, "" where none) are parallel. PTX images are not
+// checked here: the driver compiles them for the GPU at hand, where the runtime checks them. The
+// report also names the megakernels and task functions whose wgmma products ptxas serialized.
 // Returns false after reporting an error for each kernel that cannot run (a warning instead when
 // `enforce` is false: etcc --no-check-resources); appends the report to `report` when it is not
 // null.

@@ -1,5 +1,6 @@
 #include "compiler/backend/toolchain.h"
 
+#include <nvJitLink.h>
 #include <nvrtc.h>
 
 #include <cstdlib>
@@ -15,6 +16,10 @@ namespace etc::backend {
 std::string Target::name() const {
   return std::string(kind == Kind::Cubin ? "sm_" : "compute_") + std::to_string(sm) +
          (arch_specific ? "a" : "");
+}
+
+std::string Target::virtualArch() const {
+  return "compute_" + std::to_string(sm) + (arch_specific ? "a" : "");
 }
 
 std::optional<Target> Target::parse(std::string_view text) {
@@ -81,7 +86,7 @@ CudaToolkit findCudaToolkit() {
   return cudaToolkitAt("/usr/local/cuda");
 }
 
-// ---- NVRTC: CUDA C++ -> PTX or cubin ----------------------------------------------------------
+// ---- NVRTC: CUDA C++ -> PTX (or a cubin) ----------------------------------------------------------
 
 namespace {
 
@@ -89,6 +94,11 @@ struct NvrtcProgramDeleter {
   void operator()(nvrtcProgram p) const { nvrtcDestroyProgram(&p); }
 };
 using NvrtcProgramPtr = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, NvrtcProgramDeleter>;
+
+struct NvJitLinkDeleter {
+  void operator()(nvJitLinkHandle h) const { nvJitLinkDestroy(&h); }
+};
+using NvJitLinkPtr = std::unique_ptr<std::remove_pointer_t<nvJitLinkHandle>, NvJitLinkDeleter>;
 
 std::string nvrtcLog(nvrtcProgram p) {
   size_t size = 0;
@@ -99,18 +109,11 @@ std::string nvrtcLog(nvrtcProgram p) {
   return log;
 }
 
-}  // namespace
-
-// A cubin comes from NVRTC itself (-arch=sm_XY), which runs ptxas on the whole program. Through
-// nvJitLink (PTX in, as before session 58) ptxas compiled the PTX as a relocatable object, where
-// every call is an extern call, and serialized each wgmma product of a kernel that makes any
-// (ptxas info C7509; the megakernels' calls of attention and the other tasks): on the full
-// Llama-3.2-1B, 192 of 192 HGMMA alone in their groups, against 24 groups of 8 from NVRTC.
-// --ptxas-options=-v puts ptxas's per-kernel report (registers, stack frame, spills) in the
-// program's log, which the resource report reads the spills from (the cubin does not record them).
-CompileResult compileCuda(std::string_view source, std::string_view file_name, const Target& t,
-                          const std::vector<std::string>& extra_options) {
-  CompileResult result;
+// Compiles for `arch`: PTX for a virtual architecture (compute_XY), a cubin for a real one (sm_XY,
+// NVRTC's ptxas on the whole program, its -v report in the log). `image` gets the bytes (PTX
+// without its NUL).
+bool nvrtcCompile(std::string_view source, std::string_view file_name, const std::string& arch, bool cubin,
+                  const std::vector<std::string>& extra_options, std::vector<uint8_t>& image, std::string& log) {
   const CudaToolkit toolkit = findCudaToolkit();
 
   std::vector<const char*> header_texts, header_names;
@@ -129,13 +132,12 @@ CompileResult compileCuda(std::string_view source, std::string_view file_name, c
   nvrtcResult r = nvrtcCreateProgram(&raw, src.c_str(), name.c_str(), int(header_texts.size()),
                                      header_texts.data(), header_names.data());
   if (r != NVRTC_SUCCESS) {
-    result.log = std::string("NVRTC could not create the program: ") + nvrtcGetErrorString(r);
-    return result;
+    log = std::string("NVRTC could not create the program: ") + nvrtcGetErrorString(r);
+    return false;
   }
   NvrtcProgramPtr program(raw);
 
-  const bool cubin = t.kind == Target::Kind::Cubin;
-  std::vector<std::string> options = {"-std=c++17", "-default-device", "-arch=" + t.name()};
+  std::vector<std::string> options = {"-std=c++17", "-default-device", "-arch=" + arch};
   if (cubin) options.push_back("--ptxas-options=-v");
   for (const std::string& dir : toolkit.include_dirs) options.push_back("-I" + dir);
   options.insert(options.end(), extra_options.begin(), extra_options.end());
@@ -143,30 +145,109 @@ CompileResult compileCuda(std::string_view source, std::string_view file_name, c
   for (const std::string& o : options) argv.push_back(o.c_str());
 
   r = nvrtcCompileProgram(raw, int(argv.size()), argv.data());
-  result.log = nvrtcLog(raw);
+  log = nvrtcLog(raw);
   if (r != NVRTC_SUCCESS) {
-    if (result.log.empty()) result.log = std::string("NVRTC failed: ") + nvrtcGetErrorString(r) + "\n";
+    if (log.empty()) log = std::string("NVRTC failed: ") + nvrtcGetErrorString(r) + "\n";
     // The likeliest cause of a failed #include <cuda_bf16.h>: say so next to NVRTC's words.
-    if (!toolkit.error.empty()) result.log += "note: " + toolkit.error + "\n";
-    return result;
+    if (!toolkit.error.empty()) log += "note: " + toolkit.error + "\n";
+    return false;
   }
+  const char* what = cubin ? "cubin" : "PTX";
   size_t size = 0;
   r = cubin ? nvrtcGetCUBINSize(raw, &size) : nvrtcGetPTXSize(raw, &size);
   if (r != NVRTC_SUCCESS || size == 0) {
-    result.log += std::string("NVRTC compiled the program but returned no ") + (cubin ? "cubin" : "PTX") + "\n";
-    return result;
+    log += std::string("NVRTC compiled the program but returned no ") + what + "\n";
+    return false;
   }
-  result.image.resize(size);
-  r = cubin ? nvrtcGetCUBIN(raw, reinterpret_cast<char*>(result.image.data()))
-            : nvrtcGetPTX(raw, reinterpret_cast<char*>(result.image.data()));
+  image.resize(size);
+  r = cubin ? nvrtcGetCUBIN(raw, reinterpret_cast<char*>(image.data()))
+            : nvrtcGetPTX(raw, reinterpret_cast<char*>(image.data()));
   if (r != NVRTC_SUCCESS) {
-    result.log += std::string("NVRTC compiled the program but could not hand out its ") + (cubin ? "cubin" : "PTX") + "\n";
-    result.image.clear();
-    return result;
+    log += std::string("NVRTC compiled the program but could not hand out its ") + what + "\n";
+    image.clear();
+    return false;
   }
   if (!cubin)
-    while (!result.image.empty() && result.image.back() == 0) result.image.pop_back();
-  result.ok = true;
+    while (!image.empty() && image.back() == 0) image.pop_back();
+  return true;
+}
+
+// ---- nvJitLink: PTX -> cubin ------------------------------------------------------------------
+
+std::string jitLinkLog(nvJitLinkHandle h, bool errors) {
+  size_t size = 0;
+  nvJitLinkResult r = errors ? nvJitLinkGetErrorLogSize(h, &size) : nvJitLinkGetInfoLogSize(h, &size);
+  if (r != NVJITLINK_SUCCESS || size <= 1) return {};
+  std::string log(size, '\0');
+  r = errors ? nvJitLinkGetErrorLog(h, log.data()) : nvJitLinkGetInfoLog(h, log.data());
+  if (r != NVJITLINK_SUCCESS) return {};
+  log.resize(size - 1);
+  return log;
+}
+
+bool linkToCubin(const std::vector<uint8_t>& ptx, std::string_view file_name, const Target& t,
+                 bool lineinfo, std::vector<uint8_t>& cubin, std::string& log) {
+  // -verbose: ptxas's per-kernel report (registers, stack frame, spills) in the info log, which
+  // the resource report reads the spills from (the cubin does not record them).
+  std::vector<std::string> options = {"-arch=" + t.name(), "-verbose"};
+  if (lineinfo) options.push_back("-lineinfo");
+  std::vector<const char*> argv;
+  for (const std::string& o : options) argv.push_back(o.c_str());
+
+  nvJitLinkHandle raw = nullptr;
+  nvJitLinkResult r = nvJitLinkCreate(&raw, uint32_t(argv.size()), argv.data());
+  if (r != NVJITLINK_SUCCESS) {
+    log += "nvJitLink could not start a link for " + t.name() + " (error " + std::to_string(r) + ")\n";
+    return false;
+  }
+  NvJitLinkPtr link(raw);
+  const std::string input_name = std::string(file_name) + ".ptx";
+  r = nvJitLinkAddData(raw, NVJITLINK_INPUT_PTX, ptx.data(), ptx.size(), input_name.c_str());
+  if (r == NVJITLINK_SUCCESS) r = nvJitLinkComplete(raw);
+  const std::string errors = jitLinkLog(raw, true), info = jitLinkLog(raw, false);
+  log += info;
+  if (r != NVJITLINK_SUCCESS) {
+    log += errors.empty() ? "nvJitLink failed for " + t.name() + " (error " + std::to_string(r) + ")\n"
+                          : errors;
+    return false;
+  }
+  size_t size = 0;
+  if (nvJitLinkGetLinkedCubinSize(raw, &size) != NVJITLINK_SUCCESS || size == 0) {
+    log += "nvJitLink linked " + t.name() + " but returned no cubin\n";
+    return false;
+  }
+  cubin.resize(size);
+  if (nvJitLinkGetLinkedCubin(raw, cubin.data()) != NVJITLINK_SUCCESS) {
+    log += "nvJitLink linked " + t.name() + " but could not hand out the cubin\n";
+    return false;
+  }
+  return true;
+}
+
+bool hasOption(const std::vector<std::string>& options, std::string_view a, std::string_view b) {
+  for (const std::string& o : options)
+    if (o == a || o == b) return true;
+  return false;
+}
+
+}  // namespace
+
+CompileResult compileCuda(std::string_view source, std::string_view file_name, const Target& t,
+                          const std::vector<std::string>& extra_options, bool whole_program) {
+  CompileResult result;
+  if (t.kind == Target::Kind::Cubin && whole_program) {
+    result.ok = nvrtcCompile(source, file_name, t.name(), true, extra_options, result.image, result.log);
+    return result;
+  }
+  std::vector<uint8_t> ptx;
+  if (!nvrtcCompile(source, file_name, t.virtualArch(), false, extra_options, ptx, result.log)) return result;
+  if (t.kind == Target::Kind::Ptx) {
+    result.image = std::move(ptx);
+    result.ok = true;
+    return result;
+  }
+  const bool lineinfo = hasOption(extra_options, "-lineinfo", "--generate-line-info");
+  result.ok = linkToCubin(ptx, file_name, t, lineinfo, result.image, result.log);
   return result;
 }
 

@@ -251,29 +251,30 @@ mm_serialized() {  # NAME yes|no [etcc options]: whether ptxas reports the megak
 mm_serialized mm-inline-ptxas no
 mm_serialized mm-inline-ptxas-profile no --profile
 mm_serialized mm-serialized yes --device-define ETC_MM_INLINE=0
-# etcc's cubins: NVRTC runs ptxas on the whole program, so a megakernel that calls task
-# functions (the rmsnorm's, out of line) keeps each stage's products in one group
-# (tools/sass_wgmma.py reads the groups from the cubin). Through nvJitLink (before session 58)
-# ptxas compiled relocatable code, where every call is extern, and serialized each product of
-# such a kernel (C7509). With ETC_MM_INLINE=0 ptxas serializes them in the task functions
-# (C7510), and etcc warns of it.
+# etcc's cubins come from nvJitLink, whose ptxas compiles relocatable code: a megakernel that
+# calls a task function (here the rmsnorm's) makes extern calls, so ptxas serializes all of its
+# wgmma products (C7509), which --resource-usage reports. --whole-program makes the cubin with
+# NVRTC, whose ptxas sees the whole program and keeps a stage's products in one group; there
+# ETC_MM_INLINE=0 serializes them in the task functions (C7510). tools/sass_wgmma.py reads the
+# groups from the cubin's instruction words.
 printf 'module @mm_norm\nsym B in [1, 16]\ntensor x : bf16[B, 256] input\ntensor w1 : bf16[256, 256] param\ntensor ln : bf16[256] param\ntensor w2 : bf16[256, 256] param\ntensor y : bf16[B, 256] output\ngraph @main {\n  h = matmul(x, w1) { transpose_b }\n  n = rmsnorm(h, ln) { eps = 1e-5 }\n  y = matmul(n, w2) { transpose_b }\n}\n' >"$tmp/mm_norm.etir"
-mm_groups() {  # NAME grouped|serialized [etcc options]: the megakernel's HGMMA, and etcc's warning
-  local name=$1 want=$2 got; shift 2
-  LIMIT=300 run "$name" 0 "$tmp/mm_norm.etir" -arch sm_90a --emit=cubin -o "$tmp/mmn.cubin" "$@" || return
-  if [ "$want" = grouped ]; then
-    got=$(python3 tools/sass_wgmma.py "$tmp/mmn.cubin" --function _mega | grep -c ' serialized$')
-    if [ "$got" != 0 ] || ! python3 tools/sass_wgmma.py "$tmp/mmn.cubin" --function _mega >/dev/null; then
-      fail "$name: the megakernel's products are not grouped"; python3 tools/sass_wgmma.py "$tmp/mmn.cubin"
-    elif grep -q 'serialized the wgmma' "$tmp/err"; then fail "$name: a warning of serialized products"; cat "$tmp/err"
-    else pass; fi
+mm_groups() {  # NAME 'GROUPS' REPORTED [etcc options]: the megakernel's groups, and the report's line
+  local name=$1 want=$2 said=$3 got; shift 3
+  LIMIT=300 run "$name" 0 "$tmp/mm_norm.etir" -arch sm_90a --resource-usage --emit=cubin -o "$tmp/mmn.cubin" "$@" || return
+  got=$(python3 tools/sass_wgmma.py "$tmp/mmn.cubin" --function etc_main_mega | sed 's/^etc_main_mega //')
+  if [ "$got" != "$want" ]; then fail "$name: the megakernel's products: '$got', expected '$want'"; return; fi
+  if [ -z "$said" ]; then
+    if grep -q 'serialized' "$tmp/err"; then fail "$name: serialized products reported"; grep serialized "$tmp/err"; else pass; fi
   else
-    stderr_has "$name" "etcc: warning: ptxas serialized the wgmma products of task_matmul_h for sm_90a (due to wgmma pipeline crossing function boundary at a function call): its matmuls run one product at a time" &&
-      stderr_has "$name" "etcc: warning: ptxas serialized the wgmma products of task_matmul_y for sm_90a"
+    stderr_has "$name" "$said"
   fi
 }
-mm_groups mm-grouped grouped
-mm_groups mm-serialized-warning serialized --device-define ETC_MM_INLINE=0
+mm_groups mm-nvjitlink-serialized 'HGMMA 16 groups 16 serialized' \
+  '  wgmma products serialized by ptxas in etc_main_mega (due to the presence of Extern calls)'
+mm_groups mm-whole-program 'HGMMA 16 groups 2' '' --whole-program
+mm_groups mm-whole-program-outlined 'HGMMA 8 groups 8 serialized' \
+  '  wgmma products serialized by ptxas in task_matmul_h (due to wgmma pipeline crossing function boundary at a function call)' \
+  --whole-program --device-define ETC_MM_INLINE=0
 # The weight stream by TMA (ETC_MM_TMA=1, etc/device/tma.cuh): the matmuls get their weights'
 # tensor maps and the descriptor lists the weights ("tmaps"); without the knob, neither.
 run tma-off 0 --emit=cuda samples/mlp.etir &&
@@ -338,20 +339,18 @@ LIMIT=300 run index-div32 0 "$attn_g4" -arch sm_90a --no-derived-syms --device-d
 LIMIT=300 run attention-knobs 0 "$attn_g4" -arch sm_90a --device-define ETC_ATTN_MMA=0 --device-define ETC_ATTN_EVICT_FIRST=0 \
   --device-define ETC_ATTN_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=32 -o "$tmp/attn_knobs.fatbin" &&
   if [ -s "$tmp/attn_knobs.fatbin" ]; then pass; else fail "attention-knobs: no fatbin"; fi
-# (The static 128 bytes are the kernel's and its called functions' `__shared__` variables, which
-# ptxas places in the kernel now that NVRTC compiles the whole program; nvJitLink's had 16.)
 # Qwen3's attention (2 query heads a cache head) takes the tensor-core form of independent warps
 # (ETC_ATTN_MMA_WARPS, default 1): a ring a warp for 8 warps, of 2 tiles (ETC_ATTN_WARP_SLOTS) of
 # 16 K rows and 16 V rows at D = 128 (128 KiB), after the scratch; 1 tile a warp halves it.
 LIMIT=300 run attention-mma-warps-g2 0 "$attn_g2" -arch sm_90a --resource-usage -o "$tmp/attn.fatbin" &&
-  smem_is attention-mma-warps-g2 etc_main_attention_decode_o_whole 128+134176
+  smem_is attention-mma-warps-g2 etc_main_attention_decode_o_whole 16+134176
 LIMIT=300 run attention-mma-warps-g2-slots 0 "$attn_g2" -arch sm_90a --resource-usage \
   --device-define ETC_ATTN_WARP_SLOTS=1 -o "$tmp/attn.fatbin" &&
-  smem_is attention-mma-warps-g2-slots etc_main_attention_decode_o_whole 128+68640
+  smem_is attention-mma-warps-g2-slots etc_main_attention_decode_o_whole 16+68640
 # Without it (ETC_ATTN_MMA_WARPS=0), the FMA form of independent warps (ETC_ATTN_WARPS, default
 # 2), which stages nothing: its task reserves the scratch and the warps' reduction only, no ring.
 LIMIT=300 run attention-warps-g2 0 "$attn_g2" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=0 \
-  -o "$tmp/attn.fatbin" && smem_is attention-warps-g2 etc_main_attention_decode_o_whole 128+19488
+  -o "$tmp/attn.fatbin" && smem_is attention-warps-g2 etc_main_attention_decode_o_whole 16+19488
 # The generated task calls attention_decode itself, or through the shared op function, as
 # ETC_INLINE_ATTENTION says.
 python3 tools/gen_decode_sample.py qwen3_0_6b --layers 1 --vocab 2048 >"$tmp/q1.etir"
@@ -365,26 +364,26 @@ LIMIT=300 run attention-inline-emit 0 "$tmp/q1.etir" --emit cuda -o "$tmp/q1.cu"
 # ETC_ATTN_BLOCK_KIB's 16), one slot with ETC_ATTN_SLOTS=1 (compiled with the tensor-core form
 # outlined, ETC_ATTN_MMA_OUTLINE=1, as well).
 LIMIT=300 run attention-mma-g2 0 "$attn_g2" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=0 \
-  --device-define ETC_ATTN_WARPS=0 -o "$tmp/attn.fatbin" && smem_is attention-mma-g2 etc_main_attention_decode_o_whole 128+134176
+  --device-define ETC_ATTN_WARPS=0 -o "$tmp/attn.fatbin" && smem_is attention-mma-g2 etc_main_attention_decode_o_whole 16+134176
 LIMIT=300 run attention-mma-g2-slots 0 "$attn_g2" -arch sm_90a --resource-usage --device-define ETC_ATTN_MMA_WARPS=0 \
   --device-define ETC_ATTN_WARPS=0 --device-define ETC_ATTN_SLOTS=1 --device-define ETC_ATTN_MMA_OUTLINE=1 -o "$tmp/attn.fatbin" &&
-  smem_is attention-mma-g2-slots etc_main_attention_decode_o_whole 128+68640
+  smem_is attention-mma-g2-slots etc_main_attention_decode_o_whole 16+68640
 # With ETC_ATTN_MMA_MIN_G=4 it takes the FMA form, whose blocks and slots are
 # ETC_ATTN_FMA_BLOCK_KIB's and ETC_ATTN_FMA_SLOTS': one slot of 16 KiB of K and of V.
 LIMIT=300 run attention-fma-block 0 "$attn_g2" -arch sm_90a --resource-usage --device-define ETC_ATTN_WARPS=0 \
   --device-define ETC_ATTN_MMA_MIN_G=4 --device-define ETC_ATTN_FMA_BLOCK_KIB=16 --device-define ETC_ATTN_FMA_SLOTS=1 \
-  -o "$tmp/attn.fatbin" && smem_is attention-fma-block etc_main_attention_decode_o_whole 128+35872
+  -o "$tmp/attn.fatbin" && smem_is attention-fma-block etc_main_attention_decode_o_whole 16+35872
 # Llama's attention (4 query heads a cache head) keeps its ring whatever the FMA knobs say, and blocks of
 # 128 rows (16 KiB at D = 64) where ETC_ATTN_BLOCK_KIB asks for fewer.
 LIMIT=300 run attention-fma-block-mma 0 "$attn_g4" -arch sm_90a --resource-usage \
   --device-define ETC_ATTN_FMA_BLOCK_KIB=16 --device-define ETC_ATTN_FMA_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=8 \
-  -o "$tmp/ll.fatbin" && smem_is attention-fma-block-mma etc_main_attention_decode_o_whole 128+70720
+  -o "$tmp/ll.fatbin" && smem_is attention-fma-block-mma etc_main_attention_decode_o_whole 16+70720
 # ETC_ATTN_WARPS=4 gives Llama's 4 heads a cache head the FMA form of independent warps: no ring
 # (with an odd count of row steps in flight and plain cache loads, which compile too).
 LIMIT=300 run attention-warps-g4 0 "$attn_g4" -arch sm_90a --resource-usage --device-define ETC_ATTN_WARPS=4 \
   --device-define ETC_ATTN_MMA_WARPS=0 \
   --device-define ETC_ATTN_WARP_STEPS=3 --device-define ETC_ATTN_EVICT_FIRST=0 -o "$tmp/ll.fatbin" &&
-  smem_is attention-warps-g4 etc_main_attention_decode_o_whole 128+21568
+  smem_is attention-warps-g4 etc_main_attention_decode_o_whole 16+21568
 # heads_per_task = 2: the one-part grid's tasks each take two cache heads (attention_decode over
 # several heads through one ring on the device) and compile.
 sed 's/{ head_dim = HEAD }/{ head_dim = HEAD, heads_per_task = 2 }/' samples/llama_layer.etir >"$tmp/heads2.etir"
@@ -534,7 +533,7 @@ done
 LIMIT=300 run starved-fatbin 0 tests/gpu/hang/cycle.etir --no-verify-schedule --schedule=dynamic -arch sm_90a -o "$tmp/cyc.fatbin"
 
 CUDA_HOME=/nonexistent run nvrtc-fails 1 samples/two_stage_sum.etir -arch sm_80 -o "$tmp/n.fatbin" &&
-  stderr_has nvrtc-fails "the CUDA compile for sm_80 failed; NVRTC said:" &&
+  stderr_has nvrtc-fails "the CUDA compile for sm_80 failed; NVRTC / nvJitLink said:" &&
   stderr_has nvrtc-fails 'could not open source file "cuda_fp16.h"'
 [ -e "$tmp/n.fatbin" ] && fail "nvrtc-fails: output written on error" || pass
 # A decode layer with a symbolic cache length lowers (split-KV parts follow S).

@@ -88,7 +88,7 @@ wait "$pid"
 # -v: one line per stage with its duration, front end to the written file.
 run verbose 0 "$m" -arch sm_80 -o "$tmp/k.fatbin" -MD -v &&
   for stage in "etcc: front end (read 2 files" "etcc: lower-ops: " "etcc: verify-schedule: " "etcc: emit CUDA (" \
-               "etcc: NVRTC for 1 target: " "etcc: write $tmp/k.fatbin and $tmp/k.d ("; do
+               "etcc: NVRTC + nvJitLink for 1 target: " "etcc: write $tmp/k.fatbin and $tmp/k.d ("; do
     err_has verbose "$stage"
   done
 # (The resource report that -v also prints is a table: its title and rows are not stages.)

@@ -1,5 +1,5 @@
 // The resource report reads registers, stack and shared memory from the cubin's ELF sections;
-// ptxas's own verbose report (in NVRTC's log: --ptxas-options=-v) is the independent witness here, for
+// ptxas's own verbose report (which nvJitLink hands back) is the independent witness here, for
 // both cubin layouts (sm_90 and later put the 1 KiB system reserve into a kernel's shared
 // section, sm_80 does not).
 #include <gtest/gtest.h>
@@ -106,8 +106,8 @@ void expectAgreement(const char* arch) {
 
 TEST(CubinResources, AgreeWithPtxasOnSm80) { expectAgreement("sm_80"); }
 TEST(CubinResources, AgreeWithPtxasOnSm90a) { expectAgreement("sm_90a"); }
-// sm_120 (the same layout as sm_90) agreed too when tried (session 24, through nvJitLink, which
-// leaked an allocation linking for sm_120 and so failed the LeakSanitizer build).
+// sm_120 (the same layout as sm_90) agreed too when tried, but nvJitLink leaks an allocation
+// when it links for sm_120, which fails the LeakSanitizer build.
 
 TEST(CubinResources, MissingKernelsAndForeignFilesAreErrors) {
   CompileResult r = compileCuda(kSource, "resources.cu", *Target::parse("sm_80"));

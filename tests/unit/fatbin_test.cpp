@@ -120,7 +120,7 @@ Bytes runFatbinary(const std::vector<FatbinEntry>& entries, const std::string& e
     if (fatbinaryTool().empty()) GTEST_SKIP() << "the toolkit's fatbinary was not found"; \
   } while (0)
 
-// Real images from NVRTC, compiled once for the whole suite.
+// Real images from NVRTC/nvJitLink, compiled once for the whole suite.
 const std::vector<FatbinEntry>& realEntries() {
   static const std::vector<FatbinEntry> entries = [] {
     const char* source =

@@ -1,4 +1,4 @@
-// The toolchain driver (compiler/backend/toolchain.*: NVRTC) and the ELF symbol
+// The toolchain driver (compiler/backend/toolchain.*: NVRTC + nvJitLink) and the ELF symbol
 // lookup that reads the descriptor back out of a cubin (runtime/src/elf_symbols.*).
 #include <gtest/gtest.h>
 
@@ -64,6 +64,8 @@ TEST(Target, DefaultsAndVirtualArch) {
   std::vector<std::string> names;
   for (const Target& t : defaultTargets()) names.push_back(t.name());
   EXPECT_EQ(names, (std::vector<std::string>{"sm_90a", "sm_80", "compute_90"}));
+  EXPECT_EQ(Target::parse("sm_90a")->virtualArch(), "compute_90a");
+  EXPECT_EQ(Target::parse("compute_90")->virtualArch(), "compute_90");
 }
 
 // ---- compiling ----------------------------------------------------------------------------------
@@ -80,6 +82,24 @@ TEST(CompileCuda, EveryDefaultTargetCompiles) {
       EXPECT_NE(ptx.find("\n.target sm_90\n"), std::string::npos) << ptx;
       EXPECT_NE(ptx.find(".entry twice("), std::string::npos) << ptx;
       EXPECT_EQ(ptx.find('\0'), std::string::npos);
+    }
+  }
+}
+
+// --whole-program: NVRTC makes the cubin (ptxas's verbose report in its log, which the resource
+// report reads); a PTX target is the same either way.
+TEST(CompileCuda, WholeProgramCubinsComeFromNvrtcWithPtxasReport) {
+  for (const Target& t : defaultTargets()) {
+    SCOPED_TRACE(t.name());
+    const CompileResult whole = compileCuda(kKernel, "twice.cu", t, {}, true);
+    ASSERT_TRUE(whole.ok) << whole.log;
+    if (t.kind == Target::Kind::Cubin) {
+      EXPECT_TRUE(isCudaElf(whole.image));
+      EXPECT_NE(whole.log.find("Compiling entry function 'twice' for '" + t.name() + "'"), std::string::npos)
+          << whole.log;
+      EXPECT_NE(whole.log.find("Used "), std::string::npos) << whole.log;
+    } else {
+      EXPECT_EQ(whole.image, compileCuda(kKernel, "twice.cu", t).image);
     }
   }
 }
@@ -103,7 +123,7 @@ TEST(CompileCuda, SyntaxErrorGivesTheLogWithTheLine) {
 }
 
 TEST(CompileCuda, DescriptorSurvivesIntoTheCubin) {
-  // Nothing references etc_descriptor: NVRTC and ptxas must keep it anyway.
+  // Nothing references etc_descriptor: NVRTC and nvJitLink must keep it anyway.
   const char* source =
       "extern \"C\" __device__ const unsigned char etc_descriptor[] = {'{', '\"', 'a', '\"', ':', '1', '}'};\n"
       "extern \"C\" __device__ const unsigned long long etc_descriptor_size = sizeof(etc_descriptor);\n"

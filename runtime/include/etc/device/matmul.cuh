@@ -27,10 +27,10 @@
 // arguments for one call site a function (emit_cuda.cpp). H200, tools/gpu_ab.sh -p 511, 0 -> 1:
 // Llama-3.2-1B B = 1 1421.8 -> 1213.3 us (-14.7%), B = 16 -13.0%, B = 128 -7.2%; Qwen3-0.6B
 // -16.0%, -13.2%, -8.0%, from the calls' removal alone: out of line, ptxas serializes the
-// products (info C7510, "wgmma pipeline crossing function boundary"), and until session 58 the
-// cubins of nvJitLink were serialized anyway (C7509: relocatable code, where the megakernel's
-// other calls are extern); NVRTC's own cubins keep a stage's products in one group (docs/backend.md,
-// "Matmuls inlined into the megakernel"). The unfused kernels call an
+// products (info C7510, "wgmma pipeline crossing function boundary"), and nvJitLink's cubins are
+// serialized anyway (C7509: relocatable code, where the megakernel's other calls are extern);
+// etcc --whole-program keeps a stage's products in one group, but was slower below B = 128
+// (docs/backend.md, "Matmuls inlined into the megakernel"). The unfused kernels call an
 // out-of-line copy (`_outlined`), and only sm_90a code (the wgmma form) inlines: the full Llama's
 // sm_90a cubin took NVRTC 3.5 times as long and grew from 5.4 to 7.4 MB.
 // 0: out-of-line functions everywhere, as before.
