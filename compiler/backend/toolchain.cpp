@@ -86,7 +86,7 @@ CudaToolkit findCudaToolkit() {
   return cudaToolkitAt("/usr/local/cuda");
 }
 
-// ---- NVRTC: CUDA C++ -> PTX (or a cubin) ----------------------------------------------------------
+// ---- NVRTC: CUDA C++ -> PTX (or a cubin) ------------------------------------------------------
 
 namespace {
 
@@ -99,6 +99,12 @@ struct NvJitLinkDeleter {
   void operator()(nvJitLinkHandle h) const { nvJitLinkDestroy(&h); }
 };
 using NvJitLinkPtr = std::unique_ptr<std::remove_pointer_t<nvJitLinkHandle>, NvJitLinkDeleter>;
+
+bool hasOption(const std::vector<std::string>& options, std::string_view a, std::string_view b) {
+  for (const std::string& o : options)
+    if (o == a || o == b) return true;
+  return false;
+}
 
 std::string nvrtcLog(nvrtcProgram p) {
   size_t size = 0;
@@ -222,12 +228,6 @@ bool linkToCubin(const std::vector<uint8_t>& ptx, std::string_view file_name, co
     return false;
   }
   return true;
-}
-
-bool hasOption(const std::vector<std::string>& options, std::string_view a, std::string_view b) {
-  for (const std::string& o : options)
-    if (o == a || o == b) return true;
-  return false;
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ std::vector<Target> defaultTargets();
 
 struct CompileResult {
   bool ok = false;
-  std::string log;             // NVRTC's and nvJitLink's logs (ptxas's verbose report for a cubin); on failure, the reason
+  std::string log;             // NVRTC's and nvJitLink's logs (ptxas -v for a cubin); on failure, the reason
   std::vector<uint8_t> image;  // an ELF cubin, or the PTX text (no trailing NUL)
 };
 
