@@ -46,9 +46,9 @@ row() {
 # KV 1, 511 and 4096) and DECODE_COMPILE_BATCHES (the batches that also time PyTorch under
 # torch.compile: about half a minute of compiling each; default none); the decodecheck section
 # takes DECODE_MODELS too (both models' checks take longer than a lent machine's 600 s command,
-# with the check section before them; DECODECHECK_JOBS=16 runs them 16 at once), and
-# DECODECHECK_MATCH (an extended regex: only the rows whose name matches, e.g. those a call's
-# time limit cut short).
+# with the check section before them, unless CHECK_JOBS=16 runs them and the check section's 16
+# at once), and DECODECHECK_MATCH (an extended regex: only the rows whose name matches, e.g.
+# those a call's time limit cut short).
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
 # Log names carry sym values: keep them to letters, digits, '.', '_' and '-'.
@@ -72,13 +72,46 @@ want ops && for t in device_ops_test device_ops_test_warps device_ops_test_stage
 done
 
 # -- correctness against the reference interpreter, from ONE fatbin per sample ----------------
-check() {  # name fatbin sym [extra etc-run args]
+# CHECK_JOBS=N (default 1) runs up to N checks of the check and decodecheck sections at once
+# (their CPU references are single-threaded; a lent machine has 16 cores): each writes its row to
+# a slot file, shown as soon as it is known, and rows_drain puts the rows in the table in the
+# order the checks started.
+jobs_max=${CHECK_JOBS:-1} slot_count=0
+parallel_row() {  # FN ARGS...: FN SLOT ARGS... writes one row (slot_row)
+  slot_count=$((slot_count + 1))
+  local slot; slot="$out/.row_$(printf '%04d' "$slot_count")"
+  if [ "$jobs_max" -le 1 ]; then
+    "$1" "$slot" "${@:2}"
+    rows_drain
+    return
+  fi
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+  "$1" "$slot" "${@:2}" &
+}
+slot_row() {  # SLOT NAME STATUS DETAIL
+  printf '%s\n%s\n%s\n' "$2" "$3" "$4" >"$1.tmp" && mv "$1.tmp" "$1"
+  # In parallel, each row shows as it ends (a run cut off by a time limit still shows it).
+  [ "$jobs_max" -le 1 ] || printf '%-44s %-6s %s\n' "$2" "$3" "$4"
+}
+rows_drain() {
+  wait
+  local s name status detail
+  for s in "$out"/.row_*; do
+    [ -f "$s" ] || continue
+    { IFS= read -r name; IFS= read -r status; IFS= read -r detail; } <"$s"
+    rm -f "$s"
+    if [ "$jobs_max" -le 1 ]; then row "$name" "$status" "$detail"; else row "$name" "$status" "$detail" >/dev/null; fi
+  done
+}
+check() { parallel_row check_run "$@"; }  # name fatbin sym [extra etc-run args]
+check_run() {
+  local slot=$1; shift
   local log; log=$(logname "check_$1_$3.log")
   local name=$1 f=$2 sym=$3; shift 3
   if "$B/etc-run" "$f" --sym "$sym" "$@" --check --mode all --seed 7 >"$log" 2>&1; then
-    row "check $name $sym (mega, unfused, graph)" PASS "$(grep -o 'L2 [0-9.e+-]*' "$log" | sort -u | tr '\n' ' ' | cut -c1-120)"
+    slot_row "$slot" "check $name $sym (mega, unfused, graph)" PASS "$(grep -o 'L2 [0-9.e+-]*' "$log" | sort -u | tr '\n' ' ' | cut -c1-120)"
   else
-    row "check $name $sym (mega, unfused, graph)" FAIL "$(tail -2 "$log" | tr '\n' ' ' | cut -c1-200)"
+    slot_row "$slot" "check $name $sym (mega, unfused, graph)" FAIL "$(tail -2 "$log" | tr '\n' ' ' | cut -c1-200)"
   fi
 }
 want check && for sched in static dynamic; do
@@ -98,12 +131,13 @@ want check && for sched in static dynamic; do
   # The same layer over a paged cache: every request gets 512 distinct pages of the pool in
   # shuffled order (etc-run's random page ids would let requests append to the same rows).
   for b in 1 8 32; do
-    ptf="$out/page_table_$b.npy"
+    ptf="$out/page_table_${sched}_$b.npy"  # its own file: the checks may run at once
     python3 -c "import numpy as np; np.save('$ptf', np.random.default_rng($b).permutation($b * 512).astype(np.int32).reshape($b, 512))"
     check "llama_layer_paged_$sched" "$B/llama_layer_paged_$sched.fatbin" "B=$b" --sym MAXP=512 --sym "P=$((b * 512))" \
       --in page_table="$ptf" --random-outputs
   done
 done
+rows_drain
 # The MoE block (data-dependent expert grids) with uneven routing, both schedules.
 if want moe && [ -f "$B/moe_block_static.fatbin" ] && [ "$router_ok" = 1 ]; then
   for sched in static dynamic; do
@@ -127,32 +161,9 @@ fi
 # (etc-run --argmax-of): both round every op to bf16, in different orders, and a one-ulp
 # difference flips a tie either way. (The 99% rule of BENCHMARKS.md is for the comparison
 # with PyTorch's float32 model, tools/compare_decode.py.)
-# DECODECHECK_JOBS=N (default 1) runs up to N of these checks at once (their CPU references are
-# single-threaded; a lent machine has 16 cores): each writes its row to a slot file, printed as
-# soon as it is known and put in the table, in order, by decode_check_drain.
-dc_jobs=${DECODECHECK_JOBS:-1} dc_count=0
 decode_check() {  # label fatbin B pos-kind [extra etc-run args...]
   [ -z "${DECODECHECK_MATCH:-}" ] || [[ "check $1 B=$3 pos $4" =~ $DECODECHECK_MATCH ]] || return 0
-  dc_count=$((dc_count + 1))
-  local slot; slot="$out/.decode_check_$(printf '%04d' "$dc_count")"
-  if [ "$dc_jobs" -le 1 ]; then
-    decode_check_run "$slot" "$@"
-    decode_check_drain
-    return
-  fi
-  while [ "$(jobs -rp | wc -l)" -ge "$dc_jobs" ]; do wait -n; done
-  decode_check_run "$slot" "$@" &
-}
-# The rows of the finished checks, in the order they were started.
-decode_check_drain() {
-  wait
-  local s name status detail
-  for s in "$out"/.decode_check_*; do
-    [ -f "$s" ] || continue
-    { IFS= read -r name; IFS= read -r status; IFS= read -r detail; } <"$s"
-    rm -f "$s"
-    if [ "$dc_jobs" -le 1 ]; then row "$name" "$status" "$detail"; else row "$name" "$status" "$detail" >/dev/null; fi
-  done
+  parallel_row decode_check_run "$@"
 }
 decode_check_run() {  # slot label fatbin B pos-kind [extra etc-run args...]
   local slot=$1 label=$2 f=$3 b=$4 kind=$5; shift 5
@@ -180,9 +191,7 @@ PY
   else
     status=FAIL detail="$(grep -E 'FAIL|etc-run' "$log" | head -2 | tr '\n' ' ' | cut -c1-200)"
   fi
-  printf '%s\n%s\n%s\n' "check $label B=$b pos $kind" "$status" "$detail" >"$slot.tmp" && mv "$slot.tmp" "$slot"
-  # In parallel, each row shows as it ends (a run cut off by a time limit still shows it).
-  [ "$dc_jobs" -le 1 ] || printf '%-44s %-6s %s\n' "check $label B=$b pos $kind" "$status" "$detail"
+  slot_row "$slot" "check $label B=$b pos $kind" "$status" "$detail"
 }
 for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   want decodecheck && [ -f "$B/${n}_small.fatbin" ] || continue
@@ -250,7 +259,7 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   # whole vocabulary takes a while).
   [ -f "$B/$n.fatbin" ] && decode_check "$n" "$B/$n.fatbin" 1 mixed
 done
-decode_check_drain
+rows_drain
 
 # Debug mode checks every notify against its count and, in the dynamic schedule, that a task
 # popped from the queue really is ready.
