@@ -45,17 +45,17 @@ std::string advice(const ir::Module& m, size_t kernel, const std::vector<CubinKe
 }
 
 // Where ptxas says (an info line of its verbose report) it serialized the wgmma products of a
-// megakernel or of a task function: "etc_main_mega (due to the presence of Extern calls)". The
-// unfused kernels' out-of-line matmuls are serialized by design (a call crosses their pipeline)
-// and are left out.
-std::vector<std::string> serializedWgmma(const std::string& log) {
+// megakernel (one of `megas`) or of a task function: "etc_main_mega (due to the presence of
+// Extern calls)". The unfused kernels' out-of-line matmuls are serialized by design (a call
+// crosses their pipeline) and are left out.
+std::vector<std::string> serializedWgmma(const std::string& log, const std::set<std::string>& megas) {
   static const std::regex line(
       R"(wgmma\.mma_async instructions are serialized due to ([^\n]*?) in the function '([A-Za-z_$][\w$]*)')");
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (std::sregex_iterator it(log.begin(), log.end(), line), end; it != end; ++it) {
     std::string fn = (*it)[2];
-    const bool kernel_code = fn.find("_mega") != std::string::npos ||
+    const bool kernel_code = megas.count(fn) != 0 ||
                              (fn.find("task_") != std::string::npos && fn.find("_outlined") == std::string::npos);
     if (!kernel_code) continue;
     // A task function's mangled name holds its identifier after its length ("13task_matmul_y",
@@ -96,7 +96,11 @@ void appendReport(const rt::DeviceLimits& d, const std::vector<CubinKernel>& ker
 bool checkResources(const ir::Module& m, const std::vector<FatbinEntry>& images, const std::vector<std::string>& logs,
                     DiagnosticEngine& diags, std::string* report, bool enforce) {
   std::vector<std::string> names;
-  for (const ir::Kernel& k : m.kernels) names.push_back(k.name);
+  std::set<std::string> megas;
+  for (const ir::Kernel& k : m.kernels) {
+    names.push_back(k.name);
+    if (k.mega) megas.insert(k.name);
+  }
   bool ok = true;
   for (size_t i = 0; i < images.size(); ++i) {
     const Target& t = images[i].target;
@@ -127,7 +131,7 @@ bool checkResources(const ir::Module& m, const std::vector<FatbinEntry>& images,
       appendReport(*limits, kernels, fits, *report);
       // Without --whole-program every megakernel that calls a task function is here (docs/backend.md,
       // "Matmuls inlined into the megakernel").
-      for (const std::string& s : serializedWgmma(i < logs.size() ? logs[i] : ""))
+      for (const std::string& s : serializedWgmma(i < logs.size() ? logs[i] : "", megas))
         *report += fmt::format("  wgmma products serialized by ptxas in {}\n", s);
     }
   }
