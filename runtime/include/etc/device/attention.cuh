@@ -867,7 +867,10 @@ __device__ __forceinline__ void attn_warp_tile(K* dk, const Rows& rows, long lon
 // hand-written prototype of this form (mma-warp) read the cache at 3.13 TB/s at Llama-3.2-1B's
 // shape (D = 64, G = 4) and 3.84 at Qwen3-0.6B's (D = 128, G = 2), this port 2.12 and 2.64,
 // the FMA form of independent warps 1.89 and 3.19 (docs/benchmarks.md, session 43); 4 slots a
-// warp were slower than 2 (2.64 TB/s in the prototype).
+// warp were slower than 2 (2.64 TB/s in the prototype), and in the Llama-3.2-1B step 6.0 to 6.7%
+// slower at B = 64 and 128 (session 59). A task of several cache heads takes them one after
+// another through this function; streaming each warp's tiles from one head into the next, and
+// two heads at a time in a warp with 4 tiles, were not faster in the step (session 59).
 template <int D, int G, class TQ, class Rows, class TO>
 __device__ void attn_head_mma_warps(const Ctx& ctx, TQ* qp, long long qs, const Rows& rows, long long n, float scale,
                                     TO* op, long long os, float* lsep, long long ls) {
