@@ -383,69 +383,104 @@ class Lowerer {
       sk = std::min(sk, std::max<int64_t>(1, k_hi / kMinSplitKChunk));
     }
     // Each part covers a whole number of tile_k steps; with a constant K, no part is empty.
-    int64_t chunk = 0;
-    if (sk > 1) {
-      if (auto kc = asInt(inlineConsts(K))) {
-        chunk = (*kc + sk - 1) / sk;
-        chunk = (chunk + tk - 1) / tk * tk;
-        sk = (*kc + chunk - 1) / chunk;
-      } else {
-        sk = 1;  // a symbolic K is not split: parts could be empty
+    // Returns the chunk of K a part takes (0: no split), sk_ set to the parts that makes.
+    auto kChunk = [&](int64_t& sk_) -> int64_t {
+      if (sk_ <= 1) return 0;
+      const auto kc = asInt(inlineConsts(K));
+      if (!kc) {
+        sk_ = 1;  // a symbolic K is not split: parts could be empty
+        return 0;
       }
+      int64_t c = (*kc + sk_ - 1) / sk_;
+      c = (c + tk - 1) / tk * tk;
+      sk_ = (*kc + c - 1) / c;
+      return c;
+    };
+    const int64_t chunk = kChunk(sk);
+    // The plan below a cut of B (MmTiles::range_*), where there is one and it still splits K.
+    const MmTiles* range = nullptr;
+    int64_t range_sk = 0, range_chunk = 0;
+    if (auto it = mm_tiles_.find(&a); it != mm_tiles_.end() && it->second.range_sym >= 0 && sk > 1) {
+      range_sk = it->second.range_sk;
+      range_chunk = kChunk(range_sk);
+      if (range_sk > 1) range = &it->second;
     }
 
-    // Iteration space of the product tasks: [M tiles], N tiles, [K parts].
-    std::vector<Expr> space;
-    std::vector<int64_t> tile;
-    if (!vec) {
-      space.push_back(M);
-      tile.push_back(tm);
-    }
-    space.push_back(N);
-    tile.push_back(tn);
-    TilePlan p = planGrid(m_, space, tile);
-    std::optional<std::pair<Expr, Expr>> mr = vec ? std::nullopt : p.ranges[0];
-    std::optional<std::pair<Expr, Expr>> nr = p.ranges.back();
-    std::optional<std::pair<Expr, Expr>> kr;
-    Expr part_coord;
-    if (sk > 1) {
-      auto id = static_cast<uint32_t>(p.coords.size());
-      std::string name = kCoordNames[id];
-      part_coord = coordRef(id, name);
-      p.coords.push_back(name);
-      p.grid.push_back(intConst(sk));
-      kr = std::make_pair(tiling::tileLo(part_coord, chunk), tiling::tileHi(part_coord, chunk, K));
-    }
-    OpCall call = a.call;
-    call.attrs.clear();
-    if (tb) call.attrs.push_back(tiling::boolAttr("transpose_b"));
-    if (gated) call.attrs.push_back(*a.call.findAttr("act"));
-    call.attrs.push_back(tiling::intAttr("tile_k", tk));
-    LogicalTile at = vec ? LogicalTile{kr} : LogicalTile{mr, kr};
-    LogicalTile bt = tb ? LogicalTile{nr, kr} : LogicalTile{kr, nr};
-    call.args[0] = tileSlice(m_, am, at);
-    call.args[1] = tileSlice(m_, bm, bt);
-    if (gated) call.args[2] = tileSlice(m_, mapOperand(m_, a.call.args[2]), bt);
-    LogicalTile yt = vec ? LogicalTile{nr} : LogicalTile{mr, nr};
+    // The grid of the products with tn_ columns and sk_ parts of chunk_ (its N tiles times `on`,
+    // 0 or 1 by the syms, where it runs in a range of them), writing y, or part[s] of `part`.
+    auto products = [&](int64_t tn_, int64_t sk_, int64_t chunk_, const Expr* on, const std::string& name,
+                        std::optional<uint32_t> part) {
+      // Iteration space of the product tasks: [M tiles], N tiles, [K parts].
+      std::vector<Expr> space;
+      std::vector<int64_t> tile;
+      if (!vec) {
+        space.push_back(M);
+        tile.push_back(tm);
+      }
+      space.push_back(N);
+      tile.push_back(tn_);
+      TilePlan p = planGrid(m_, space, tile);
+      if (on) p.grid.back() = mul(p.grid.back(), *on);
+      std::optional<std::pair<Expr, Expr>> mr = vec ? std::nullopt : p.ranges[0];
+      std::optional<std::pair<Expr, Expr>> nr = p.ranges.back();
+      std::optional<std::pair<Expr, Expr>> kr;
+      Expr part_coord;
+      if (sk_ > 1) {
+        auto id = static_cast<uint32_t>(p.coords.size());
+        std::string cname = kCoordNames[id];
+        part_coord = coordRef(id, cname);
+        p.coords.push_back(cname);
+        p.grid.push_back(intConst(sk_));
+        kr = std::make_pair(tiling::tileLo(part_coord, chunk_), tiling::tileHi(part_coord, chunk_, K));
+      }
+      OpCall call = a.call;
+      call.attrs.clear();
+      if (tb) call.attrs.push_back(tiling::boolAttr("transpose_b"));
+      if (gated) call.attrs.push_back(*a.call.findAttr("act"));
+      call.attrs.push_back(tiling::intAttr("tile_k", tk));
+      LogicalTile at = vec ? LogicalTile{kr} : LogicalTile{mr, kr};
+      LogicalTile bt = tb ? LogicalTile{nr, kr} : LogicalTile{kr, nr};
+      call.args[0] = tileSlice(m_, am, at);
+      call.args[1] = tileSlice(m_, bm, bt);
+      if (gated) call.args[2] = tileSlice(m_, mapOperand(m_, a.call.args[2]), bt);
+      LogicalTile yt = vec ? LogicalTile{nr} : LogicalTile{mr, nr};
+      if (!part) return addTask(name, p, std::move(call), {tileSlice(m_, ym, yt)}, a.range);
+      Slice whole_part;
+      whole_part.target = *part;
+      OperandMap pm = mapOperand(m_, whole_part);
+      pm.dims[0].point = true;
+      pm.dims[0].lo = part_coord;
+      pm.logical_to_tensor.erase(pm.logical_to_tensor.begin());
+      pm.extent.erase(pm.extent.begin());
+      return addTask(name, p, std::move(call), {tileSlice(m_, pm, yt)}, a.range);
+    };
     if (sk == 1) {
-      tasks.push_back(addTask(baseName(a), p, std::move(call), {tileSlice(m_, ym, yt)}, a.range));
+      tasks.push_back(products(tn, 1, 0, nullptr, baseName(a), std::nullopt));
       return true;
     }
-    // Split K: part s of the sum goes to partial[s], then a second grid adds the parts up.
-    std::vector<Expr> pshape{intConst(sk)};
+    // Split K: part s of the sum goes to partial[s], then a second grid adds the parts up. With a
+    // plan below a cut of B, each plan's grid runs on its side of the cut (the other's extent is
+    // 0 there, and the specialize step leaves it out of that range's megakernel), and the sum
+    // reads the parts of the one that ran.
+    std::vector<Expr> pshape{intConst(std::max(sk, range_sk))};
     for (const Expr& e : ym.extent) pshape.push_back(e);
     uint32_t part = addTemp(m_.tensors[ym.tensor].name + "_part", DType::F32, pshape, a.range);
+    Expr parts = intConst(sk);
+    if (range) {
+      const Expr b = symRef(static_cast<uint32_t>(range->range_sym), m_.syms[range->range_sym].name);
+      const Expr below = min(max(sub(intConst(range->range_cut), b), intConst(0)), intConst(1));
+      const Expr from = min(max(sub(b, intConst(range->range_cut - 1)), intConst(0)), intConst(1));
+      tasks.push_back(products(range->range_tn, range_sk, range_chunk, &below, baseName(a) + "_wide", part));
+      tasks.push_back(products(tn, sk, chunk, &from, baseName(a), part));
+      parts = add(mul(intConst(range_sk), below), mul(intConst(sk), from));
+    } else {
+      tasks.push_back(products(tn, sk, chunk, nullptr, baseName(a), part));
+    }
+
     Slice whole_part;
     whole_part.target = part;
-    OperandMap pm = mapOperand(m_, whole_part);
-    pm.dims[0].point = true;
-    pm.dims[0].lo = part_coord;
-    pm.logical_to_tensor.erase(pm.logical_to_tensor.begin());
-    pm.extent.erase(pm.extent.begin());
-    tasks.push_back(addTask(baseName(a), p, std::move(call), {tileSlice(m_, pm, yt)}, a.range));
-
     TilePlan rp = planGrid(m_, ym.extent, elementwiseTiles(m_, ym.extent));
-    LogicalTile pt{std::nullopt};
+    LogicalTile pt{range ? std::make_optional(std::make_pair(intConst(0), parts)) : std::nullopt};
     for (const auto& r : rp.ranges) pt.push_back(r);
     OpCall red;
     red.op = "reduce_sum";
@@ -469,7 +504,7 @@ class Lowerer {
     mm_tiles_.clear();
     std::vector<const AssignStmt*> run;
     auto flush = [&] {
-      if (!run.empty()) planMatmulGroup(run);
+      if (!run.empty()) planMatmulGroup(g, run);
       run.clear();
     };
     for (const GraphStmt& st : g.body) {
@@ -485,7 +520,7 @@ class Lowerer {
     flush();
   }
 
-  void planMatmulGroup(const std::vector<const AssignStmt*>& group) {
+  void planMatmulGroup(const Graph& g, const std::vector<const AssignStmt*>& group) {
     struct Shape {
       int64_t tiles64, k_hi, n_hi;  // tiles64: M tiles x 64-column tiles at the smallest syms
     };
@@ -523,6 +558,19 @@ class Lowerer {
       int64_t sk = tiling::pow2Floor(std::max<int64_t>(1, static_cast<int64_t>(share)));
       sk = std::min(sk, std::max<int64_t>(1, s.k_hi / kMinSplitKChunk));
       mm_tiles_[group[i]] = {64, 128, sk};
+      // etcc --matmul-plan-by-range: below the graph's first specialize cut, a lone matmul (a
+      // layer's o or down projection) takes 128-column tiles in twice the parts: as many tasks,
+      // each streaming as many weight bytes in wider stages. With those tiles at every B the
+      // Llama-3.2-1B decode step was 2.6% faster at B = 1, level at 16 and 5.7% slower at 128
+      // (H200, docs/benchmarks.md, session 59); the range's own grid keeps the large B as is.
+      if (g.matmul_plan_by_range && g.specialize_sym >= 0 && !g.specialize_cuts.empty() && group.size() == 1 &&
+          sk >= 2 && s.k_hi / (2 * sk) >= kMinSplitKChunk && s.n_hi > 128) {
+        MmTiles& t = mm_tiles_[group[i]];
+        t.range_sym = g.specialize_sym;
+        t.range_cut = g.specialize_cuts.front();
+        t.range_tn = 128;
+        t.range_sk = 2 * sk;
+      }
     }
   }
 
@@ -992,6 +1040,10 @@ class Lowerer {
   std::vector<uint32_t> new_temps_, new_tasks_;
   struct MmTiles {
     int64_t tn, tk, sk;
+    // Below sym range_sym's value range_cut (>= 0 where planned), tiles of range_tn columns in
+    // range_sk K parts, a grid of their own beside the one of tn and sk (from the cut on).
+    int32_t range_sym = -1;
+    int64_t range_cut = 0, range_tn = 0, range_sk = 0;
   };
   std::map<const AssignStmt*, MmTiles> mm_tiles_;  // planMatmulGroups, per graph
   std::map<std::string, uint32_t> kv_ranges_;                         // lens slice, splits, spread -> part ranges

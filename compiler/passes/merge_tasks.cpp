@@ -135,11 +135,12 @@ class Merger {
         clobbered |= writes_[*it].count(part) > 0;
       if (clobbered) continue;
 
-      // C's slice of T, with R's reduced axis put back as a whole range.
+      // C's slice of T, with R's reduced axis put back as R reads it (the whole axis, or the
+      // parts of the plan that runs at the syms: lower-ops' matmul plans by range of B).
       std::vector<SliceDim> dims = explicitDims(m_, *read);
       int64_t points_before = 0;
       for (int64_t k = 0; k < axis; ++k) points_before += dims[k].is_range ? 0 : 1;
-      dims.insert(dims.begin() + axis, wholeDim(m_.tensors[part].shape[axis]));
+      dims.insert(dims.begin() + axis, explicitDims(m_, red.call.args[0])[axis]);
       if (elementBound(dims) > kInlineReduceElements) continue;
 
       CallStmt call = red;
@@ -160,15 +161,18 @@ class Merger {
     return false;
   }
 
-  // Each task of R sums, for every element it writes, the whole reduced axis of the same
-  // element of its input: the input slice is the output slice with the axis as a whole range
-  // (ranges only, so positions in the slice are dimensions of the tensors).
+  // Each task of R sums, for every element it writes, the same range of the reduced axis (the
+  // whole axis, or one that only the syms decide) of the same element of its input: the input
+  // slice is the output slice with that axis put in (ranges only, so positions in the slice are
+  // dimensions of the tensors).
   bool reduceIsElementwise(const CallStmt& red, int64_t axis) const {
     std::vector<SliceDim> in = explicitDims(m_, red.call.args[0]), out = explicitDims(m_, red.dests[0]);
     if (in.size() != out.size() + 1) return false;
     for (const SliceDim& d : in)
       if (!d.is_range) return false;
-    if (!wholeRange(in[axis], m_.tensors[red.call.args[0].target].shape[axis])) return false;
+    if (!wholeRange(in[axis], m_.tensors[red.call.args[0].target].shape[axis]) &&
+        (ir::hasCoord(in[axis].lo) || ir::hasCoord(in[axis].hi) || hasLoad(in[axis].lo) || hasLoad(in[axis].hi)))
+      return false;
     for (size_t k = 0, j = 0; k < in.size(); ++k) {
       if (static_cast<int64_t>(k) == axis) continue;
       if (!sameDim(in[k], out[j++])) return false;

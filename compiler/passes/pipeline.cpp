@@ -52,6 +52,7 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
       g.schedule_written = true;
       g.schedule_reason = "--schedule";
     }
+  for (ir::Graph& g : m->graphs) g.matmul_plan_by_range = opts.matmul_plan_by_range;
   for (const Pass& p : pipeline()) {
     const bool skipped = (!opts.verify_schedule && p.name == "verify-schedule") ||
                          (!opts.merge_tasks && p.name == "merge-tasks") ||

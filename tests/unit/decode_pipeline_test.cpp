@@ -691,6 +691,36 @@ TEST(DecodePipeline, FoldedAttentionMergeMatchesItsOpLevelRun) {
   checkAgainstOpLevel(text, {{"B", 16}}, {{"tokens", tokens}, {"pos", pos}}, 2e-2, {"next_token"}, folded);
 }
 
+// etcc --matmul-plan-by-range: below the sample's cut (B = 32) the o and down projections run
+// their own grids of 128-column tiles in 8 parts (the `_wide` grids, only in the kernel of that
+// range), from it the default's 64 columns in 4 parts; both write the parts, and the norms that
+// sum them read the 8 or the 4 of the plan that ran: the step matches its op-level run on each
+// side of the cut.
+TEST(DecodePipeline, MatmulPlanByRangeMatchesItsOpLevelRun) {
+  PipelineOptions by_range;
+  by_range.matmul_plan_by_range = true;
+  const std::string text = generated("llama3_2_1b", 1, 256);
+  auto p = parse(text);
+  ASSERT_TRUE(p->module);
+  p->module = runPipeline(std::move(p->module), by_range, p->diags);
+  ASSERT_TRUE(p->module) << p->errors();
+  std::map<std::string, std::set<std::string>> kernels;
+  for (const ir::Kernel& k : p->module->kernels)
+    if (k.mega)
+      for (uint32_t t : k.tasks) kernels[k.name].insert(p->module->tasks[t].name);
+  const auto& small = kernels["etc_main_mega_B1_31"];
+  const auto& large = kernels["etc_main_mega_B32_128"];
+  for (const char* n : {"matmul_attn_0", "matmul_down_0"}) {
+    const std::string wide = std::string(n) + "_wide";
+    EXPECT_TRUE(small.count(wide) && !small.count(n)) << n;
+    EXPECT_TRUE(large.count(n) && !large.count(wide)) << n;
+  }
+  checkAgainstOpLevel(text, {{"B", 2}}, {{"tokens", {5, 255}}, {"pos", {0, 300}}}, 2e-2, {"next_token"}, by_range);
+  std::vector<int64_t> tokens(33), pos(33);
+  for (int i = 0; i < 33; ++i) tokens[i] = 7 * i + 2, pos[i] = 61 * i % 600;
+  checkAgainstOpLevel(text, {{"B", 33}}, {{"tokens", tokens}, {"pos", pos}}, 2e-2, {"next_token"}, by_range);
+}
+
 // The paged variant (--paged 16): the pool holds B * 257 pages, handed out in shuffled order.
 TEST(DecodePipeline, ReducedPagedLlamaSampleMatchesItsOpLevelRun) {
   std::vector<int64_t> pages(2 * 257);
