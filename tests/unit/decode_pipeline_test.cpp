@@ -56,6 +56,15 @@ std::unique_ptr<Parsed> parse(std::string text) {
   return p;
 }
 
+// Each megakernel's name and the names of its tasks.
+std::map<std::string, std::set<std::string>> megakernelTasks(const ir::Module& m) {
+  std::map<std::string, std::set<std::string>> kernels;
+  for (const ir::Kernel& k : m.kernels)
+    if (k.mega)
+      for (uint32_t t : k.tasks) kernels[k.name].insert(m.tasks[t].name);
+  return kernels;
+}
+
 ir::Bindings symBindings(const ir::Module& m, const Syms& syms) {
   ir::Bindings b;
   b.sym = [&m, &syms](uint32_t id) -> std::optional<int64_t> {
@@ -642,13 +651,10 @@ TEST(DecodePipeline, GeneratedSampleAsksForAKernelPerSideOfTheFirstSeveralHeadBa
   ASSERT_TRUE(p->module);
   p->module = runPipeline(std::move(p->module), PipelineOptions{}, p->diags);
   ASSERT_TRUE(p->module) << p->errors();
-  std::map<std::string, std::set<std::string>> kernels;
-  for (const ir::Kernel& k : p->module->kernels)
-    if (k.mega)
-      for (uint32_t t : k.tasks) kernels[k.name].insert(p->module->tasks[t].name);
+  const auto kernels = megakernelTasks(*p->module);
   ASSERT_EQ(kernels.size(), 2u);
-  const auto& small = kernels["etc_main_mega_B1_31"];
-  const auto& large = kernels["etc_main_mega_B32_128"];
+  const auto& small = kernels.at("etc_main_mega_B1_31");
+  const auto& large = kernels.at("etc_main_mega_B32_128");
   EXPECT_TRUE(small.count("attention_decode_o_0_whole") && small.count("attention_merge_o_0"));
   EXPECT_FALSE(small.count("attention_decode_o_0_whole_heads2") || small.count("attention_decode_o_0_whole_heads8"));
   EXPECT_TRUE(large.count("attention_decode_o_0_whole_heads2") && large.count("attention_decode_o_0_whole_heads8"));
@@ -704,12 +710,9 @@ TEST(DecodePipeline, MatmulPlanByRangeMatchesItsOpLevelRun) {
   ASSERT_TRUE(p->module);
   p->module = runPipeline(std::move(p->module), by_range, p->diags);
   ASSERT_TRUE(p->module) << p->errors();
-  std::map<std::string, std::set<std::string>> kernels;
-  for (const ir::Kernel& k : p->module->kernels)
-    if (k.mega)
-      for (uint32_t t : k.tasks) kernels[k.name].insert(p->module->tasks[t].name);
-  const auto& small = kernels["etc_main_mega_B1_31"];
-  const auto& large = kernels["etc_main_mega_B32_128"];
+  const auto kernels = megakernelTasks(*p->module);
+  const auto& small = kernels.at("etc_main_mega_B1_31");
+  const auto& large = kernels.at("etc_main_mega_B32_128");
   for (const char* n : {"matmul_attn_0", "matmul_down_0"}) {
     const std::string wide = std::string(n) + "_wide";
     EXPECT_TRUE(small.count(wide) && !small.count(n)) << n;
