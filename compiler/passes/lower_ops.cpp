@@ -472,7 +472,11 @@ class Lowerer {
       const Expr from = min(max(sub(b, intConst(range->range_cut - 1)), intConst(0)), intConst(1));
       tasks.push_back(products(range->range_tn, range_sk, range_chunk, &below, baseName(a) + "_wide", part));
       tasks.push_back(products(tn, sk, chunk, &from, baseName(a), part));
-      parts = add(mul(intConst(range_sk), below), mul(intConst(sk), from));
+      // The fewer parts plus the difference on the side with more: an expression whose bounds
+      // are the two counts (a sum of the two products has bounds 0 and their sum, and the
+      // fused row forms that take the sum need at least one part and a known most).
+      parts = range_sk >= sk ? add(intConst(sk), mul(intConst(range_sk - sk), below))
+                             : add(intConst(range_sk), mul(intConst(sk - range_sk), from));
     } else {
       tasks.push_back(products(tn, sk, chunk, nullptr, baseName(a), part));
     }
