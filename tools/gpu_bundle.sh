@@ -70,10 +70,10 @@ for n in $decode_models; do
   # The weight stream by TMA (ETC_MM_TMA=1; the runtime makes the weights' tensor maps).
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_MM_TMA=1 -o "gpu-bundle/${n}_small_tma.fatbin"
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"
-  # The o and down projections' plan by range of B (etcc --matmul-plan-by-range, opt-in; Qwen3's
-  # parts have no room for it).
+  # Without the o and down projections' plan by range of B (etcc --no-matmul-plan-by-range; Qwen3
+  # has none: its parts have no room for it).
   [ "$n" != llama3_2_1b ] ||
-    spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --matmul-plan-by-range -o "gpu-bundle/${n}_small_byrange.fatbin"
+    spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --no-matmul-plan-by-range -o "gpu-bundle/${n}_small_nobyrange.fatbin"
   # The merge inside the o projection below B = 16 (etcc --fold-attention-merge, opt-in).
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --fold-attention-merge -o "gpu-bundle/${n}_small_foldmerge.fatbin"
   # The weights streamed across tasks (ETC_MM_STREAM=1, opt-in): the kernel of B <= 31 streams

@@ -163,8 +163,9 @@ struct Graph {
   int32_t specialize_sym = -1;
   std::vector<int64_t> specialize_cuts;
   std::vector<Expr> specialize_cut_exprs;  // as written (consts by name), for the printer
-  // etcc --matmul-plan-by-range (not in the source): lower-ops gives a lone split-K matmul
-  // other tiles below the first cut (lower_ops.cpp, planMatmulGroup).
+  // PipelineOptions::matmul_plan_by_range (not in the source; on unless etcc
+  // --no-matmul-plan-by-range): lower-ops gives a lone split-K matmul other tiles below the
+  // first cut (lower_ops.cpp, planMatmulGroup).
   bool matmul_plan_by_range = false;
   std::vector<GraphStmt> body;
   SourceRange range;

@@ -52,7 +52,9 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
       g.schedule_written = true;
       g.schedule_reason = "--schedule";
     }
-  for (ir::Graph& g : m->graphs) g.matmul_plan_by_range = opts.matmul_plan_by_range;
+  // The merge folds into the o projection of one plan (fold_attention_merge.cpp): asking for the
+  // fold turns the plan by range off rather than leaving the merge where it was.
+  for (ir::Graph& g : m->graphs) g.matmul_plan_by_range = opts.matmul_plan_by_range && !opts.fold_attention_merge;
   for (const Pass& p : pipeline()) {
     const bool skipped = (!opts.verify_schedule && p.name == "verify-schedule") ||
                          (!opts.merge_tasks && p.name == "merge-tasks") ||

@@ -48,7 +48,7 @@ struct PipelineOptions {
   bool fold_into_attention = false;  // true: run fold-into-attention (etcc --fold-attention)
   bool fold_attention_merge = false;  // true: run fold-attention-merge (etcc --fold-attention-merge)
   bool gated_matmul = true;     // false: skip the fuse-gated-matmul pass (etcc --no-gated-matmul)
-  bool matmul_plan_by_range = false;  // etcc --matmul-plan-by-range (ir::Graph's)
+  bool matmul_plan_by_range = true;  // false: etcc --no-matmul-plan-by-range; off under fold_attention_merge
   std::optional<SymCuts> specialize;  // runs the specialize step after the passes
 };
 

@@ -213,11 +213,12 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for b in 1 15 16; do
     [ -f "$B/${n}_small_foldmerge.fatbin" ] && decode_check "${n}_small_foldmerge" "$B/${n}_small_foldmerge.fatbin" $b mixed
   done
-  # The o and down projections' plan by range of B (etcc --matmul-plan-by-range): the wide grids
-  # below B = 32 (1, 7, 31), the default's from 32 (40).
-  for bk in 1:long 7:mixed 31:mixed 40:mixed; do
-    [ -f "$B/${n}_small_byrange.fatbin" ] &&
-      decode_check "${n}_small_byrange" "$B/${n}_small_byrange.fatbin" "${bk%%:*}" "${bk##*:}"
+  # The o and down projections' plan by range of B (the default): the last B of the wide grids
+  # (31; 1, 7 and 24 above), and the same form without the plan (etcc --no-matmul-plan-by-range).
+  [ -f "$B/${n}_small.fatbin" ] && decode_check "${n}_small" "$B/${n}_small.fatbin" 31 mixed
+  for bk in 1:long 7:mixed 40:mixed; do
+    [ -f "$B/${n}_small_nobyrange.fatbin" ] &&
+      decode_check "${n}_small_nobyrange" "$B/${n}_small_nobyrange.fatbin" "${bk%%:*}" "${bk##*:}"
   done
   # The weights streamed across tasks (ETC_MM_STREAM=1): B = 1, 7 and 31 stream, 40 does not.
   for b in 1 7 31 40; do

@@ -690,14 +690,14 @@ TEST(DecodePipeline, FoldedAttentionMergeMatchesItsOpLevelRun) {
   checkAgainstOpLevel(text, {{"B", 16}}, {{"tokens", tokens}, {"pos", pos}}, 2e-2, {"next_token"}, folded);
 }
 
-// etcc --matmul-plan-by-range: below the sample's cut (B = 32) the o and down projections run
-// their own grids of 128-column tiles in 8 parts (the `_wide` grids, only in the kernel of that
-// range), from it the default's 64 columns in 4 parts; both write the parts, and the norms that
-// sum them read the 8 or the 4 of the plan that ran: the step matches its op-level run on each
-// side of the cut.
+// The matmul plan by range (the pipeline's default): below the sample's cut (B = 32) the o and
+// down projections run their own grids of 128-column tiles in 8 parts (the `_wide` grids, only in
+// the kernel of that range), from it the tiles they have without the plan (64 columns, 4 parts);
+// both write the parts, and the norms that sum them read the 8 or the 4 of the plan that ran:
+// the step matches its op-level run on each side of the cut.
 TEST(DecodePipeline, MatmulPlanByRangeMatchesItsOpLevelRun) {
   PipelineOptions by_range;
-  by_range.matmul_plan_by_range = true;
+  ASSERT_TRUE(by_range.matmul_plan_by_range);
   const std::string text = generated("llama3_2_1b", 1, 256);
   auto p = lowered(text, by_range);
   ASSERT_TRUE(p->module);
