@@ -3,16 +3,32 @@
 # for etc (no re2c/bison): etc-run (stripped), the device-op test binary, and every sample
 # compiled to a fatbin by this build's etcc. Usage: tools/gpu_bundle.sh [build-dir]
 # The compiles run JOBS at a time (default: the CPU count): the decode models' sm_90a compiles
-# take minutes each since session 57 inlined their matmuls.
+# take minutes each since session 57 inlined their matmuls, and the whole bundle over an hour on
+# 2 cores. ONLY=REGEX (extended) makes a partial bundle for a targeted GPU call: only the fatbins
+# and device-op test binaries whose file names match are built (etc-run, the runtime library and
+# the watchdog tool always are), e.g. ONLY='^llama3_2_1b(_small)?\.fatbin$|^device_ops_test$';
+# run.sh skips most rows whose files are absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
 par="${JOBS:-$(nproc)}"
+only="${ONLY:-}"
+if [ -n "$only" ]; then
+  rc=0; [[ "" =~ $only ]] || rc=$?
+  [ "$rc" -ne 2 ] || { echo "gpu_bundle.sh: ONLY is not an extended regex: '$only'" >&2; exit 2; }
+fi
+# Whether file name $1 goes in the bundle.
+wanted() { [ -z "$only" ] || [[ $1 =~ $only ]]; }
 failures=$(mktemp)
 trap 'rm -f "$failures"' EXIT
 # Runs a command in the background, at most $par at once; drain waits for every one and fails,
-# naming them, if any failed.
+# naming them, if any failed. A command whose output (-o) the bundle does not want is skipped.
 spawn() {
+  local prev="" a
+  for a in "$@"; do
+    [ "$prev" != -o ] || wanted "$(basename "$a")" || return 0
+    prev=$a
+  done
   while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n || true; done
   { "$@" || echo "gpu_bundle.sh: failed: $*" >>"$failures"; } &
 }
@@ -42,7 +58,9 @@ for s in samples/*.etir; do
   n=$(basename "${s%.etir}")
   case " $decode_models " in *" $n "*) continue ;; esac
   # -v says which schedule auto picked and why: run.sh prints it beside the timings.
-  "$build/etcc" "$s" -v -o "gpu-bundle/$n.fatbin" 2>&1 | grep -E ': schedule ' | sed "s|^|$n: |" >>gpu-bundle/auto_schedules.txt
+  if wanted "$n.fatbin"; then
+    "$build/etcc" "$s" -v -o "gpu-bundle/$n.fatbin" 2>&1 | grep -E ': schedule ' | sed "s|^|$n: |" >>gpu-bundle/auto_schedules.txt
+  fi
   spawn "$build/etcc" "$s" --schedule=static -o "gpu-bundle/${n}_static.fatbin"
   spawn "$build/etcc" "$s" --schedule=dynamic -o "gpu-bundle/${n}_dynamic.fatbin"
 done
@@ -150,6 +168,7 @@ for t in device_ops_test:"" device_ops_test_warps:"-DETC_ATTN_MMA_WARPS=0 -DETC_
          device_ops_test_staged:"-DETC_ATTN_MMA_WARPS=0 -DETC_ATTN_WARPS=0 -DETC_MM_WGMMA_MIN_ROWS=33" \
          device_ops_test_nommawarps:-DETC_ATTN_MMA_WARPS=0; do
   bin=${t%%:*}
+  wanted "$bin" || continue
   if [ ! -x "$build/gpu/$bin" ] ||
      [ -n "$(find runtime/include/etc/device tests/gpu -name '*.cu*' -newer "$build/gpu/$bin" | head -1)" ]; then
     NVCC_FLAGS=${t#*:} HOPPER_ONLY=${t#*:} tests/gpu/build_device_test.sh "$build/gpu/$bin"
