@@ -13,7 +13,10 @@ cp -r tests/gpu/hang tests/gpu/resources "$root/tests/gpu/"
 
 ONLY='^two_stage_sum_static\.fatbin$' JOBS=2 bash "$root/tools/gpu_bundle.sh" "$build" >"$tmp/out" 2>&1 ||
   fail "the partial bundle failed: $(tail -5 "$tmp/out")"
-got=$(cd "$root/gpu-bundle" 2>/dev/null && ls | grep -vE '\.(etir|txt)$' | tr '\n' ' ')
+got=""
+for f in "$root"/gpu-bundle/*; do
+  case $f in *.etir | *.txt) ;; *) got+="$(basename "$f") " ;; esac
+done
 [ "$got" = "etc-run etc-watchdog-recovery libetcrt.so two_stage_sum_static.fatbin " ] ||
   fail "the partial bundle holds: $got"
 listed=$(tar tJf "$root/gpu-bundle.tar.xz" 2>/dev/null | grep -c '\.fatbin$')
