@@ -570,6 +570,14 @@ if run_tool bench_poll; then
 else
   tool_fail "notify hop (tools/bench_poll.cu)" bench_poll
 fi
+# A link of the B = 1 chain by how its data is handed on (tools/bench_chain.cu): event counters
+# (etc's form) against data carrying its own flag, per link, with the weight stream's traffic.
+if run_tool bench_chain; then
+  link_ns() { awk -v f="$1" '$1 == f && $2 == 1 {print $4; exit}' "$out/bench_chain.log"; }
+  row "chain link under load: counters / flagged h / flagged parts" INFO "$(link_ns counter) / $(link_ns flag_h) / $(link_ns flag_p) ns (bench_chain.log)"
+else
+  tool_fail "a chain link (tools/bench_chain.cu)" bench_chain
+fi
 # A hop of the B = 1 chain (tools/bench_prefetch.cu): 128 tasks of 64 weight rows x 2048 that
 # wait 10 us for their producer, the weights loaded after the wait or 3 stages before it, by
 # cp.async or TMA: what the hop costs after its producer.
