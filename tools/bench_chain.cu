@@ -3,18 +3,23 @@
 // acquire spin, a barrier, then its loads of the data) against data that carries its own flag
 // (NCCL's "LL" form: each 32-bit value stored with the launch's epoch in one 64-bit word, no
 // fence and no counter; the consumer's loads of the data are its wait, re-issued until every
-// word it needs carries the epoch). Models the B = 1 layer's alternation of a one-CTA row task
-// and a 128-task matmul grid: L pairs of
+// word it needs carries the epoch), and against no norm task at all. Models the B = 1 layer's
+// alternation of a one-CTA row task and a 128-task matmul grid: L pairs of
 //   mm(l):   CTAs 0 .. 127 each read h[l] (1024 words: 2048 bf16), reduce them in the CTA and
 //            write 128 words of parts[l] (8 split-K parts of 2048 f32 in all);
 //   norm(l): CTA 128 reads every word of parts[l] (16384) and writes h[l + 1].
+// `fold` drops norm(l): each mm(l + 1) task reads all of parts[l] and computes the h words it
+// needs itself (what folding the norms into the next matmuls would do; session 61).
 // Optionally every CTA's 4 more warps stream a 2 GiB buffer meanwhile (the weight stream under
 // which session 22 found a fence takes about a microsecond). Every launch's final h is checked
 // against the host's integer model of the same sums, so a flag read ahead of its data (a stale
 // word taken for this launch's) would show as a mismatch.
 //
-// Per row: the median over the launches of (the last norm's end less the first mm CTA's start)
-// over the 2L links.
+// Per row, medians over the launches: link_ns, (the last norm's end less the first mm CTA's
+// start) over the links; pair_ns, the same over the L pairs; h_to_mm0, norm(l - 1)'s end to mm
+// CTA 0 holding h[l]; mm0_to_nm, that to norm(l) holding all of parts[l]; norm, that to its end.
+// (Session 61, H200, under the stream: counters 2.2 us a link, 4.3 a pair; flagged h no better,
+// flagged parts 4x worse (one CTA re-polling 128 KiB); fold 3.2 us a pair.)
 //   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
 //     tools/bench_chain.cu -o bench_chain && ./bench_chain
 #include <algorithm>
@@ -38,8 +43,10 @@ constexpr int kMaxL = 32;
 constexpr size_t kBgBytes = size_t(2) << 30;
 
 // Which links carry their data flagged: kFlagH, h (one writer, 128 readers); kFlagParts, parts
-// (128 writers, one reader). 0: counters everywhere.
-enum Proto { kFlagH = 1, kFlagParts = 2 };
+// (128 writers, one reader). 0: counters everywhere. kFold (counters): no norm task between the
+// mm grids; every mm task computes the h words it needs from all of parts[l - 1] itself (the
+// norm folded into the next matmul's tasks: one link a pair, each task gathering 64 KiB).
+enum Proto { kFlagH = 1, kFlagParts = 2, kFold = 4 };
 
 struct Bufs {
   unsigned* h;             // [kMaxL + 1][kH]      (counter form)
@@ -87,6 +94,17 @@ __device__ __forceinline__ void load_flagged(const unsigned long long* p, int st
   }
 #pragma unroll
   for (int i = 0; i < N; ++i) out[i] = (unsigned)v[i];
+}
+
+// norm(l)'s words t + 256 k (k < 4) of h[l + 1] from thread t's 64 words of parts[l].
+__device__ __forceinline__ void norm_words(const unsigned* p, int l, unsigned* out) {
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    unsigned v = (unsigned)l;
+#pragma unroll
+    for (int j = 16 * k; j < 16 * k + 16; ++j) v += p[j];
+    out[k] = v;
+  }
 }
 
 // The CTA's sum of one value a thread (chain threads only).
@@ -137,11 +155,18 @@ __global__ void __launch_bounds__(kChainThreads + 32 * kBgWarps, 1)
   }
   if (c > kMm) return;
   if (t == 0) b.t_start[c] = globaltimer_ns();
-  const bool hflag = proto & kFlagH, pflag = proto & kFlagParts;
+  const bool hflag = proto & kFlagH, pflag = proto & kFlagParts, fold = proto & kFold;
   for (int l = 0; l < L; ++l) {
     if (c < kMm) {  // mm(l)
       unsigned w[4];
-      if (!hflag) {
+      if (fold && l > 0) {
+        wait_counter(b.cnt_p + (l - 1) * kLine, (unsigned)kMm);
+        const unsigned* src = b.parts + (size_t)(l - 1) * kParts + t;
+        unsigned p[64];
+#pragma unroll
+        for (int j = 0; j < 64; ++j) p[j] = __ldcg(src + 256 * j);
+        norm_words(p, l - 1, w);
+      } else if (!hflag) {
         wait_counter(b.cnt_h + l * kLine, 1u);
         const unsigned* h = b.h + (size_t)l * kH;
 #pragma unroll
@@ -159,7 +184,7 @@ __global__ void __launch_bounds__(kChainThreads + 32 * kBgWarps, 1)
           st_relaxed_u64(b.pf + (size_t)l * kParts + c * kPart + t, (unsigned long long)epoch << 32 | v);
       }
       if (!pflag) notify_counter(b.cnt_p + l * kLine);
-    } else {  // norm(l), CTA kMm
+    } else if (!fold || l == L - 1) {  // norm(l), CTA kMm (folded: only the last, for the check)
       unsigned p[64];
       if (!pflag) {
         wait_counter(b.cnt_p + l * kLine, (unsigned)kMm);
@@ -170,15 +195,14 @@ __global__ void __launch_bounds__(kChainThreads + 32 * kBgWarps, 1)
         load_flagged<64>(b.pf + (size_t)l * kParts + t, 256, epoch, p);
       }
       if (t == 0) b.t_link[l] = globaltimer_ns();
+      unsigned v[4];
+      norm_words(p, l, v);
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        unsigned v = (unsigned)l;
-#pragma unroll
-        for (int j = 16 * k; j < 16 * k + 16; ++j) v += p[j];
         if (!hflag)
-          b.h[(size_t)(l + 1) * kH + t + 256 * k] = v;
+          b.h[(size_t)(l + 1) * kH + t + 256 * k] = v[k];
         else
-          st_relaxed_u64(b.hf + (size_t)(l + 1) * kH + t + 256 * k, (unsigned long long)epoch << 32 | v);
+          st_relaxed_u64(b.hf + (size_t)(l + 1) * kH + t + 256 * k, (unsigned long long)epoch << 32 | v[k]);
       }
       if (!hflag) notify_counter(b.cnt_h + (l + 1) * kLine);
       if (t == 0) b.t_link[kMaxL + l] = globaltimer_ns();
@@ -248,12 +272,18 @@ int main() {
   const std::vector<unsigned> want = expected(h0, L);
   unsigned epoch = 0;
   bool all_ok = true;
-  static const char* const kForms[] = {"counter", "flag_h", "flag_p", "flag_hp"};
-  std::printf("%-8s %4s %3s %12s %12s %10s %10s %10s  %s\n", "form", "bg", "L", "link_ns", "launch_us", "h_to_mm0",
-              "mm0_to_nm", "norm", "check");
+  struct Form {
+    const char* name;
+    int proto;
+  };
+  static const Form kForms[] = {{"counter", 0}, {"flag_h", kFlagH}, {"flag_p", kFlagParts},
+                                {"flag_hp", kFlagH | kFlagParts}, {"fold", kFold}};
+  std::printf("%-8s %4s %3s %12s %12s %10s %10s %10s %10s  %s\n", "form", "bg", "L", "link_ns", "launch_us", "h_to_mm0",
+              "mm0_to_nm", "norm", "pair_ns", "check");
   for (int bg : {0, 1})
-    for (int proto = 0; proto < 4; ++proto) {
-      std::vector<double> link, span, hop_h, hop_p, norm;
+    for (const Form& form : kForms) {
+      const int proto = form.proto;
+      std::vector<double> link, span, hop_h, hop_p, norm, pair;
       bool ok = true;
       for (int r = 0; r < kRuns; ++r) {
         ++epoch;
@@ -284,10 +314,12 @@ int main() {
         CK(cudaMemcpy(ts.data(), b.t_start, (kMm + 1) * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(te.data(), b.t_end, sizeof(unsigned long long), cudaMemcpyDeviceToHost));
         const unsigned long long t0 = *std::min_element(ts.begin(), ts.begin() + kMm);
-        link.push_back((double)(long long)(te[0] - t0) / (2.0 * L));
+        const double total = (double)(long long)(te[0] - t0);
+        pair.push_back(total / L);
+        link.push_back(proto & kFold ? total / (L + 1) : total / (2.0 * L));
         std::vector<unsigned long long> tl(3 * kMaxL);
         CK(cudaMemcpy(tl.data(), b.t_link, tl.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
-        for (int l = 1; l < L; ++l) {
+        for (int l = 1; l < L && !(proto & kFold); ++l) {
           hop_h.push_back((double)(long long)(tl[2 * kMaxL + l] - tl[kMaxL + l - 1]));
           hop_p.push_back((double)(long long)(tl[l] - tl[2 * kMaxL + l]));
           norm.push_back((double)(long long)(tl[kMaxL + l] - tl[l]));
@@ -308,11 +340,11 @@ int main() {
       }
       auto median = [](std::vector<double> v) {
         std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
+        return v.empty() ? 0.0 : v[v.size() / 2];
       };
       all_ok = all_ok && ok;
-      std::printf("%-8s %4d %3d %12.0f %12.1f %10.0f %10.0f %10.0f  %s\n", kForms[proto], bg, L, median(link),
-                  median(span), median(hop_h), median(hop_p), median(norm), ok ? "ok" : "MISMATCH");
+      std::printf("%-8s %4d %3d %12.0f %12.1f %10.0f %10.0f %10.0f %10.0f  %s\n", form.name, bg, L, median(link),
+                  median(span), median(hop_h), median(hop_p), median(norm), median(pair), ok ? "ok" : "MISMATCH");
     }
   return all_ok ? 0 : 1;
 }
