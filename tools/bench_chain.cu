@@ -236,12 +236,7 @@ static std::vector<unsigned> expected(const std::vector<unsigned>& h0, int L) {
 }
 
 int main() {
-  int dev = 0, sms = 0;
-  CK(cudaGetDevice(&dev));
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, dev));
-  std::printf("%s, %d SMs\n", prop.name, sms);
+  const int sms = print_device();
   if (sms < kMm + 1) {
     std::printf("needs %d SMs\n", kMm + 1);
     return 1;

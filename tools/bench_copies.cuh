@@ -104,6 +104,17 @@ __global__ void flush_l2(const int4* buf, long long n, unsigned* sink) {
   if (acc == 0x12345678u) sink[0] = acc;
 }
 
+// The current GPU's SM count, after printing its name and that count (a benchmark's first line).
+inline int print_device() {
+  int dev = 0, sms = 0;
+  CK(cudaGetDevice(&dev));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, dev));
+  std::printf("%s, %d SMs\n", prop.name, sms);
+  return sms;
+}
+
 __device__ __forceinline__ unsigned long long globaltimer_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

@@ -45,12 +45,7 @@ __global__ void __launch_bounds__(256, 1) hop(unsigned* counters, int P, int C, 
 }
 
 int main() {
-  int dev = 0, sms = 0;
-  CK(cudaGetDevice(&dev));
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, dev));
-  std::printf("%s, %d SMs\n", prop.name, sms);
+  const int sms = print_device();
   constexpr int kMaxK = 64, kRuns = 31;
   unsigned *counters, *polls;
   unsigned long long *t_notify, *t_seen;
