@@ -1421,7 +1421,7 @@ class Emitter {
       if (stream) out_ += fmt::format("  etc::dev::stream_start(etc_ring, &p, etc_describe_{}, total);\n", ki);
       out_ += "  for (long long g = blockIdx.x; g < total; g += gridDim.x) {\n";
       out_ += "    while (g >= ends[kind]) ++kind;\n";
-      if (stream) out_ += "    if (threadIdx.x == 0) etc::dev::stream_pump(false);\n";
+      if (stream) out_ += "    if (threadIdx.x == 0) etc::dev::stream_issue();\n";
       out_ += dispatch("    ", stream ? "{ etc::dev::stream_drain(); return; }" : "return;");
       out_ += "  }\n}\n\n";
       return;

@@ -736,6 +736,9 @@ __device__ void mm_wgmma_stream(const Ctx& ctx, const T* ap, const MmArgs& g, TY
   const int warp = threadIdx.x >> 5, wg = warp >> 2;
   const int col0 = NW * wg, unit = col0 / kStreamUnitRows, urow = col0 % kStreamUnitRows;
   const int nk = (int)(g.K / TK);
+  // This task's first units, the walk describing it if it has not yet: before the accumulators
+  // are live, since stream_pump is a call (the loop below only issues, inline).
+  if (threadIdx.x == 0 && st.issued < base + (unsigned)UPS) stream_pump(true);
   float d[NW / 2];
 #pragma unroll
   for (int i = 0; i < NW / 2; ++i) d[i] = 0.0f;
@@ -750,7 +753,7 @@ __device__ void mm_wgmma_stream(const Ctx& ctx, const T* ap, const MmArgs& g, TY
 #pragma unroll 1
   for (int kt = 0; kt < nk; ++kt) {
     const unsigned n0 = base + (unsigned)(kt * UPS);
-    if (threadIdx.x == 0) stream_pump(st.issued < n0 + (unsigned)UPS);
+    if (threadIdx.x == 0) stream_issue();
     cp_async_wait<SA - 2>();
     stream_wait(n0 + unit);
     fence_proxy_async_smem();  // cp.async wrote a's stage; wgmma reads it through the async proxy
@@ -774,7 +777,7 @@ __device__ void mm_wgmma_stream(const Ctx& ctx, const T* ap, const MmArgs& g, TY
   __syncthreads();  // every warp's products are done: the units are free, a's ring takes the f32 tile
   if (threadIdx.x == 0) {
     st.consumed = base + (unsigned)(nk * UPS);
-    stream_pump(false);  // the next tasks' weights, while this one stores
+    stream_issue();  // the next described tasks' weights, while this one stores
   }
   mm_wg_store<T, TM, TN, TK, TY, PAIR>(ctx, d, g, yp, 0, col0);
 }

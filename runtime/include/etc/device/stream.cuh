@@ -14,8 +14,10 @@
 // has been consumed (every warp's products of it waited for), so a slot holds one phase at a
 // time.
 //
-// Thread 0 alone issues (stream_pump): before each task, while it spins in a task's wait, and in
-// a streamed matmul's K loop once a stage's products are done. Which tasks stream, and their stages, come from the generated
+// Thread 0 alone issues: before each task and in a streamed matmul's K loop once a stage's
+// products are done (stream_issue, within the tasks described so far), and while it spins in a
+// task's wait or where a matmul's first units are not yet issued (stream_pump, which describes
+// the coming tasks). Which tasks stream, and their stages, come from the generated
 // code (etc_describe_K: the task function run in kProduce mode, which only builds the matmul's
 // views and calls matmul_describe), so the walk and the tasks agree by construction.
 #pragma once
@@ -85,26 +87,16 @@ __device__ __forceinline__ unsigned char* align_1024(unsigned char* p) {
   return p + ((1024u - (detail::smem_addr(p) & 1023u)) & 1023u);
 }
 
-// Thread 0 issues units while the ring has room, walking to the CTA's next tasks as each
-// streamed one's stages are all issued. Describing a task (etc_describe_K: the task function's
-// kProduce code, cold in the instruction cache, and 64-bit arithmetic) takes microseconds, so
-// the walk describes only where `describe` allows: while thread 0 spins in a wait anyway, or
-// where a matmul needs a unit not yet issued. (Describing wherever the walk got to, before
-// every task and at every stage, made the Llama-3.2-1B step 1.9x slower on an H200.)
-__device__ __noinline__ void stream_pump(bool describe) {
+// Thread 0 issues units of the task the walk is in while the ring has room; it stops at that
+// task's last stage (the walk goes on only in stream_pump). Inline and without a call: a matmul's
+// K loop and its epilogue call it with the accumulators live, and a call there (stream_pump, which
+// is noinline) made ptxas spill them around it (the reduced Llama's B <= 31 megakernel: 4.7 KB of
+// spills against 8 bytes without the stream).
+__device__ __forceinline__ void stream_issue() {
   StreamState& s = stream_state();
   unsigned long long* bars = stream_bars();
   const unsigned long long policy = detail::l2_evict_first();
-  for (;;) {
-    if (s.walk_kt >= s.cur.nk) {
-      if (!describe || s.walk_g >= s.total) return;
-      const long long g = s.walk_g;
-      s.walk_g += gridDim.x;
-      s.walk_kt = 0;
-      s.cur.nk = 0;
-      s.describe(s.params, g);
-      continue;
-    }
+  while (s.walk_kt < s.cur.nk) {
     const unsigned ups = (unsigned)s.cur.ups;
     if (s.issued + ups > s.consumed + (unsigned)kStreamUnits) return;
     const int dk = s.walk_kt * kStreamUnitK;
@@ -120,6 +112,26 @@ __device__ __noinline__ void stream_pump(bool describe) {
     }
     s.issued += ups;
     ++s.walk_kt;
+  }
+}
+
+// stream_issue, walking on to the CTA's next tasks as each streamed one's stages are all issued
+// (describe: whether it may). Describing a task (etc_describe_K: the task function's kProduce
+// code, cold in the instruction cache, and 64-bit arithmetic) takes microseconds, so the walk
+// describes only where thread 0 spins in a wait anyway, or where a matmul starts whose first
+// units are not issued yet, never inside a K loop. (Describing wherever the walk got to, before
+// every task and at every stage, made the Llama-3.2-1B step 1.9x slower on an H200.)
+__device__ __noinline__ void stream_pump(bool describe) {
+  StreamState& s = stream_state();
+  for (;;) {
+    stream_issue();
+    if (s.walk_kt < s.cur.nk) return;  // the ring is full
+    if (!describe || s.walk_g >= s.total) return;
+    const long long g = s.walk_g;
+    s.walk_g += gridDim.x;
+    s.walk_kt = 0;
+    s.cur.nk = 0;
+    s.describe(s.params, g);
   }
 }
 
