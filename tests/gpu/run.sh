@@ -573,8 +573,8 @@ fi
 # A link of the B = 1 chain by how its data is handed on (tools/bench_chain.cu): event counters
 # (etc's form) against data carrying its own flag, per link, with the weight stream's traffic.
 if run_tool bench_chain; then
-  link_ns() { awk -v f="$1" '$1 == f && $2 == 1 {print $4; exit}' "$out/bench_chain.log"; }
-  row "chain link under load: counters / flagged h / flagged parts" INFO "$(link_ns counter) / $(link_ns flag_h) / $(link_ns flag_p) ns (bench_chain.log)"
+  link_ns() { awk -v f="$1" -v c="$2" '$1 == f && $2 == 1 {print $c; exit}' "$out/bench_chain.log"; }
+  row "chain under load: a link by counters / flagged h / flagged parts; a pair / folded" INFO "$(link_ns counter 4) / $(link_ns flag_h 4) / $(link_ns flag_p 4) ns; $(link_ns counter 9) / $(link_ns fold 9) ns (bench_chain.log)"
 else
   tool_fail "a chain link (tools/bench_chain.cu)" bench_chain
 fi
