@@ -338,10 +338,6 @@ int main() {
         }
         if (got != want) ok = false;
       }
-      auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v.empty() ? 0.0 : v[v.size() / 2];
-      };
       all_ok = all_ok && ok;
       std::printf("%-8s %4d %3d %12.0f %12.1f %10.0f %10.0f %10.0f %10.0f  %s\n", form.name, bg, L, median(link),
                   median(span), median(hop_h), median(hop_p), median(norm), median(pair), ok ? "ok" : "MISMATCH");

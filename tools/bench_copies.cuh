@@ -104,6 +104,12 @@ __global__ void flush_l2(const int4* buf, long long n, unsigned* sink) {
   if (acc == 0x12345678u) sink[0] = acc;
 }
 
+// The median of a benchmark's samples (0 for none).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
 // The current GPU's SM count, after printing its name and that count (a benchmark's first line).
 inline int print_device() {
   int dev = 0, sms = 0;

@@ -86,10 +86,6 @@ int main() {
       med.push_back((double)(long long)(ts[ts.size() / 2] - t0));
       pol.push_back(pl[pl.size() / 2]);
     }
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
     std::printf("%9d %9d %9d %14.0f %14.0f %12.0f\n", k.P, k.C, k.K, median(last), median(med), median(pol));
   }
   return 0;

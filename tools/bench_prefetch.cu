@@ -312,11 +312,6 @@ __global__ void __launch_bounds__(256) hop(const __grid_constant__ CUtensorMap m
   }
 }
 
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 int main() {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));

@@ -518,14 +518,16 @@ ts.sort(); print(f"{2 * x.numel() / (ts[len(ts)//2] * 1e-3) / 1e12:.3f}")
 PY
 }
 # Builds tools/NAME.cu with nvcc, as CI's tools/*/compile tests do, and runs it with ARGS for at
-# most TOOL_TIMEOUT seconds (default 300); its output goes to $out/NAME.log. tool_fail ROW NAME: the row's FAIL with the log's last lines.
+# most TOOL_TIMEOUT seconds (default 300: a benchmark whose CTAs wait on each other hangs where
+# they do not all fit on the GPU); its output goes to $out/NAME.log. tool_fail ROW NAME: the
+# row's FAIL with the log's last lines.
 run_tool() {
   local name=$1
   shift
   command -v nvcc >/dev/null 2>&1 &&
     nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a "tools/$name.cu" -o "$out/$name" \
       >"$out/$name.log" 2>&1 &&
-    timeout "${TOOL_TIMEOUT:-300}" "$out/$name" "$@" >>"$out/$name.log" 2>&1  # a benchmark whose CTAs wait on each other hangs where they do not all fit
+    timeout "${TOOL_TIMEOUT:-300}" "$out/$name" "$@" >>"$out/$name.log" 2>&1
 }
 tool_fail() { row "$1" FAIL "$(tail -2 "$out/$2.log" 2>/dev/null | tr '\n' ' ' | cut -c1-200)"; }
 bw=""
