@@ -67,6 +67,9 @@ struct Bufs {
                                 // mm CTA 0 has h[l]
 };
 
+// The chain warps' barrier (named: the background warps never reach it). For the same reason
+// notify_counter and wait_counter below restate events.cuh's notify_fence + notify_add and
+// wait(), whose barriers take every thread of the CTA.
 __device__ __forceinline__ void chain_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kChainThreads) : "memory"); }
 
 __device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long long* p) {
