@@ -37,6 +37,11 @@ class Matcher {
       calls_.push_back(c);
       at_.push_back(i);
     }
+    // The norm folded into a matmul task (fold-norms): the chain, then the matmul.
+    if (calls_.size() == 3 && op(2) == "matmul") {
+      calls_.pop_back();
+      at_.pop_back();
+    }
     if (calls_.size() == 2) return reduceAddRmsnorm();
     // The chain folded into an attention task (fold-into-attention): the chain, then attention.
     if ((calls_.size() == 6 || calls_.size() == 8) && op(calls_.size() - 1) == "attention_decode") {

@@ -2,7 +2,8 @@
 // the task's calls are exactly one of the chains below, contiguous, and every value passed
 // from one call to the next is a temp that no other task reads or writes, so the fused device
 // function may keep it in registers and never store it.
-//   ReduceAddRmsnorm: reduce_sum(x) {axis = 0} -> t; add_rmsnorm(t, r, w) -> y, r
+//   ReduceAddRmsnorm: reduce_sum(x) {axis = 0} -> t; add_rmsnorm(t, r, w) -> y, r (or -> y, r2;
+//     then a matmul where fold-norms put the chain before one)
 //   QkvRopeAppend: reduce_sum of the q, k and v partials; optionally rmsnorm {head_dim} of q and
 //     of k; rope(q, k, pos) -> qo, kr; kv_append(kr, v, pos) -> k_cache, v_cache
 #pragma once

@@ -56,6 +56,7 @@ struct Options {
   bool no_merge_tasks = false;           // --no-merge-tasks
   bool fold_attention = false;           // --fold-attention
   bool fold_attention_merge = false;     // --fold-attention-merge
+  int64_t fold_norms_below = 0;          // --fold-norms-below N
   bool matmul_plan_by_range = true;      // --matmul-plan-by-range (default) / --no-matmul-plan-by-range
   bool no_gated_matmul = false;          // --no-gated-matmul
   std::string specialize;                // --specialize SYM=C1,C2,...
@@ -258,6 +259,7 @@ int run(const Options& opt) {
     po.merge_tasks = !opt.no_merge_tasks;
     po.fold_into_attention = opt.fold_attention;
     po.fold_attention_merge = opt.fold_attention_merge;
+    po.fold_norms_below = opt.fold_norms_below;
     po.matmul_plan_by_range = opt.matmul_plan_by_range;
     po.gated_matmul = !opt.no_gated_matmul;
     if (!opt.specialize.empty()) po.specialize = parseSymCuts(opt.specialize);
@@ -429,6 +431,13 @@ int main(int argc, char** argv) {
                "fold-attention-merge pass; it turns --matmul-plan-by-range off): one grid less a layer below B = 16, for measuring (Llama-3.2-1B decode on "
                "an H200: level at B = 1, 2.6 to 7.3% slower at B = 4 to 16; Qwen3-0.6B 0.7% slower at B = 1, 4.4% at "
                "15)");
+  app.add_option("--fold-norms-below", opt.fold_norms_below,
+                 "N: where a decode layer's row norm (rmsnorm, or the residual's add_rmsnorm) has fewer rows than N, run "
+                 "it inside each task of the matmul grids that read it (the fold-norms pass; the norm's grid and its "
+                 "readers stay for N rows and more): two grids less a layer, each matmul task normalizing every row "
+                 "itself, so only for the smallest batches (at most 48 Ki values read a task; not into an LM head); "
+                 "for measuring (not yet timed on a GPU)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_flag("--no-gated-matmul", opt.no_gated_matmul,
                "keep a gated MLP's gate and up matmuls and their silu_mul as three task grids (skip the "
                "fuse-gated-matmul pass): for measuring what the fusion gains");

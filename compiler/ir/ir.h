@@ -167,6 +167,9 @@ struct Graph {
   // --no-matmul-plan-by-range): lower-ops gives a lone split-K matmul other tiles below the
   // first cut (lower_ops.cpp, planMatmulGroup).
   bool matmul_plan_by_range = false;
+  // PipelineOptions::fold_norms_below (not in the source): fold-norms folds a row norm into its
+  // matmul readers where the norm's rows sym is below this (0: never).
+  int64_t fold_norms_below = 0;
   std::vector<GraphStmt> body;
   SourceRange range;
   SourceRange name_range;  // for diagnostics; may be invalid

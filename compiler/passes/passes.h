@@ -25,6 +25,9 @@ ModulePtr foldAttentionMerge(ModulePtr m, DiagnosticEngine& diags);
 // The per-row grid of a layer's q/k/v sums, rope and kv_append moves into the attention grids
 // that read it: each attention task runs it for its own row and heads.
 ModulePtr foldIntoAttention(ModulePtr m, DiagnosticEngine& diags);
+// Below a cut of the batch, a row norm moves into the matmul grids that read its result: each
+// matmul task normalizes every row, then multiplies.
+ModulePtr foldNorms(ModulePtr m, DiagnosticEngine& diags);
 // Event tensors, waits and notifies from the slices each task grid writes and later ones read.
 ModulePtr inferEvents(ModulePtr m, DiagnosticEngine& diags);
 // Removes waits other paths imply, merges duplicate events, coarsens many-to-all events to

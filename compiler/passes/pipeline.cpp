@@ -21,6 +21,8 @@ const std::vector<Pass>& pipeline() {
        foldAttentionMerge},
       {"fold-into-attention", "the per-row q/k/v sums, rope and kv_append run inside the attention tasks that read them",
        foldIntoAttention},
+      {"fold-norms", "below a cut of the batch, a row norm runs inside the matmul tasks that read its result",
+       foldNorms},
       {"infer-events", "event tensors from the slices task grids write and read", inferEvents},
       {"eliminate-events", "drop implied waits, merge duplicate events, coarsen many-to-all ones", eliminateEvents},
       {"fuse", "one megakernel per graph, and one kernel per task grid", fuse},
@@ -54,12 +56,16 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
     }
   // The merge folds into the o projection of one plan (fold_attention_merge.cpp): asking for the
   // fold turns the plan by range off rather than leaving the merge where it was.
-  for (ir::Graph& g : m->graphs) g.matmul_plan_by_range = opts.matmul_plan_by_range && !opts.fold_attention_merge;
+  for (ir::Graph& g : m->graphs) {
+    g.matmul_plan_by_range = opts.matmul_plan_by_range && !opts.fold_attention_merge;
+    g.fold_norms_below = opts.fold_norms_below;
+  }
   for (const Pass& p : pipeline()) {
     const bool skipped = (!opts.verify_schedule && p.name == "verify-schedule") ||
                          (!opts.merge_tasks && p.name == "merge-tasks") ||
                          (!opts.fold_into_attention && p.name == "fold-into-attention") ||
                          (!opts.fold_attention_merge && p.name == "fold-attention-merge") ||
+                         (opts.fold_norms_below <= 0 && p.name == "fold-norms") ||
                          (!opts.gated_matmul && p.name == "fuse-gated-matmul");
     if (skipped) {
       // A dump asked for after a pass that does not run says so, rather than printing nothing.

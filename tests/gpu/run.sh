@@ -213,6 +213,11 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for b in 1 15 16; do
     [ -f "$B/${n}_small_foldmerge.fatbin" ] && decode_check "${n}_small_foldmerge" "$B/${n}_small_foldmerge.fatbin" $b mixed
   done
+  # The norms inside the matmuls that read them (etcc --fold-norms-below 3): folded at B = 1 and
+  # 2 (the reduced models' 2048-word LM head too), the norms' own grids from 3.
+  for b in 1 2 3; do
+    [ -f "$B/${n}_small_foldnorms.fatbin" ] && decode_check "${n}_small_foldnorms" "$B/${n}_small_foldnorms.fatbin" $b mixed
+  done
   # The o and down projections' plan by range of B (the default): the last B of the wide grids
   # (31; 1, 7 and 24 above), and the same form without the plan (etcc --no-matmul-plan-by-range).
   [ -f "$B/${n}_small.fatbin" ] && decode_check "${n}_small" "$B/${n}_small.fatbin" 31 mixed

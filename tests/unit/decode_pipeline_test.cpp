@@ -158,13 +158,7 @@ double relativeL2(const HostTensor& got, const HostTensor& want) {
 // caches' past), then the lowered program in the interpreter against the op-level run. Float
 // outputs agree within `tol` (split-K and split-KV partials are rounded to f32), integer ones
 // exactly unless listed in `loose_ints` (argmax of values that differ in the last bit).
-void checkAgainstOpLevel(const std::string& text, const Syms& syms, const std::map<std::string, std::vector<int64_t>>& ints,
-                         double tol, const std::set<std::string>& loose_ints = {}, const PipelineOptions& opts = {}) {
-  auto op_level = parse(text);
-  ASSERT_TRUE(op_level->module);
-  auto pipelined = lowered(text, opts);
-  ASSERT_TRUE(pipelined->module);
-  const ir::Module& m = *op_level->module;
+TensorMap startTensors(const ir::Module& m, const Syms& syms, const std::map<std::string, std::vector<int64_t>>& ints) {
   TensorMap start;
   uint32_t seed = 1;
   for (uint32_t t = 0; t < m.tensors.size(); ++t) {
@@ -181,6 +175,17 @@ void checkAgainstOpLevel(const std::string& text, const Syms& syms, const std::m
       ADD_FAILURE() << "no values given for " << td.name;
     }
   }
+  return start;
+}
+
+void checkAgainstOpLevel(const std::string& text, const Syms& syms, const std::map<std::string, std::vector<int64_t>>& ints,
+                         double tol, const std::set<std::string>& loose_ints = {}, const PipelineOptions& opts = {}) {
+  auto op_level = parse(text);
+  ASSERT_TRUE(op_level->module);
+  auto pipelined = lowered(text, opts);
+  ASSERT_TRUE(pipelined->module);
+  const ir::Module& m = *op_level->module;
+  const TensorMap start = startTensors(m, syms, ints);
   TensorMap want = start, got = start;
   runOpLevel(m, syms, want);
   interp::RunResult r = interp::run(*pipelined->module, "main", syms, got);
@@ -688,6 +693,78 @@ TEST(DecodePipeline, FoldedAttentionMergeMatchesItsOpLevelRun) {
   std::vector<int64_t> tokens(16), pos(16);
   for (int i = 0; i < 16; ++i) tokens[i] = 3 * i + 1, pos[i] = 97 * i % 600;
   checkAgainstOpLevel(text, {{"B", 16}}, {{"tokens", tokens}, {"pos", pos}}, 2e-2, {"next_token"}, folded);
+}
+
+// The outputs of `text` lowered with `opts` are those of its default lowering, bit for bit, in
+// the interpreter, for each of `inputs` (B = the number of tokens).
+void expectSameBits(const std::string& text, const PipelineOptions& opts,
+                    const std::vector<std::map<std::string, std::vector<int64_t>>>& inputs) {
+  auto plain = lowered(text), changed = lowered(text, opts);
+  auto op_level = parse(text);
+  ASSERT_TRUE(plain->module && changed->module && op_level->module);
+  for (const auto& in : inputs) {
+    const Syms syms{{"B", static_cast<int64_t>(in.at("tokens").size())}};
+    SCOPED_TRACE(syms.at("B"));
+    TensorMap want = startTensors(*op_level->module, syms, in), got = want;
+    ASSERT_TRUE(interp::run(*plain->module, "main", syms, want).ok);
+    interp::RunResult r = interp::run(*changed->module, "main", syms, got);
+    ASSERT_TRUE(r.ok) << r.error;
+    for (const ir::Tensor& t : op_level->module->tensors)
+      if (t.role == ir::Role::Output) EXPECT_EQ(got.at(t.name).bytes, want.at(t.name).bytes) << t.name;
+  }
+}
+
+// etcc --fold-norms-below 3: below B = 3 each norm of the residual stream (and the first one, of
+// the embeddings) runs inside every task of the matmul grids that read it, which write copies of
+// their own, and the residual is a new tensor at each norm; from B = 3 on the norms' grids run as
+// before. Either side computes the bits of the pipeline without the fold: the same sums in the
+// same order, only in other tasks.
+TEST(DecodePipeline, FoldedNormsGiveTheBitsOfTheNormGrids) {
+  PipelineOptions folded;
+  folded.fold_norms_below = 3;
+  const std::string text = generated("llama3_2_1b", 1, 256);
+  auto p = lowered(text, folded);
+  ASSERT_TRUE(p->module);
+  const ir::Module& m = *p->module;
+  auto callsOf = [&](const std::string& name) {
+    std::vector<std::string> ops;
+    for (const ir::TaskStmt& st : m.tasks.at(*m.findTask(name)).body)
+      if (const auto* c = std::get_if<ir::CallStmt>(&st)) ops.push_back(c->call.op);
+    return ops;
+  };
+  using Ops = std::vector<std::string>;
+  for (const char* t : {"matmul_q_0_folded", "matmul_k_0_folded", "matmul_v_0_folded"})
+    EXPECT_EQ(callsOf(t), (Ops{"rmsnorm", "matmul"})) << t;
+  // The LM head of a 256-word vocabulary is small enough to take its norm too.
+  for (const char* t : {"matmul_act_0_folded", "matmul_logits_folded"})
+    EXPECT_EQ(callsOf(t), (Ops{"reduce_sum", "add_rmsnorm", "matmul"})) << t;
+  EXPECT_EQ(callsOf("matmul_act_0"), (Ops{"matmul"}));
+  for (const char* t : {"res_h2_0", "res_hn", "h_0_matmul_k_0", "h2_0_matmul_act_0"}) EXPECT_TRUE(m.findTensor(t)) << t;
+  // The folded grids of one norm write copies of their own, so none waits for another.
+  auto events = [&](const std::string& name, bool notified) {
+    std::set<uint32_t> out;
+    for (const ir::TaskStmt& st : m.tasks.at(*m.findTask(name)).body) {
+      if (const auto* n = std::get_if<ir::NotifyStmt>(&st); n && notified) out.insert(n->event.target);
+      if (const auto* w = std::get_if<ir::WaitStmt>(&st); w && !notified) out.insert(w->event.target);
+    }
+    return out;
+  };
+  for (const char* later : {"matmul_k_0_folded", "matmul_v_0_folded"})
+    for (uint32_t e : events(later, false)) EXPECT_FALSE(events("matmul_q_0_folded", true).count(e)) << later;
+  // Below the cut the norms' grids are empty, from it the folded ones.
+  const ir::Task& norm = m.tasks.at(*m.findTask("add_rmsnorm_h2_0"));
+  const ir::Task& act = m.tasks.at(*m.findTask("matmul_act_0_folded"));
+  for (int64_t b : {1, 2, 3, 40}) {
+    EXPECT_EQ(eval(m, {{"B", b}}, norm.grid[0]), b < 3 ? 0 : b) << b;
+    EXPECT_EQ(eval(m, {{"B", b}}, act.grid[0]), b < 3 ? 128 : 0) << b;
+  }
+
+  const std::vector<std::map<std::string, std::vector<int64_t>>> inputs = {
+      {{"tokens", {7}}, {"pos", {300}}}, {{"tokens", {5, 255}}, {"pos", {0, 511}}}, {{"tokens", {1, 2, 3}}, {"pos", {9, 0, 17}}}};
+  expectSameBits(text, folded, inputs);
+  // Qwen3's norms (its q/k norms stay in the rope chain) fold the same way.
+  expectSameBits(generated("qwen3_0_6b", 1, 256), folded, {inputs[0], inputs[2]});
+  checkAgainstOpLevel(text, {{"B", 2}}, inputs[1], 2e-2, {"next_token"}, folded);
 }
 
 // The matmul plan by range (the pipeline's default): below the sample's cut (B = 32) the o and
