@@ -135,7 +135,7 @@ __device__ __forceinline__ bool wait_spin(const P& p, const unsigned int* counte
   const unsigned long long start = detail::globaltimer_ns();
   for (unsigned spins = 1;; ++spins) {
     if constexpr (ETC_MM_STREAM != 0)  // no call to it at all otherwise (matmul.cuh, ETC_MM_INLINE)
-      if (pump) stream_pump(true);
+      if (pump) stream_pump();
     v = detail::ld_acquire_gpu(counter);
     if (v >= target) break;
     if (spins % 32u == 0u) {

@@ -738,7 +738,7 @@ __device__ void mm_wgmma_stream(const Ctx& ctx, const T* ap, const MmArgs& g, TY
   const int nk = (int)(g.K / TK);
   // This task's first units, the walk describing it if it has not yet: before the accumulators
   // are live, since stream_pump is a call (the loop below only issues, inline).
-  if (threadIdx.x == 0 && st.issued < base + (unsigned)UPS) stream_pump(true);
+  if (threadIdx.x == 0 && st.issued < base + (unsigned)UPS) stream_pump();
   float d[NW / 2];
 #pragma unroll
   for (int i = 0; i < NW / 2; ++i) d[i] = 0.0f;

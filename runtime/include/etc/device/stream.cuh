@@ -115,18 +115,18 @@ __device__ __forceinline__ void stream_issue() {
   }
 }
 
-// stream_issue, walking on to the CTA's next tasks as each streamed one's stages are all issued
-// (describe: whether it may). Describing a task (etc_describe_K: the task function's kProduce
+// stream_issue, walking on to the CTA's next tasks as each streamed one's stages are all issued.
+// Describing a task (etc_describe_K: the task function's kProduce
 // code, cold in the instruction cache, and 64-bit arithmetic) takes microseconds, so the walk
 // describes only where thread 0 spins in a wait anyway, or where a matmul starts whose first
 // units are not issued yet, never inside a K loop. (Describing wherever the walk got to, before
 // every task and at every stage, made the Llama-3.2-1B step 1.9x slower on an H200.)
-__device__ __noinline__ void stream_pump(bool describe) {
+__device__ __noinline__ void stream_pump() {
   StreamState& s = stream_state();
   for (;;) {
     stream_issue();
     if (s.walk_kt < s.cur.nk) return;  // the ring is full
-    if (!describe || s.walk_g >= s.total) return;
+    if (s.walk_g >= s.total) return;
     const long long g = s.walk_g;
     s.walk_g += gridDim.x;
     s.walk_kt = 0;
