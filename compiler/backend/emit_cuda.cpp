@@ -1011,7 +1011,15 @@ class Emitter {
       for (const Slice& s : c.dests) add(s, true);
       chain.push_back(opFunction(t, c, params, smem, false));
     }
-    auto op = [&](int k) { return vars[static_cast<size_t>(k)]; };
+    // Followed by another call (fold-norms' matmul, fold-into-attention's attention), the chain
+    // is a call of its own: inlined, its rows in registers beside the matmul's made ptxas spill
+    // kilobytes in the reduced Llama's megakernel; called, it ends before the next op begins.
+    size_t calls_in_task = 0;
+    for (const TaskStmt& st : t.body) calls_in_task += std::holds_alternative<CallStmt>(st) ? 1 : 0;
+    size_t calls_before = 0;
+    for (size_t si = 0; si < f.first; ++si) calls_before += std::holds_alternative<CallStmt>(t.body[si]) ? 1 : 0;
+    const bool outlined = calls_before + f.count < calls_in_task;
+    auto op = [&](int k) { return outlined ? fmt::format("a{}", k) : vars[static_cast<size_t>(k)]; };
     const std::vector<int>& o = f.operands;
     std::string fast;
     if (f.kind == FusedRows::Kind::ReduceAddRmsnorm) {
@@ -1030,7 +1038,12 @@ class Emitter {
     std::string calls, args;
     for (size_t k = 0; k < chain.size(); ++k) calls += (k ? "\n  __syncthreads();\n  " : "") + chain[k];
     for (const std::string& v : vars) args += ", " + v;
-    return code + fmt::format("    if (!{}) {}(ctx{});\n", fast, sharedFunction(signature, calls), args);
+    if (!outlined) return code + fmt::format("    if (!{}) {}(ctx{});\n", fast, sharedFunction(signature, calls), args);
+    std::string params;
+    for (size_t k = 0; k < vars.size(); ++k) params += fmt::format(", a{}", k);
+    const std::string fallback = sharedFunction(signature, calls);
+    const std::string chain_fn = sharedFunction(signature, fmt::format("if (!{}) {}(ctx{});", fast, fallback, params));
+    return code + fmt::format("    {}(ctx{});\n", chain_fn, args);
   }
 
   // The row form of an op (etc/device/rows.cuh) where the tile's row length is a constant:

@@ -201,16 +201,22 @@ run fold-merge-cuda 0 --emit=cuda --fold-attention-merge tests/golden/passes/fol
   stdout_has fold-merge-rows 'if (!etc::dev::attention_merge_rows<2, 128, 64>(ctx, a0, a1, a2))'
 LIMIT=300 run fold-merge-nvrtc 0 tests/golden/passes/fold_attention_merge.etir --fold-attention-merge -arch sm_90a \
   -o "$tmp/fold.fatbin"
-# --fold-norms-below: a cut of at least 1; the folded q and k tasks run the fused sum-and-norm
-# row chain before their matmuls (4 chains: the norm's own grid, its two folded readers and the
-# output norm that stays; 2 without the fold); the generated code compiles (NVRTC).
+# --fold-norms-below: a cut of at least 1. The folded q and k tasks call the fused sum-and-norm
+# row chain as a function of its own before their matmuls (one, shared: inlined beside a matmul
+# it made ptxas spill), the norms' own grids (the folded one's and the output norm that stays)
+# run it inline; without the fold only those two; the generated code compiles (NVRTC).
 run fold-norms-zero 1 --fold-norms-below 0 tests/golden/passes/fold_norms.etir &&
   stderr_has fold-norms-zero "--fold-norms-below: Value 0 not in range"
-fold_chains() { grep -c 'if (!etc::dev::reduce_add_rmsnorm_rows<1024>(ctx' "$tmp/out"; }
+fold_chains() {  # NAME OUTLINED INLINE
+  local got
+  got="$(grep -c 'if (!etc::dev::reduce_add_rmsnorm_rows<1024>(ctx, a0' "$tmp/out")/$(grep -c 'if (!etc::dev::reduce_add_rmsnorm_rows<1024>(ctx, v0' "$tmp/out")"
+  if [ "$got" != "$2/$3" ]; then fail "$1: $got fused norm chains (outlined/inline), expected $2/$3"; else pass; fi
+}
 run fold-norms-cuda 0 --emit=cuda --fold-norms-below 3 tests/golden/passes/fold_norms.etir &&
-  if [ "$(fold_chains)" != 4 ]; then fail "fold-norms-cuda: $(fold_chains) fused norm chains, expected 4"; else pass; fi
-run fold-norms-cuda-off 0 --emit=cuda tests/golden/passes/fold_norms.etir &&
-  if [ "$(fold_chains)" != 2 ]; then fail "fold-norms-cuda-off: $(fold_chains) fused norm chains, expected 2"; else pass; fi
+  fold_chains fold-norms-cuda 1 2 &&
+  if [ "$(awk '/bool task_matmul_q_folded\(/,/^}/' "$tmp/out" | grep -cE '^    etc_op[0-9]+\(ctx, v0, v1, v2, v3, v4, v5, v6\);')" != 1 ]; then
+    fail "fold-norms-cuda: task_matmul_q_folded does not call the outlined chain"; else pass; fi
+run fold-norms-cuda-off 0 --emit=cuda tests/golden/passes/fold_norms.etir && fold_chains fold-norms-cuda-off 0 2
 LIMIT=300 run fold-norms-nvrtc 0 tests/golden/passes/fold_norms.etir --fold-norms-below 3 -arch sm_90a \
   -o "$tmp/fold_norms.fatbin"
 # The weight stream across tasks (ETC_MM_STREAM=1, etc/device/stream.cuh): the megakernel of
