@@ -14,8 +14,9 @@
 // Every reader task of the folded copies computes the same values and writes the same bits, so
 // no write can change what another task reads; but two grids that write one tensor would be
 // ordered by infer-events (the k projection after the q one), so each folded grid writes copies
-// of its own (`<tensor>_<grid>`), and only the first one writes the residual that later tasks
-// read. The in-place residual (`add_rmsnorm(x, res, w) -> h, res`) becomes a new tensor at each
+// of its own (`<tensor>_<grid>`), and only the first of them writes the residual that later
+// tasks read (a reader with no task below the cut, the other side of a plan by range, is left
+// as it is). The in-place residual (`add_rmsnorm(x, res, w) -> h, res`) becomes a new tensor at each
 // folded norm (`res_<h>`): tasks of the first grid would otherwise add to what another task of
 // it already added to. Tasks after the norm read the new one.
 //
