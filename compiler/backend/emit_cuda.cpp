@@ -1011,14 +1011,13 @@ class Emitter {
       for (const Slice& s : c.dests) add(s, true);
       chain.push_back(opFunction(t, c, params, smem, false));
     }
-    // Followed by another call (fold-norms' matmul, fold-into-attention's attention), the chain
-    // is a call of its own: inlined, its rows in registers beside the matmul's made ptxas spill
-    // kilobytes in the reduced Llama's megakernel; called, it ends before the next op begins.
-    size_t calls_in_task = 0;
-    for (const TaskStmt& st : t.body) calls_in_task += std::holds_alternative<CallStmt>(st) ? 1 : 0;
-    size_t calls_before = 0;
-    for (size_t si = 0; si < f.first; ++si) calls_before += std::holds_alternative<CallStmt>(t.body[si]) ? 1 : 0;
-    const bool outlined = calls_before + f.count < calls_in_task;
+    // Followed by a matmul (fold-norms), the chain is a call of its own: inlined, its rows in
+    // registers beside the matmul's made ptxas spill kilobytes in the reduced Llama's
+    // megakernel; called, it ends before the matmul begins. (fold-into-attention's chain before
+    // its attention call stays inline, as timed.)
+    const size_t after = f.first + f.count;
+    const auto* next = after < t.body.size() ? std::get_if<CallStmt>(&t.body[after]) : nullptr;
+    const bool outlined = next && next->call.op == "matmul";
     auto op = [&](int k) { return outlined ? fmt::format("a{}", k) : vars[static_cast<size_t>(k)]; };
     const std::vector<int>& o = f.operands;
     std::string fast;
