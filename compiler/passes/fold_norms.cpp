@@ -30,6 +30,7 @@
 //
 // Runs only with etcc --fold-norms-below N (N the cut; above S's range: every batch).
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -120,18 +121,20 @@ class NormFolder {
     return out;
   }
 
-  // The values a slice covers, at most, over `env`.
-  int64_t elements(const Slice& s, const RangeEnv& env) const {
+  // The product of the extents' upper bounds over `env`, saturated (an unbounded extent's is).
+  static int64_t product(const std::vector<Expr>& extents, const RangeEnv& env) {
     int64_t n = 1;
-    for (const Expr& e : sliceType(m_, s).shape) n *= std::max<int64_t>(0, bounds(inlineConsts(e), env).hi);
+    for (const Expr& e : extents) {
+      const int64_t hi = std::max<int64_t>(0, bounds(inlineConsts(e), env).hi);
+      if (__builtin_mul_overflow(n, hi, &n)) return std::numeric_limits<int64_t>::max();
+    }
     return n;
   }
 
-  int64_t tasksOf(const Task& t, const RangeEnv& env) const {
-    int64_t n = 1;
-    for (const Expr& e : t.grid) n *= std::max<int64_t>(0, bounds(inlineConsts(e), env).hi);
-    return n;
-  }
+  // The values a slice covers, at most, over `env`.
+  int64_t elements(const Slice& s, const RangeEnv& env) const { return product(sliceType(m_, s).shape, env); }
+
+  int64_t tasksOf(const Task& t, const RangeEnv& env) const { return product(t.grid, env); }
 
   // A reader: one matmul reading `h` as a over every row, and nothing else of what N touches.
   bool isReader(uint32_t c, uint32_t h, const std::set<uint32_t>& touched, const RangeEnv& below) const {
@@ -209,7 +212,7 @@ class NormFolder {
         std::optional<Slice> e = everyRow(a, rows);
         if (!e) return false;
         a = *e;
-        gathered += elements(a, below);
+        gathered = std::min(gathered, kFoldNormElements + 1) + std::min(elements(a, below), kFoldNormElements + 1);
         touched.insert(a.target);
       }
       for (Slice& d : c.dests) {

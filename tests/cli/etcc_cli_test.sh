@@ -217,6 +217,12 @@ run fold-norms-cuda 0 --emit=cuda --fold-norms-below 3 tests/golden/passes/fold_
   if [ "$(awk '/bool task_matmul_q_folded\(/,/^}/' "$tmp/out" | grep -cE '^    etc_op[0-9]+\(ctx, v0, v1, v2, v3, v4, v5, v6\);')" != 1 ]; then
     fail "fold-norms-cuda: task_matmul_q_folded does not call the outlined chain"; else pass; fi
 run fold-norms-cuda-off 0 --emit=cuda tests/golden/passes/fold_norms.etir && fold_chains fold-norms-cuda-off 0 2
+# A cut above B's range (8) folds everywhere, but only what fits the bound: @add_rmsnorm_h would
+# read 49 Ki values a task at B = 8 and stays; @add_rmsnorm_h2 (17 Ki) moves into @matmul_o.
+run fold-norms-bound 0 --emit=tasks --fold-norms-below 9 tests/golden/passes/fold_norms.etir &&
+  stdout_has fold-norms-bound "task @add_rmsnorm_h grid [B] (i) {" &&
+  if grep -q "task @add_rmsnorm_h2 " "$tmp/out" || ! grep -qF "  add_rmsnorm(q[:, :], res[:, :], nw2)" "$tmp/out"; then
+    fail "fold-norms-bound: @add_rmsnorm_h2 did not fold into @matmul_o"; else pass; fi
 LIMIT=300 run fold-norms-nvrtc 0 tests/golden/passes/fold_norms.etir --fold-norms-below 3 -arch sm_90a \
   -o "$tmp/fold_norms.fatbin"
 # The weight stream across tasks (ETC_MM_STREAM=1, etc/device/stream.cuh): the megakernel of
