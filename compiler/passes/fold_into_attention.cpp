@@ -82,16 +82,6 @@ class Folder {
     return ropes == 1 ? append : std::nullopt;
   }
 
-  // P's row: the point `i`, or the range `i : i + 1` or `i : min(N, i + 1)` with N P's grid
-  // extent and the tensor's (one row either way).
-  static bool isRow(const SliceDim& d, const Expr& extent, const Expr& rows) {
-    if (d.lo->kind != ExprKind::Coord || d.lo->id != 0) return false;
-    if (!d.is_range) return true;
-    const Expr next = add(d.lo, intConst(1));
-    return equal(d.hi, next) || (equal(inlineConsts(extent), inlineConsts(rows)) &&
-                                 equal(inlineConsts(d.hi), inlineConsts(min(rows, next))));
-  }
-
   // The attention task's reads of the rotated q and the caches, if it is a single
   // attention_decode call that reads them at one row and one column range each.
   std::optional<Reader> reader(uint32_t c, uint32_t qo, uint32_t kc, uint32_t vc) const {
@@ -133,7 +123,7 @@ class Folder {
     bool has_row = false;
     for (size_t d = 0; d < dims.size(); ++d) {
       SliceDim& x = dims[d];
-      if (isRow(x, t.shape[d], rows)) {
+      if (isTaskRow(x, rows, t.shape[d])) {
         if (has_row) return std::nullopt;
         has_row = true;
         x.lo = toRow(x.lo);

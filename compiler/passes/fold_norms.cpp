@@ -78,20 +78,6 @@ class NormFolder {
 
   static const CallStmt& callAt(const Task& t, size_t k) { return std::get<CallStmt>(t.body[k]); }
 
-  static bool mentionsCoord(const Expr& e) {
-    bool found = false;
-    forEachLeaf(e, [&](const ExprNode& n) { found |= n.kind == ExprKind::Coord; });
-    return found;
-  }
-
-  // N's row: the point `i`, or the range `i : i + 1` or `i : min(rows, i + 1)`.
-  static bool isRow(const SliceDim& d, const Expr& rows) {
-    if (d.lo->kind != ExprKind::Coord || d.lo->id != 0) return false;
-    if (!d.is_range) return true;
-    const Expr next = add(d.lo, intConst(1));
-    return equal(d.hi, next) || equal(inlineConsts(d.hi), inlineConsts(min(rows, next)));
-  }
-
   // N's slice s over every row instead of row i (nothing if a dimension uses i otherwise).
   std::optional<Slice> everyRow(const Slice& s, const Expr& rows) const {
     std::vector<SliceDim> dims = explicitDims(m_, s);
@@ -99,7 +85,7 @@ class NormFolder {
     bool row = false;
     for (size_t k = 0; k < dims.size(); ++k) {
       SliceDim& d = dims[k];
-      if (isRow(d, rows)) {
+      if (isTaskRow(d, rows, t.shape[k])) {
         if (row) return std::nullopt;
         row = true;
         if (equal(inlineConsts(t.shape[k]), inlineConsts(rows))) {
@@ -110,7 +96,7 @@ class NormFolder {
           d.lo = intConst(0);
           d.hi = rows;
         }
-      } else if (mentionsCoord(d.lo) || (d.is_range && mentionsCoord(d.hi))) {
+      } else if (hasCoord(d.lo) || (d.is_range && hasCoord(d.hi))) {
         return std::nullopt;
       }
     }
@@ -157,23 +143,22 @@ class NormFolder {
     t.role = Role::Temp;
     t.range = like.range;
     const uint32_t id = m_.addTensor(std::move(t));
-    moveLastDecl(Module::DeclKind::Tensor, kAny);
+    tiling::declareBeforeTasks(m_);
     return id;
   }
 
-  // Moves the declaration just added (the order's last) to after `index`'s of kind `kind`: a
-  // folded grid follows its reader. A new tensor goes after the last tensor, as the parser wants
-  // the tensors and events (infer-events puts those after the tensors) before the tasks.
-  void moveLastDecl(Module::DeclKind kind, uint32_t index) {
+  // Moves the task just added (the order's last) to after task `after`: a folded grid follows
+  // its reader in a dump.
+  void declareAfterTask(uint32_t after) {
     auto& order = m_.order;
-    auto at = std::find_if(order.rbegin() + 1, order.rend(),
-                           [&](const Module::DeclRef& r) { return r.kind == kind && (index == kAny || r.index == index); });
-    if (at == order.rend()) return;
+    auto at = std::find_if(order.begin(), order.end() - 1, [&](const Module::DeclRef& r) {
+      return r.kind == Module::DeclKind::Task && r.index == after;
+    });
+    if (at == order.end() - 1) return;
     const Module::DeclRef last = order.back();
     order.pop_back();
-    order.insert(at.base(), last);
+    order.insert(at + 1, last);
   }
-  static constexpr uint32_t kAny = ~0u;
 
   static void retarget(Task& t, uint32_t from, uint32_t to) {
     for (TaskStmt& st : t.body)
@@ -319,7 +304,7 @@ class NormFolder {
       folded.grid[0] = mul(folded.grid[0], below_cut);
       m_.tasks[c].grid[0] = mul(m_.tasks[c].grid[0], from_cut);
       const uint32_t id = m_.addTask(std::move(folded));
-      moveLastDecl(Module::DeclKind::Task, c);
+      declareAfterTask(c);
       dropped_.push_back(false);
       runs_.push_back(1);
       auto& gb = m_.graphs[g].body;

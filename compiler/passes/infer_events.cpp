@@ -235,12 +235,7 @@ class Inference {
       if (!hasCoord(e.init)) e.init_coords.clear();
     }
     uint32_t ev = m_.addEvent(std::move(e));
-    // The event is declared before the tasks (order: after the last tensor or event).
-    m_.order.pop_back();
-    auto pos = m_.order.begin();
-    for (auto it = m_.order.begin(); it != m_.order.end(); ++it)
-      if (it->kind != Module::DeclKind::Task && it->kind != Module::DeclKind::Graph) pos = it + 1;
-    m_.order.insert(pos, {Module::DeclKind::Event, ev});
+    tiling::declareBeforeTasks(m_);
 
     Slice wait = eventSlice(ev, keys.empty(), c.range);
     for (uint32_t kc : keys) {

@@ -44,6 +44,15 @@ void dropRuns(Module& m, uint32_t g, uint32_t t) {
              body.end());
 }
 
+bool isTaskRow(const SliceDim& d, const Expr& grid_extent, const Expr& dim_extent) {
+  if (d.lo->kind != ExprKind::Coord || d.lo->id != 0) return false;
+  if (!d.is_range) return true;
+  const Expr next = add(d.lo, intConst(1));
+  const Expr rows = inlineConsts(grid_extent);
+  return equal(d.hi, next) ||
+         (equal(rows, inlineConsts(dim_extent)) && equal(inlineConsts(d.hi), inlineConsts(min(grid_extent, next))));
+}
+
 SliceDim wholeDim(const Expr& extent) {
   SliceDim d;
   d.is_range = true;

@@ -23,6 +23,11 @@ bool rewritableGrid(const ir::Module& m, uint32_t task, int runs);
 // Removes graph g's run statements of task t.
 void dropRuns(ir::Module& m, uint32_t g, uint32_t t);
 
+// A slice dimension at the row of the task's coordinate 0: the point `i`, or the range `i : i +
+// 1`, or `i : min(N, i + 1)` where N is both the grid's extent and the dimension's (one row
+// either way).
+bool isTaskRow(const ir::SliceDim& d, const ir::Expr& grid_extent, const ir::Expr& dim_extent);
+
 // The range `:` over a dimension of this extent.
 ir::SliceDim wholeDim(const ir::Expr& extent);
 

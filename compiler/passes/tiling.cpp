@@ -110,6 +110,15 @@ std::string fresh(const std::string& base, Taken taken) {
 }
 }  // namespace
 
+void declareBeforeTasks(Module& m) {
+  const Module::DeclRef last = m.order.back();
+  m.order.pop_back();
+  auto pos = m.order.begin();
+  for (auto it = m.order.begin(); it != m.order.end(); ++it)
+    if (it->kind != Module::DeclKind::Task && it->kind != Module::DeclKind::Graph) pos = it + 1;
+  m.order.insert(pos, last);
+}
+
 std::string freshValueName(const Module& m, const std::string& base) {
   return fresh(base, [&](const std::string& n) { return m.findValue(n).has_value(); });
 }

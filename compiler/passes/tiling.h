@@ -37,6 +37,10 @@ std::string attrString(const ir::OpCall& c, std::string_view name);
 ir::Attr boolAttr(std::string name);
 ir::Attr intAttr(std::string name, int64_t v);
 
+// Moves the declaration just added (the order's last) to after the last tensor or event: the
+// parser wants values declared before the tasks and graphs that use them.
+void declareBeforeTasks(ir::Module& m);
+
 // `base`, or `base_2`, `base_3`, ... : the first that no declaration of the module uses.
 std::string freshValueName(const ir::Module& m, const std::string& base);
 std::string freshTaskName(const ir::Module& m, const std::string& base);
