@@ -28,6 +28,7 @@ struct RunOptions {
   std::vector<std::string> stress_also;  // --stress-also F: other fatbins of the module, launched in turn
   int64_t check_every = 1000;           // --check-every K: every K-th stress launch against the interpreter
   std::string trace;                    // --trace FILE: Chrome trace of one megakernel launch
+  std::string order;                    // --order: the interpreter's order of an .etir file's tiles
 };
 
 const char* modeName(etc_mode m);

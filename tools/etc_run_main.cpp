@@ -75,7 +75,10 @@ int runEtir(const RunOptions& opt) {
     specs.push_back(std::move(s));
   }
   interp::TensorMap tensors = gatherInputs(specs, opt.inputs);
-  interp::RunResult r = interp::run(*m, graph, syms, tensors);
+  interp::Order order = opt.order == "latest-first" ? interp::Order::LatestFirst
+                        : opt.order == "random"     ? interp::Order::Random
+                                                    : interp::Order::RunOrder;
+  interp::RunResult r = interp::run(*m, graph, syms, tensors, order, opt.inputs.seed);
   if (!r.ok) throw std::runtime_error(r.error);
   for (const auto& [name, file] : opt.inputs.out) writeNpy(file, tensors.at(name));
   for (const TensorSpec& s : specs) {
@@ -146,6 +149,11 @@ int main(int argc, char** argv) {
   app.add_option("--trace", opt.trace,
                  "write a Chrome/Perfetto trace (JSON) of one megakernel launch and print a summary: time per task, "
                  "SM busy fraction, time waiting on events; needs a fatbin compiled with etcc --profile");
+  app.add_option("--order", opt.order,
+                 "an .etir file's tiles in the interpreter: run (default: grids in run order), latest-first (of the "
+                 "tiles whose waits let them run, the latest grid's first) or random (one of them at random, from "
+                 "--seed); with correct events every order gives the same bits, and an ordering the events miss shows")
+      ->check(CLI::IsMember({"run", "latest-first", "random"}));
   app.add_option("--device", opt.device, "CUDA device ordinal (default 0)")->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
@@ -181,6 +189,7 @@ int main(int argc, char** argv) {
     else if (mode == "unfused") opt.modes = {ETC_MODE_UNFUSED};
     else if (mode == "unfused-graph") opt.modes = {ETC_MODE_UNFUSED_GRAPH};
     if (opt.file.size() >= 5 && opt.file.compare(opt.file.size() - 5, 5, ".etir") == 0) return runEtir(opt);
+    if (!opt.order.empty()) throw std::runtime_error("--order is for an .etir file run on the CPU interpreter");
     etc::Module m = etc::Module::openFile(opt.file);
     if (opt.info) {
       printInfo(m);

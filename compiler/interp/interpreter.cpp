@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -54,8 +55,9 @@ enum class Step { Done, Blocked, Failed };
 
 class Interpreter {
  public:
-  Interpreter(const ir::Module& m, const std::map<std::string, int64_t>& syms, TensorMap& tensors)
-      : m_(m), sym_args_(syms), tensors_(tensors) {
+  Interpreter(const ir::Module& m, const std::map<std::string, int64_t>& syms, TensorMap& tensors, Order order,
+              uint64_t seed)
+      : m_(m), sym_args_(syms), tensors_(tensors), order_(order), random_state_(seed) {
     bind_.sym = [this](uint32_t id) -> std::optional<int64_t> {
       if (id >= sym_values_.size()) return std::nullopt;
       return sym_values_[id];
@@ -396,7 +398,9 @@ class Interpreter {
     return true;
   }
 
-  bool runGrid(uint32_t g, uint32_t task_id) {
+  // Calls each(lin, tile) for every tile of grid g (task task_id) in row-major order.
+  template <class Each>
+  bool forEachTile(uint32_t g, uint32_t task_id, Each each) {
     const ir::Task& task = m_.tasks[task_id];
     coords_ = nullptr;
     std::vector<int64_t> extents;
@@ -419,13 +423,64 @@ class Interpreter {
         r /= extents[d];
       }
       tile.pc = 0;
+      if (!each(lin, tile)) return false;
+    }
+    return true;
+  }
+
+  bool runGrid(uint32_t g, uint32_t task_id) {
+    return forEachTile(g, task_id, [&](int64_t lin, Tile& tile) {
       uint64_t before = zero_transitions_;
       Step s = runTile(tile);
       if (s == Step::Failed) return false;
       if (s == Step::Blocked) suspended_.emplace(std::make_pair(g, lin), tile);
-      if (zero_transitions_ != before && !drain()) return false;
+      return zero_transitions_ == before || drain();
+    });
+  }
+
+  // Order::LatestFirst and Order::Random: every tile of the grids waits in suspended_; the
+  // first in the order's preference that can make progress runs until it blocks or ends, and
+  // the search goes on down the preference, or starts again from its top once some counter has
+  // reached zero (only that can let a tile the search passed run). LatestFirst prefers the
+  // highest (grid, tile): a later grid runs as soon as its waits let it, before the earlier
+  // grids that nothing orders it after. Random draws a new preference at each start
+  // (splitmix64 from the seed, the same on every machine).
+  bool runByPreference(const std::vector<uint32_t>& grids) {
+    for (uint32_t g : grids)
+      if (!forEachTile(g, grids_[g], [&](int64_t lin, Tile& tile) {
+            suspended_.emplace(std::make_pair(g, lin), tile);
+            return true;
+          }))
+        return false;
+    std::vector<std::map<std::pair<uint32_t, int64_t>, Tile>::iterator> pref;
+    for (bool again = true; again;) {
+      again = false;
+      pref.clear();
+      for (auto it = suspended_.begin(); it != suspended_.end(); ++it) pref.push_back(it);
+      if (order_ == Order::LatestFirst) {
+        std::reverse(pref.begin(), pref.end());
+      } else {
+        for (size_t i = pref.size(); i > 1; --i) std::swap(pref[i - 1], pref[nextRandom() % i]);
+      }
+      for (auto it : pref) {
+        uint64_t before = zero_transitions_;
+        Step s = runTile(it->second);
+        if (s == Step::Failed) return false;
+        if (s == Step::Done) suspended_.erase(it);
+        if (zero_transitions_ != before) {
+          again = true;
+          break;
+        }
+      }
     }
     return true;
+  }
+
+  uint64_t nextRandom() {
+    uint64_t z = (random_state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
   }
 
   bool runGraph(std::string_view graph_name) {
@@ -454,11 +509,17 @@ class Interpreter {
         if (ir::hasLoad(e)) return true;
       return false;
     };
+    grids_ = tasks;
     for (bool data_pass : {false, true}) {
-      for (uint32_t g = 0; g < tasks.size(); ++g) {
-        if (readsData(tasks[g]) != data_pass) continue;
-        if (!drain() || !runGrid(g, tasks[g])) return false;
+      std::vector<uint32_t> pass;
+      for (uint32_t g = 0; g < tasks.size(); ++g)
+        if (readsData(tasks[g]) == data_pass) pass.push_back(g);
+      if (order_ != Order::RunOrder) {
+        if (!runByPreference(pass)) return false;
+        continue;
       }
+      for (uint32_t g : pass)
+        if (!drain() || !runGrid(g, tasks[g])) return false;
     }
     if (!drain()) return false;
     if (!suspended_.empty()) {
@@ -490,6 +551,9 @@ class Interpreter {
   const ir::Module& m_;
   const std::map<std::string, int64_t>& sym_args_;
   TensorMap& tensors_;
+  Order order_;
+  uint64_t random_state_;
+  std::vector<uint32_t> grids_;  // the graph's runs: task per grid index
   ir::Bindings bind_;
   std::vector<int64_t> sym_values_;
   const std::vector<int64_t>* coords_ = nullptr;
@@ -506,8 +570,8 @@ class Interpreter {
 }  // namespace
 
 RunResult run(const ir::Module& m, std::string_view graph, const std::map<std::string, int64_t>& syms,
-              TensorMap& tensors) {
-  return Interpreter(m, syms, tensors).run(graph);
+              TensorMap& tensors, Order order, uint64_t seed) {
+  return Interpreter(m, syms, tensors, order, seed).run(graph);
 }
 
 }  // namespace etc::interp

@@ -12,6 +12,15 @@
 // data-dependent event count is evaluated when the event is first touched (its first wait or
 // notify, or the final balance check).
 //
+// Other orders, for checking a program's events (run order hides an ordering they miss):
+// Order::LatestFirst runs, of all the tiles that can make progress, the one of the latest grid
+// (then the highest coordinates) first: a tile runs as soon as its waits let it, before the
+// earlier grids that no event orders it after, so a reader that does not wait for its writer
+// reads too early. Order::Random picks the tile at random (from `seed`) each time: a writer that
+// does not wait for the reads of what it overwrites then overwrites it first in some orders
+// (latest first runs the reader's own writer last, right before the reader, which hides that).
+// With correct events every order gives the same bits.
+//
 // Checks (each a RunResult error that names the task, its coordinates and the element):
 // every sym given and in its range; every input and param the graph reads present with its
 // dtype and shape; slices inside their tensors; grid extents and event counts within their
@@ -45,6 +54,8 @@ struct HostTensor {
 
 using TensorMap = std::map<std::string, HostTensor>;
 
+enum class Order { RunOrder, LatestFirst, Random };
+
 struct RunResult {
   bool ok = false;
   std::string error;  // one sentence when !ok
@@ -59,7 +70,7 @@ struct RunResult {
 // `temp` the graph references is (re)created zero-filled. On success `tensors` also holds
 // every output and temp the graph references; on failure its contents are unspecified.
 RunResult run(const ir::Module& m, std::string_view graph, const std::map<std::string, int64_t>& syms,
-              TensorMap& tensors);
+              TensorMap& tensors, Order order = Order::RunOrder, uint64_t seed = 0);
 
 // ---- dtype conversion (round to nearest even; NaN stays NaN, overflow becomes inf) ----------
 uint16_t doubleToBf16(double x);

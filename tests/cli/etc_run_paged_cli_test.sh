@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # etc-run on the CPU reference interpreter with the paged decode layer (samples/llama_layer_paged.etir):
 # random inputs (page ids 1..7 in a pool of at least 8 pages) run; the result does not depend on
-# which pages hold a request's positions (identity and shuffled tables, zero pools); a page id
-# outside the pool is reported. Usage: etc_run_paged_cli_test.sh ETC_RUN   (from the repository root)
+# which pages hold a request's positions (identity and shuffled tables, zero pools) nor on the
+# interpreter's order of the tiles (--order); a page id outside the pool is reported. Usage: etc_run_paged_cli_test.sh ETC_RUN   (from the repository root)
 source "$(dirname "$0")/../harness.sh"
 run=$1
 sample=samples/llama_layer_paged.etir
@@ -33,6 +33,19 @@ for t in identity shuffled; do
     { fail "$t table: exit status $?"; cat "$tmp/err"; }
 done
 cmp -s "$tmp/y_identity.npy" "$tmp/y_shuffled.npy" || fail "identity and shuffled page tables give different y"
+
+# The interpreter's other orders of the tiles give the same bits (the events order every access).
+for order in latest-first random; do
+  "$run" "$sample" "${syms[@]}" --in page_table="$tmp/shuffled.npy" --order $order --seed 3 --out y="$tmp/y_$order.npy" \
+    >/dev/null 2>"$tmp/err" || { fail "--order $order: exit status $?"; cat "$tmp/err"; }
+done
+"$run" "$sample" "${syms[@]}" --in page_table="$tmp/shuffled.npy" --seed 3 --out y="$tmp/y_run.npy" >/dev/null 2>&1 ||
+  fail "seed 3: exit status $?"
+cmp -s "$tmp/y_run.npy" "$tmp/y_latest-first.npy" || fail "--order latest-first gives other bits"
+cmp -s "$tmp/y_run.npy" "$tmp/y_random.npy" || fail "--order random gives other bits"
+"$run" model.fatbin --order random >/dev/null 2>"$tmp/err" && fail "--order with a fatbin: exit status 0"
+grep -qxF "etc-run: --order is for an .etir file run on the CPU interpreter" "$tmp/err" ||
+  { fail "--order with a fatbin: no diagnosis"; cat "$tmp/err"; }
 
 # Random positions are in [1, 8): entry 0 of each row holds the new token; page 8 is past the pool.
 npy_2x4 "$tmp/bad.npy" 8 1 2 3 4 5 6 7

@@ -316,5 +316,99 @@ TEST(InterpDataDependent, GridAndCountReadTheData) {
             "the count of done[0] ('load(n[0]) <= 8'): 'load(n[0])' is 9, above its stated bound 8");
 }
 
+// ---- Order::LatestFirst ------------------------------------------------------------------------
+
+// Two layers of `h = x * 2; y = h + 1` through one temp `h`, reused by the second layer.
+// `events` picks which orderings are written: the reads after their writes (RAW) and the
+// second layer's write of h after the first layer's read of it (WAR).
+std::string reuseModule(bool raw, bool war) {
+  std::string s = R"(
+module @reuse
+sym T in [1, 8]
+tensor x : f32[T] input
+tensor h : f32[T] temp
+tensor y0 : f32[T] output
+tensor y1 : f32[T] output
+event w0 : [T] init 1
+event r0 : [T] init 1
+event w1 : [T] init 1
+task @write0 grid [T] (t) {
+  mul(x[t], x[t]) -> h[t]
+  notify w0[t]
+}
+task @read0 grid [T] (t) {
+)";
+  if (raw) s += "  wait w0[t]\n";
+  s += "  add(h[t], x[t]) -> y0[t]\n  notify r0[t]\n}\ntask @write1 grid [T] (t) {\n";
+  if (war) s += "  wait r0[t]\n";
+  s += "  add(x[t], x[t]) -> h[t]\n  notify w1[t]\n}\ntask @read1 grid [T] (t) {\n";
+  if (raw) s += "  wait w1[t]\n";
+  s += "  add(h[t], x[t]) -> y1[t]\n}\ngraph @main { run @write0 run @read0 run @write1 run @read1 }\n";
+  return s;
+}
+
+std::pair<std::vector<double>, std::vector<double>> runReuse(bool raw, bool war, Order order, uint64_t seed = 0) {
+  auto p = parse(reuseModule(raw, war));
+  EXPECT_TRUE(p->module);
+  if (!p->module) return {};
+  TensorMap t;
+  t["x"] = makeTensor(ir::DType::F32, {3}, {1, 2, 3});
+  RunResult r = run(*p->module, "main", {{"T", 3}}, t, order, seed);
+  EXPECT_TRUE(r.ok) << r.error;
+  return {toDoubles(t.at("y0")), toDoubles(t.at("y1"))};
+}
+
+TEST(InterpLatestFirst, CorrectEventsGiveTheSameValuesInEveryOrder) {
+  using V = std::vector<double>;
+  EXPECT_EQ(runReuse(true, true, Order::RunOrder), std::make_pair(V{2, 6, 12}, V{3, 6, 9}));
+  EXPECT_EQ(runReuse(true, true, Order::LatestFirst), std::make_pair(V{2, 6, 12}, V{3, 6, 9}));
+  for (uint64_t seed = 0; seed < 20; ++seed)
+    EXPECT_EQ(runReuse(true, true, Order::Random, seed), std::make_pair(V{2, 6, 12}, V{3, 6, 9})) << seed;
+}
+
+TEST(InterpLatestFirst, ShowsAMissingReadAfterWrite) {
+  using V = std::vector<double>;
+  // Run order hides the missing waits; latest first runs each reader before its writer.
+  EXPECT_EQ(runReuse(false, true, Order::RunOrder), std::make_pair(V{2, 6, 12}, V{3, 6, 9}));
+  EXPECT_NE(runReuse(false, true, Order::LatestFirst), std::make_pair(V{2, 6, 12}, V{3, 6, 9}));
+}
+
+TEST(InterpRandomOrder, ShowsAMissingWriteAfterRead) {
+  using V = std::vector<double>;
+  // Without `wait r0` the second layer may overwrite h between the first layer's write and read
+  // (y0 wrong), or before the first layer's write (y1 wrong). Run order and latest first hide it
+  // (the latter runs write0 last, just before read0).
+  EXPECT_EQ(runReuse(true, false, Order::RunOrder), std::make_pair(V{2, 6, 12}, V{3, 6, 9}));
+  EXPECT_EQ(runReuse(true, false, Order::LatestFirst), std::make_pair(V{2, 6, 12}, V{3, 6, 9}));
+  int wrong = 0;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    wrong += runReuse(true, false, Order::Random, seed) != std::make_pair(V{2, 6, 12}, V{3, 6, 9});
+  }
+  EXPECT_GT(wrong, 0);
+}
+
+TEST(InterpOtherOrders, TwoLayerProgramAndADataDependentGrid) {
+  auto p = parse(kTwoLayers);
+  ASSERT_TRUE(p->module);
+  for (Order order : {Order::RunOrder, Order::LatestFirst, Order::Random}) {
+    TensorMap t;
+    t["x"] = makeTensor(ir::DType::F32, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+    t["w"] = makeTensor(ir::DType::F32, {4, 4}, std::vector<double>(16, 1));
+    RunResult r = run(*p->module, "main", {{"T", 2}}, t, order);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(toDoubles(t.at("s")), (std::vector<double>{60, 60}));
+  }
+  auto d = parse(kDataDependent);
+  ASSERT_TRUE(d->module);
+  TensorMap t;
+  t["n"] = makeIntTensor(ir::DType::I32, {1}, {2});
+  t["a"] = makeTensor(ir::DType::F32, {4}, {1, 2, 3, 4});
+  for (Order order : {Order::LatestFirst, Order::Random}) {
+    RunResult r = run(*d->module, "main", {}, t, order, 7);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(toDoubles(t.at("y")), (std::vector<double>{1, 2, 0, 7}));
+  }
+}
+
 }  // namespace
 }  // namespace etc::interp
