@@ -24,7 +24,14 @@ uint64_t splitmix(uint64_t& s) {
 
 }  // namespace
 
-RangeEnv Prover::rangeEnv() const { return task_ ? m_.gridRanges(task_->grid) : m_.symRanges(); }
+RangeEnv Prover::symRanges() const { return restricted_ ? m_.symRangesWith(sym_, lo_, hi_) : m_.symRanges(); }
+
+std::pair<int64_t, int64_t> Prover::symRange(uint32_t id) const {
+  if (restricted_ && id == sym_) return {lo_, hi_};
+  return {m_.syms[id].lo, m_.syms[id].hi};
+}
+
+RangeEnv Prover::rangeEnv() const { return task_ ? m_.gridRanges(task_->grid, symRanges()) : symRanges(); }
 
 Bindings Prover::bindingsAt(const SamplePoint& p) const {
   Bindings b;
@@ -76,28 +83,28 @@ std::vector<std::vector<int64_t>> Prover::symSamples(const Expr& e) const {
 
   std::vector<std::vector<int64_t>> values(m_.syms.size());
   for (size_t id = 0; id < m_.syms.size(); ++id) {
-    const Sym& s = m_.syms[id];
+    const auto [lo, hi] = symRange(static_cast<uint32_t>(id));
     std::vector<int64_t>& v = values[id];
     if (!used.count(static_cast<uint32_t>(id))) {
-      v.push_back(s.lo);
+      v.push_back(lo);
       continue;
     }
     auto put = [&](int64_t x) {
-      if (x >= s.lo && x <= s.hi && std::find(v.begin(), v.end(), x) == v.end() && v.size() < kMaxValuesPerSym)
+      if (x >= lo && x <= hi && std::find(v.begin(), v.end(), x) == v.end() && v.size() < kMaxValuesPerSym)
         v.push_back(x);
     };
-    put(s.lo);
-    put(s.hi);
-    put(s.lo + 1);
-    put(s.hi - 1);
+    put(lo);
+    put(hi);
+    put(lo + 1);
+    put(hi - 1);
     for (int64_t c : consts) {
-      if (c > s.hi) continue;
+      if (c > hi) continue;
       put(c - 1);
       put(c);
       put(c + 1);
-      if (c <= s.hi / 2) put(2 * c + 1);
+      if (c <= hi / 2) put(2 * c + 1);
     }
-    put(s.lo + (s.hi - s.lo) / 2);
+    put(lo + (hi - lo) / 2);
     // Ascending, so that the first counterexample found is a small one (the one a reader
     // checks most easily: "at N = 1025" rather than "at N = 100000000").
     std::sort(v.begin(), v.end());

@@ -27,6 +27,9 @@ struct Fact {
 class Prover {
  public:
   explicit Prover(const Module& m) : m_(m) {}
+  // Facts over the values of sym `sym` in [lo, hi] only (a part of its range; the other syms
+  // over theirs).
+  Prover(const Module& m, uint32_t sym, int64_t lo, int64_t hi) : m_(m), restricted_(true), sym_(sym), lo_(lo), hi_(hi) {}
   // Coordinates in the expressions that follow belong to this task (nullptr: none).
   void setTask(const Task* t) { task_ = t; }
   const Task* task() const { return task_; }
@@ -66,7 +69,13 @@ class Prover {
   std::vector<std::vector<int64_t>> symSamples(const Expr& e) const;
   Bindings bindingsAt(const SamplePoint& p) const;
 
+  RangeEnv symRanges() const;
+  std::pair<int64_t, int64_t> symRange(uint32_t id) const;
+
   const Module& m_;
+  bool restricted_ = false;
+  uint32_t sym_ = 0;
+  int64_t lo_ = 0, hi_ = 0;
   const Task* task_ = nullptr;
   mutable std::unordered_multimap<size_t, MemoEntry> memo_;
 };

@@ -36,6 +36,7 @@
 
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "compiler/ir/prover.h"
@@ -64,7 +65,7 @@ using Relation = std::vector<int>;
 
 class Eliminator {
  public:
-  explicit Eliminator(Module& m) : m_(m), prover_(m) {}
+  explicit Eliminator(Module& m) : m_(m), whole_(m), prover_(&whole_) {}
 
   ModulePtr run(ModulePtr self) {
     assignGraphs();
@@ -165,19 +166,19 @@ class Eliminator {
   bool provedEqual(const Task* t, const Expr& a, const Expr& b) {
     if (equal(a, b)) return true;
     if (hasLoad(a) || hasLoad(b)) return false;
-    prover_.setTask(t);
-    return prover_.equalValues(a, b).proved();
+    prover_->setTask(t);
+    return prover_->equalValues(a, b).proved();
   }
   bool provedLessEqual(const Expr& a, const Expr& b) {
     if (equal(a, b)) return true;
     if (hasLoad(a) || hasLoad(b)) return false;
-    prover_.setTask(nullptr);
-    return prover_.lessEqual(a, b).proved();
+    prover_->setTask(nullptr);
+    return prover_->lessEqual(a, b).proved();
   }
   bool provedPositive(const Expr& a) {
     if (hasLoad(a)) return false;
-    prover_.setTask(nullptr);
-    return prover_.positive(a).proved();
+    prover_->setTask(nullptr);
+    return prover_->positive(a).proved();
   }
 
   // Every subscript entry covers the whole event.
@@ -201,8 +202,15 @@ class Eliminator {
     Expr point;          // Point: a value free of coordinates and data
   };
 
-  // `c` itself, or `min(c, G)` with G the extent of c's grid dimension (so c < G).
-  static bool isCoord(const Task& t, const Expr& e, uint32_t& k) {
+  // G is at least the extent of t's grid dimension k (so min(c, G) is c there, and min(c + 1, G)
+  // is c + 1): G is that extent, or the prover shows it (over the piece being proved in: a
+  // notify of a grid that is empty outside a range is clamped at that grid's extent, which is
+  // the notifier's over the range).
+  bool atLeastExtent(const Task& t, uint32_t k, const Expr& g) {
+    return equal(g, t.grid[k]) || (!hasCoord(g) && provedLessEqual(t.grid[k], g));
+  }
+  // `c` itself, or `min(c, G)` with G at least the extent of c's grid dimension (so c < G).
+  bool isCoord(const Task& t, const Expr& e, uint32_t& k) {
     if (e->kind == ExprKind::Coord) {
       k = e->id;
       return true;
@@ -210,7 +218,7 @@ class Eliminator {
     if (e->kind != ExprKind::Min || e->ops.size() != 2) return false;
     for (int a = 0; a < 2; ++a) {
       const Expr &c = e->ops[a], &g = e->ops[1 - a];
-      if (c->kind == ExprKind::Coord && c->id < t.grid.size() && equal(g, t.grid[c->id])) {
+      if (c->kind == ExprKind::Coord && c->id < t.grid.size() && atLeastExtent(t, c->id, g)) {
         k = c->id;
         return true;
       }
@@ -218,12 +226,12 @@ class Eliminator {
     return false;
   }
   // `c + 1`, or `min(c + 1, G)` as above.
-  static bool isCoordPlusOne(const Task& t, const Expr& e, uint32_t k) {
+  bool isCoordPlusOne(const Task& t, const Expr& e, uint32_t k) {
     Expr c1 = add(coordRef(k, t.coords[k]), intConst(1));
     if (equal(e, c1)) return true;
     if (e->kind != ExprKind::Min || e->ops.size() != 2) return false;
     for (int a = 0; a < 2; ++a)
-      if (equal(e->ops[a], c1) && equal(e->ops[1 - a], t.grid[k])) return true;
+      if (equal(e->ops[a], c1) && atLeastExtent(t, k, e->ops[1 - a])) return true;
     return false;
   }
 
@@ -233,8 +241,16 @@ class Eliminator {
       out.kind = DimKind::Whole;
       return out;
     }
-    const SliceDim& sd = s.dims[d];
+    SliceDim sd = s.dims[d];
     if (hasLoad(sd.lo) || (sd.is_range && hasLoad(sd.hi))) return out;
+    if (piece_) {
+      // Over a piece, a subscript clamped at grids that are empty there, or whole there, is
+      // simpler: `min(B * min(cdiv(16, B) - 1, 1), i)` is `i` where B < 16.
+      prover_->setTask(&t);
+      RangeEnv env = prover_->rangeEnv();
+      sd.lo = simplify(sd.lo, env);
+      if (sd.is_range) sd.hi = simplify(sd.hi, env);
+    }
     uint32_t k = 0;
     if (sd.is_range) {
       if (provedEqual(&t, sd.lo, intConst(0)) && provedEqual(&t, sd.hi, e.shape[d])) {
@@ -284,8 +300,8 @@ class Eliminator {
       } else if (a.kind == DimKind::Point && b.kind == DimKind::Point) {
         if (provedEqual(nullptr, a.point, b.point)) continue;
         if (!exact && empty && !hasLoad(a.point) && !hasLoad(b.point)) {
-          prover_.setTask(nullptr);
-          if (prover_.lessThan(a.point, b.point).proved() || prover_.lessThan(b.point, a.point).proved()) {
+          prover_->setTask(nullptr);
+          if (prover_->lessThan(a.point, b.point).proved() || prover_->lessThan(b.point, a.point).proved()) {
             *empty = true;
             return std::nullopt;
           }
@@ -562,7 +578,7 @@ class Eliminator {
         Site nsite{from, i};
         if (!ns || deleted(nsite) || !ok(nsite)) continue;
         for (const Site& ws : sites(ns->event.target, true)) {
-          if (ws == w || ws.task == from || !in_graph.count(ws.task)) continue;
+          if (ws == w || ws.task == from || !in_graph.count(ws.task) || emptyHere(ws.task)) continue;
           if (run_position_[ws.task] > run_position_[w.task]) continue;
           if (auto rel = relate(nsite, ws, true)) each(ws, *rel);
         }
@@ -586,13 +602,35 @@ class Eliminator {
     return false;
   }
 
+  // The task has no tile over the piece being proved in.
+  bool emptyHere(uint32_t task) const { return piece_ && piece_->empty[task]; }
+
+  // Over the whole range, or else piece by piece: a path through a grid that is empty for some
+  // sym values orders nothing there (a plan by range's grids, a megakernel per range's), and
+  // another path, through the grids of that range, may order the same tiles.
   bool redundant(const Site& w, const std::set<uint32_t>& in_graph) {
+    if (redundantHere(w, in_graph)) return true;
+    if (pieces_.size() < 2) return false;
+    bool all = true;
+    for (const Piece& p : pieces_) {
+      piece_ = &p;
+      prover_ = p.prover.get();
+      all = p.empty[w.task] || redundantHere(w, in_graph);
+      if (!all) break;
+    }
+    piece_ = nullptr;
+    prover_ = &whole_;
+    return all;
+  }
+
+  bool redundantHere(const Site& w, const std::set<uint32_t>& in_graph) {
     uint32_t ev = std::get<WaitStmt>(stmt(w)).event.target;
     std::vector<Site> notifies;
     for (const Site& n : sites(ev, false))
       if (in_graph.count(n.task)) notifies.push_back(n);
     if (notifies.empty()) return false;  // nothing to be redundant with; verify-schedule's business
     for (const Site& n : notifies) {
+      if (emptyHere(n.task)) continue;
       if (n.task == w.task) return false;
       bool empty = false;
       std::optional<Relation> need = relate(n, w, false, &empty);
@@ -600,6 +638,51 @@ class Eliminator {
       if (!need || !orderedElsewhere(n, w, *need, in_graph)) return false;
     }
     return true;
+  }
+
+  // The pieces of graph g's one sym: maximal runs of its values over which each grid is empty
+  // throughout or non-empty throughout, found by evaluating the extents at every value (at
+  // most kMaxPieceValues of them). None where the grids use another sym or read data, or where
+  // every grid keeps its state over the whole range.
+  static constexpr int64_t kMaxPieceValues = 4096;
+  void findPieces(const std::vector<uint32_t>& order) {
+    pieces_.clear();
+    std::set<uint32_t> syms;
+    for (uint32_t t : order)
+      for (const Expr& e : m_.tasks[t].grid) {
+        if (hasLoad(e)) return;
+        forEachLeaf(e, [&](const ExprNode& n) {
+          if (n.kind == ExprKind::Sym) syms.insert(n.id);
+        });
+      }
+    if (syms.size() != 1) return;
+    const uint32_t sym = *syms.begin();
+    const Sym& s = m_.syms[sym];
+    if (s.hi - s.lo >= kMaxPieceValues) return;
+    auto emptyAt = [&](int64_t v) {
+      std::vector<bool> empty(m_.tasks.size(), false);
+      Bindings b;
+      b.sym = [&](uint32_t id) -> std::optional<int64_t> {
+        if (id == sym) return v;
+        return std::nullopt;
+      };
+      for (uint32_t t : order)
+        for (const Expr& e : m_.tasks[t].grid) {
+          EvalResult r = evaluate(e, b);
+          if (r.ok() && r.value <= 0) empty[t] = true;
+        }
+      return empty;
+    };
+    std::vector<std::pair<int64_t, std::vector<bool>>> runs;  // first value, emptiness
+    for (int64_t v = s.lo; v <= s.hi; ++v) {
+      std::vector<bool> e = emptyAt(v);
+      if (runs.empty() || runs.back().second != e) runs.emplace_back(v, std::move(e));
+    }
+    if (runs.size() < 2) return;
+    for (size_t k = 0; k < runs.size(); ++k) {
+      const int64_t hi = k + 1 < runs.size() ? runs[k + 1].first - 1 : s.hi;
+      pieces_.push_back({std::make_unique<Prover>(m_, sym, runs[k].first, hi), std::move(runs[k].second)});
+    }
   }
 
   void reduce(uint32_t g) {
@@ -612,6 +695,7 @@ class Eliminator {
         run_position_[r->task] = order.size();
         order.push_back(r->task);
       }
+    findPieces(order);
     for (uint32_t t : order) {
       if (task_graph_[t] != static_cast<int>(g)) continue;
       for (uint32_t i = 0; i < m_.tasks[t].body.size(); ++i) {
@@ -651,7 +735,16 @@ class Eliminator {
   }
 
   Module& m_;
-  Prover prover_;
+  Prover whole_;     // facts over every sym value
+  Prover* prover_;   // the one proofs use: whole_, or a piece's (rule 3)
+  // Rule 3's pieces of the graph being reduced: ranges of its one sym over which every task
+  // grid of the graph is empty throughout or non-empty throughout (none: one piece).
+  struct Piece {
+    std::unique_ptr<Prover> prover;
+    std::vector<bool> empty;  // per task of the module: no tile over the piece
+  };
+  std::vector<Piece> pieces_;
+  const Piece* piece_ = nullptr;  // the piece being proved in (null: the whole range)
   std::vector<int> task_graph_;   // the one graph that runs the task, or -1
   std::vector<int> event_graph_;  // the graph of the tasks that mention the event
   std::vector<bool> eligible_;    // every task that mentions the event runs in that one graph

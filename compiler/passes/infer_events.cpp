@@ -6,6 +6,13 @@
 // exactly (many-to-one, one-to-many, one-to-one, all-to-all and split-K patterns are cases of
 // it). Slices that are neither fixed nor tiled get one counter that every P task notifies.
 // Pairs the source already orders (C waits on an event P notifies) are left as written.
+//
+// A pair's conflict on a tensor T needs no event of its own where, at every sym value, a grid K
+// between P and C in run order writes all of T: P is ordered before K and K before C (both
+// pairs conflict on T), tile for tile through the K tile that writes each element, so the
+// chain orders every element P and C share. Without this rule a tensor written in place by
+// every layer (the residual stream) or one that several layers' temps share would pair every
+// layer's grids with every later layer's, and leave eliminate-events the chains to find.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,12 +42,14 @@ class Inference {
   Inference(Module& m) : m_(m), prover_(m) {}
 
   void run() {
+    findSymValues();
     for (Graph& g : m_.graphs) {
       std::vector<uint32_t> order;
       for (const GraphStmt& st : g.body)
         if (const auto* r = std::get_if<RunStmt>(&st)) order.push_back(r->task);
+      findCoveringWriters(order);
       for (size_t c = 0; c < order.size(); ++c)
-        for (size_t p = 0; p < c; ++p) pair(order[p], order[c]);
+        for (size_t p = 0; p < c; ++p) pair(order[p], order[c], p, c);
     }
   }
 
@@ -91,12 +100,106 @@ class Inference {
     return false;
   }
 
-  void pair(uint32_t pi, uint32_t ci) {
+  // ---- writes of a whole tensor -------------------------------------------------------------
+
+  // The sym values the coverage of a tensor is decided at: every value of the module's one sym
+  // (at most kMaxCoverValues), or the one point of a module without syms. Empty: undecided (the
+  // rule is not used).
+  static constexpr int64_t kMaxCoverValues = 4096;
+  void findSymValues() {
+    sym_values_.clear();
+    if (m_.syms.empty()) {
+      sym_values_.push_back({});
+      return;
+    }
+    if (m_.syms.size() != 1 || m_.syms[0].hi - m_.syms[0].lo >= kMaxCoverValues) return;
+    for (int64_t v = m_.syms[0].lo; v <= m_.syms[0].hi; ++v) sym_values_.push_back({v});
+  }
+
+  // Whether slice `s` of task t, over every tile of its grid, is all of its tensor at the sym
+  // values `syms`: each dimension either whole or tiled from 0 by one coordinate of its own
+  // whose tiles reach the end (a tile's end clamped at most at the dimension's extent).
+  bool coversAll(const Task& t, const Slice& s, const std::vector<int64_t>& syms) const {
+    Bindings b;
+    b.sym = [&](uint32_t id) -> std::optional<int64_t> {
+      if (id < syms.size()) return syms[id];
+      return std::nullopt;
+    };
+    auto value = [&](const Expr& e) -> std::optional<int64_t> {
+      if (!e || hasLoad(e)) return std::nullopt;
+      EvalResult r = evaluate(e, b);
+      if (!r.ok()) return std::nullopt;
+      return r.value;
+    };
+    std::vector<int64_t> extents;
+    for (const Expr& e : t.grid) {
+      auto v = value(e);
+      if (!v || *v <= 0) return false;
+      extents.push_back(*v);
+    }
+    auto access = matchAccess(m_, s);
+    if (!access) return false;
+    const Tensor& tensor = m_.tensors[s.target];
+    std::set<uint32_t> coords;
+    for (size_t d = 0; d < access->size(); ++d) {
+      const DimAccess& a = (*access)[d];
+      auto extent = value(tensor.shape[d]);
+      if (!extent) return false;
+      if (!a.tiled) {
+        auto lo = value(a.lo), hi = value(a.hi);
+        if (!lo || !hi || *lo != 0 || *hi < *extent) return false;
+        continue;
+      }
+      if (!coords.insert(a.coord).second) return false;
+      auto offset = value(a.offset);
+      if (!offset || *offset != 0 || a.tile * extents[a.coord] < *extent) return false;
+      if (d < s.dims.size() && s.dims[d].is_range && s.dims[d].hi->kind == ExprKind::Min) {
+        const Expr& hi = s.dims[d].hi;
+        bool at_extent = false;
+        for (const Expr& op : hi->ops)
+          if (!hasCoord(op)) at_extent = at_extent || equal(inlineConsts(op), inlineConsts(tensor.shape[d]));
+        if (!at_extent || hi->ops.size() != 2) return false;
+      }
+    }
+    return true;
+  }
+
+  // Per tensor, the grids of the graph (positions in run order) that write all of it, and at
+  // which of sym_values_.
+  void findCoveringWriters(const std::vector<uint32_t>& order) {
+    covering_.clear();
+    if (sym_values_.empty()) return;
+    for (size_t k = 0; k < order.size(); ++k) {
+      const Task& t = m_.tasks[order[k]];
+      for (const Access& a : accesses(t)) {
+        if (!a.write) continue;
+        std::vector<bool> at(sym_values_.size());
+        bool any = false;
+        for (size_t v = 0; v < sym_values_.size(); ++v) any |= at[v] = coversAll(t, *a.slice, sym_values_[v]);
+        if (any) covering_[a.slice->target].push_back({k, std::move(at)});
+      }
+    }
+  }
+
+  // At every sym value, some grid strictly between positions p and c writes all of tensor t.
+  bool coveredBetween(uint32_t t, size_t p, size_t c) const {
+    auto it = covering_.find(t);
+    if (it == covering_.end()) return false;
+    for (size_t v = 0; v < sym_values_.size(); ++v) {
+      bool covered = false;
+      for (const auto& [k, at] : it->second) covered = covered || (k > p && k < c && at[v]);
+      if (!covered) return false;
+    }
+    return true;
+  }
+
+  void pair(uint32_t pi, uint32_t ci, size_t ppos, size_t cpos) {
     if (pi == ci || orderedByHand(m_.tasks[pi], m_.tasks[ci])) return;
     std::vector<Dep> deps;
     for (const Access& a : accesses(m_.tasks[pi]))
       for (const Access& b : accesses(m_.tasks[ci])) {
         if (a.slice->target != b.slice->target || (!a.write && !b.write)) continue;
+        if (coveredBetween(a.slice->target, ppos, cpos)) continue;
         // A count that is 0 everywhere: no P tile meets a C tile (grids over complementary
         // row ranges, such as attention's split and whole grids).
         if (auto d = dependency(m_.tasks[pi], *a.slice, m_.tasks[ci], *b.slice); d && asInt(d->count) != 0)
@@ -266,6 +369,8 @@ class Inference {
 
   Module& m_;
   Prover prover_;
+  std::vector<std::vector<int64_t>> sym_values_;
+  std::map<uint32_t, std::vector<std::pair<size_t, std::vector<bool>>>> covering_;
 };
 
 }  // namespace

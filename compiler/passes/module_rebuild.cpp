@@ -46,13 +46,16 @@ bool dropped(const std::vector<bool>& flags, uint32_t i) { return i < flags.size
 }  // namespace
 
 std::unique_ptr<Module> moduleWithout(Module& m, const std::vector<bool>& drop_events,
-                                      const std::vector<bool>& drop_tasks, const std::vector<bool>& drop_tensors) {
+                                      const std::vector<bool>& drop_tasks, const std::vector<bool>& drop_tensors,
+                                      const std::vector<uint32_t>& tensor_into) {
   std::vector<uint32_t> event_at(m.events.size(), 0), task_at(m.tasks.size(), 0), tensor_at(m.tensors.size(), 0);
   bool tensors_move = false;  // some tensor is dropped: tensor references need renumbering
   for (uint32_t t = 0, next = 0; t < m.tensors.size(); ++t) {
     tensors_move = tensors_move || dropped(drop_tensors, t);
     if (!dropped(drop_tensors, t)) tensor_at[t] = next++;
   }
+  for (uint32_t t = 0; t < tensor_into.size(); ++t)
+    if (dropped(drop_tensors, t) && tensor_into[t] != t) tensor_at[t] = tensor_at[tensor_into[t]];
   const TensorRenumber re(tensor_at);
   auto out = std::make_unique<Module>();
   out->name = m.name;

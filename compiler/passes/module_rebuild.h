@@ -14,8 +14,11 @@ namespace etc {
 // drop none). A dropped declaration must no longer be referenced (waited on, notified, run,
 // read or written). Every other reference is renumbered: slices, assignment results, run
 // statements, kernels, loads in expressions, the declaration order. Consumes m.
+// tensor_into (empty, or one entry per tensor): a dropped tensor t with tensor_into[t] != t is
+// still referenced, and its references go to tensor tensor_into[t], which is kept (reuse-temps).
 std::unique_ptr<ir::Module> moduleWithout(ir::Module& m, const std::vector<bool>& drop_events,
                                           const std::vector<bool>& drop_tasks,
-                                          const std::vector<bool>& drop_tensors = {});
+                                          const std::vector<bool>& drop_tensors = {},
+                                          const std::vector<uint32_t>& tensor_into = {});
 
 }  // namespace etc

@@ -28,6 +28,9 @@ ModulePtr foldIntoAttention(ModulePtr m, DiagnosticEngine& diags);
 // Below a cut of the batch, a row norm moves into the matmul grids that read its result: each
 // matmul task normalizes every row, then multiplies.
 ModulePtr foldNorms(ModulePtr m, DiagnosticEngine& diags);
+// Temps of one graph whose lives do not overlap in run order share one tensor (same dtype and
+// shape): a workspace of about one layer's temps.
+ModulePtr reuseTemps(ModulePtr m, DiagnosticEngine& diags);
 // Event tensors, waits and notifies from the slices each task grid writes and later ones read.
 ModulePtr inferEvents(ModulePtr m, DiagnosticEngine& diags);
 // Removes waits other paths imply, merges duplicate events, coarsens many-to-all events to

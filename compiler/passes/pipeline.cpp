@@ -23,6 +23,7 @@ const std::vector<Pass>& pipeline() {
        foldIntoAttention},
       {"fold-norms", "below a cut of the batch, a row norm runs inside the matmul tasks that read its result",
        foldNorms},
+      {"reuse-temps", "temps whose lives do not overlap in run order share one tensor", reuseTemps},
       {"infer-events", "event tensors from the slices task grids write and read", inferEvents},
       {"eliminate-events", "drop implied waits, merge duplicate events, coarsen many-to-all ones", eliminateEvents},
       {"fuse", "one megakernel per graph, and one kernel per task grid", fuse},
@@ -66,6 +67,7 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
                          (!opts.fold_into_attention && p.name == "fold-into-attention") ||
                          (!opts.fold_attention_merge && p.name == "fold-attention-merge") ||
                          (opts.fold_norms_below <= 0 && p.name == "fold-norms") ||
+                         (!opts.reuse_temps && p.name == "reuse-temps") ||
                          (!opts.gated_matmul && p.name == "fuse-gated-matmul");
     if (skipped) {
       // A dump asked for after a pass that does not run says so, rather than printing nothing.

@@ -797,7 +797,7 @@ void expectEveryOrderGivesTheBitsOfRunOrder(const std::string& model) {
     const char* name;
     PipelineOptions opts;
   };
-  std::vector<Form> forms(6);
+  std::vector<Form> forms(7);
   forms[0].name = "default";
   forms[1].name = "fold-norms-below 3";
   forms[1].opts.fold_norms_below = 3;
@@ -809,6 +809,9 @@ void expectEveryOrderGivesTheBitsOfRunOrder(const std::string& model) {
   forms[4].opts.schedule = ir::Schedule::Dynamic;
   forms[5].name = "no-merge-tasks";
   forms[5].opts.merge_tasks = false;
+  // Temps that share a tensor need the writes after the reads of what they overwrite.
+  forms[6].name = "reuse-temps";
+  forms[6].opts.reuse_temps = true;
   const std::vector<std::map<std::string, std::vector<int64_t>>> inputs = {
       {{"tokens", {7}}, {"pos", {300}}},
       {{"tokens", {1, 2, 3}}, {"pos", {9, 0, 17}}},
@@ -822,25 +825,34 @@ void expectEveryOrderGivesTheBitsOfRunOrder(const std::string& model) {
     text.replace(text.find(cache), cache.size(), "const S = 1025");
     auto op_level = parse(text);
     ASSERT_TRUE(op_level->module);
-    std::vector<std::unique_ptr<Parsed>> lowerings;
+    std::vector<std::pair<std::string, std::unique_ptr<Parsed>>> lowerings;
     for (const Form& f : forms) {
-      // Qwen3 in its default form; the forms' passes see the same layer structure.
-      if (model == "qwen3_0_6b" && f.name != std::string("default")) break;
-      lowerings.push_back(lowered(text, f.opts));
-      ASSERT_TRUE(lowerings.back()->module) << f.name;
+      // Qwen3 in the default and reuse-temps forms; the other passes see the same layer structure.
+      const std::string name = f.name;
+      if (model == "qwen3_0_6b" && name != "default" && name != "reuse-temps") continue;
+      lowerings.emplace_back(name, lowered(text, f.opts));
+      ASSERT_TRUE(lowerings.back().second->module) << f.name;
     }
     TensorMap params;
     for (const auto& in : inputs) {
       const Syms syms{{"B", static_cast<int64_t>(in.at("tokens").size())}};
       const TensorMap start = startTensors(*op_level->module, syms, in, params.empty() ? nullptr : &params);
       if (params.empty()) params = start;
-      for (size_t k = 0; k < lowerings.size(); ++k) {
-        // The batches past the cuts for the default only.
-        if (syms.at("B") > 3 && k > 0) continue;
-        const ir::Module& m = *lowerings[k]->module;
-        SCOPED_TRACE(fmt::format("{} {} B = {}", model, forms[k].name, syms.at("B")));
+      for (const auto& [name, lowering] : lowerings) {
+        // The batches past the cuts for the default and reuse-temps forms only.
+        if (syms.at("B") > 3 && name != "default" && name != "reuse-temps") continue;
+        const ir::Module& m = *lowering->module;
+        SCOPED_TRACE(fmt::format("{} {} B = {}", model, name, syms.at("B")));
         TensorMap want = start;
         ASSERT_TRUE(interp::run(m, "main", syms, want).ok);
+        if (name == "reuse-temps") {
+          // In run order, the bits of the default form: no temp is read where another one's
+          // values are (the interpreter makes every temp zero, which a shared tensor is not).
+          TensorMap plain = start;
+          ASSERT_TRUE(interp::run(*lowerings.front().second->module, "main", syms, plain).ok);
+          for (const ir::Tensor& t : op_level->module->tensors)
+            if (t.role == ir::Role::Output) EXPECT_EQ(want.at(t.name).bytes, plain.at(t.name).bytes) << t.name;
+        }
         for (auto [order, seed] : {std::pair{interp::Order::LatestFirst, 0}, {interp::Order::Random, 1}}) {
           TensorMap got = start;
           interp::RunResult r = interp::run(m, "main", syms, got, order, seed);
