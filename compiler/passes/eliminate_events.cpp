@@ -63,6 +63,33 @@ struct Site {
 constexpr int kAny = -1;
 using Relation = std::vector<int>;
 
+// e with every part that names no coordinate nor data and that the ranges hold at one value
+// replaced by that value (`cdiv(16, B)` is 1 where B is in [16, 31]), for simplify to finish.
+Expr foldPoints(const Expr& e, const RangeEnv& env) {
+  if (!e || e->ops.empty() || hasLoad(e)) return e;
+  if (!hasCoord(e)) {
+    Interval b = bounds(e, env);
+    if (b.lo == b.hi) return intConst(b.lo);
+  }
+  std::vector<Expr> ops;
+  for (const Expr& op : e->ops) ops.push_back(foldPoints(op, env));
+  auto fold = [&](Expr (*f)(Expr, Expr)) {
+    Expr out = ops[0];
+    for (size_t i = 1; i < ops.size(); ++i) out = f(out, ops[i]);
+    return out;
+  };
+  switch (e->kind) {
+    case ExprKind::Add: return fold(add);
+    case ExprKind::Mul: return fold(mul);
+    case ExprKind::Min: return fold(min);
+    case ExprKind::Max: return fold(max);
+    case ExprKind::Div: return floorDiv(ops[0], ops[1]);
+    case ExprKind::Mod: return mod(ops[0], ops[1]);
+    case ExprKind::CDiv: return cdiv(ops[0], ops[1]);
+    default: return e;
+  }
+}
+
 class Eliminator {
  public:
   explicit Eliminator(Module& m) : m_(m), whole_(m), prover_(&whole_) {}
@@ -163,22 +190,25 @@ class Eliminator {
 
   // ---- subscripts -----------------------------------------------------------------------
 
+  // Over a piece, the parts of e that are one value there are that value: the prover's
+  // interval bounds lose `B * min(max(32 - B, 0), 1) - B` (0 where B < 32) otherwise.
+  Expr here(const Expr& e) { return piece_ ? foldPoints(e, prover_->rangeEnv()) : e; }
   bool provedEqual(const Task* t, const Expr& a, const Expr& b) {
     if (equal(a, b)) return true;
     if (hasLoad(a) || hasLoad(b)) return false;
     prover_->setTask(t);
-    return prover_->equalValues(a, b).proved();
+    return prover_->equalValues(here(a), here(b)).proved();
   }
   bool provedLessEqual(const Expr& a, const Expr& b) {
     if (equal(a, b)) return true;
     if (hasLoad(a) || hasLoad(b)) return false;
     prover_->setTask(nullptr);
-    return prover_->lessEqual(a, b).proved();
+    return prover_->lessEqual(here(a), here(b)).proved();
   }
   bool provedPositive(const Expr& a) {
     if (hasLoad(a)) return false;
     prover_->setTask(nullptr);
-    return prover_->positive(a).proved();
+    return prover_->positive(here(a)).proved();
   }
 
   // Every subscript entry covers the whole event.
@@ -209,30 +239,39 @@ class Eliminator {
   bool atLeastExtent(const Task& t, uint32_t k, const Expr& g) {
     return equal(g, t.grid[k]) || (!hasCoord(g) && provedLessEqual(t.grid[k], g));
   }
+  // `min(x, G...)` is x: every other operand G is at least the extent of t's grid dimension k
+  // (x is at most that, being c or c + 1), or x plus a constant of at least 0.
+  bool minIs(const Task& t, uint32_t k, const Expr& e, const Expr& x) {
+    if (equal(e, x)) return true;
+    if (e->kind != ExprKind::Min) return false;
+    bool found = false;
+    for (const Expr& op : e->ops) {
+      if (!found && equal(op, x)) {
+        found = true;
+        continue;
+      }
+      auto above = asInt(inlineConsts(sub(op, x)));
+      if (!(above && *above >= 0) && !atLeastExtent(t, k, op)) return false;
+    }
+    return found;
+  }
   // `c` itself, or `min(c, G)` with G at least the extent of c's grid dimension (so c < G).
   bool isCoord(const Task& t, const Expr& e, uint32_t& k) {
     if (e->kind == ExprKind::Coord) {
       k = e->id;
       return true;
     }
-    if (e->kind != ExprKind::Min || e->ops.size() != 2) return false;
-    for (int a = 0; a < 2; ++a) {
-      const Expr &c = e->ops[a], &g = e->ops[1 - a];
-      if (c->kind == ExprKind::Coord && c->id < t.grid.size() && atLeastExtent(t, c->id, g)) {
+    if (e->kind != ExprKind::Min) return false;
+    for (const Expr& c : e->ops)
+      if (c->kind == ExprKind::Coord && c->id < t.grid.size() && minIs(t, c->id, e, c)) {
         k = c->id;
         return true;
       }
-    }
     return false;
   }
   // `c + 1`, or `min(c + 1, G)` as above.
   bool isCoordPlusOne(const Task& t, const Expr& e, uint32_t k) {
-    Expr c1 = add(coordRef(k, t.coords[k]), intConst(1));
-    if (equal(e, c1)) return true;
-    if (e->kind != ExprKind::Min || e->ops.size() != 2) return false;
-    for (int a = 0; a < 2; ++a)
-      if (equal(e->ops[a], c1) && atLeastExtent(t, k, e->ops[1 - a])) return true;
-    return false;
+    return minIs(t, k, e, add(coordRef(k, t.coords[k]), intConst(1)));
   }
 
   DimKind classifyDim(const Task& t, const Slice& s, const Event& e, size_t d) {
@@ -248,8 +287,8 @@ class Eliminator {
       // simpler: `min(B * min(cdiv(16, B) - 1, 1), i)` is `i` where B < 16.
       prover_->setTask(&t);
       RangeEnv env = prover_->rangeEnv();
-      sd.lo = simplify(sd.lo, env);
-      if (sd.is_range) sd.hi = simplify(sd.hi, env);
+      sd.lo = simplify(foldPoints(sd.lo, env), env);
+      if (sd.is_range) sd.hi = simplify(foldPoints(sd.hi, env), env);
     }
     uint32_t k = 0;
     if (sd.is_range) {
