@@ -96,6 +96,8 @@ for n in $decode_models; do
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --fold-attention-merge -o "gpu-bundle/${n}_small_foldmerge.fatbin"
   # The norms inside the matmuls that read them below B = 3 (etcc --fold-norms-below 3, opt-in).
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --fold-norms-below 3 -o "gpu-bundle/${n}_small_foldnorms.fatbin"
+  # Temps with disjoint lives sharing tensors (etcc --reuse-temps, opt-in).
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --reuse-temps -o "gpu-bundle/${n}_small_reuse.fatbin"
   # The weights streamed across tasks (ETC_MM_STREAM=1, opt-in): the kernel of B <= 31 streams
   # where every matmul can (Llama's; Qwen3's 32-column gated tiles cannot, its sample with
   # 64-column ones can, in a ring of 5 units beside its larger attention blocks).

@@ -218,6 +218,10 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for b in 1 2 3; do
     [ -f "$B/${n}_small_foldnorms.fatbin" ] && decode_check "${n}_small_foldnorms" "$B/${n}_small_foldnorms.fatbin" $b mixed
   done
+  # Temps sharing tensors (etcc --reuse-temps): each side of the cuts at 16 and 32, and 128.
+  for b in 1 7 20 40 128; do
+    [ -f "$B/${n}_small_reuse.fatbin" ] && decode_check "${n}_small_reuse" "$B/${n}_small_reuse.fatbin" $b mixed
+  done
   # The o and down projections' plan by range of B (the default): the last B of the wide grids
   # (31; 1, 7 and 24 above), and the same form without the plan (etcc --no-matmul-plan-by-range).
   [ -f "$B/${n}_small.fatbin" ] && decode_check "${n}_small" "$B/${n}_small.fatbin" 31 mixed
