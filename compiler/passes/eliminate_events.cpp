@@ -59,9 +59,12 @@ struct Site {
 };
 
 // How the tiles of a notifying grid P relate to the tiles of a waiting grid C through one
-// (notify, wait) pair: per P coordinate, kAny (no constraint) or the C coordinate it equals.
+// (notify, wait) pair: per P coordinate, kAny (no constraint), the C coordinate m it equals, or
+// (a notify of T elements a tile, `[p * T : p * T + T]`) m + T * kBlock: p = c_m / T.
 constexpr int kAny = -1;
+constexpr int kBlock = 1 << 16;
 using Relation = std::vector<int>;
+bool isBlock(int v) { return v >= kBlock; }
 
 // e with every part that names no coordinate nor data and that the ranges hold at one value
 // replaced by that value (`cdiv(16, B)` is 1 where B is in [16, 31]), for simplify to finish.
@@ -227,8 +230,9 @@ class Eliminator {
 
   // One subscript entry of a notify or wait, classified.
   struct DimKind {
-    enum { Whole, Coord, Point, Other } kind = Other;
-    uint32_t coord = 0;  // Coord: the task coordinate it is
+    enum { Whole, Coord, Point, Block, Other } kind = Other;
+    uint32_t coord = 0;  // Coord, Block: the task coordinate it is / the tile is of
+    int64_t tile = 0;    // Block: the tile's elements, `[c * tile : c * tile + tile]`
     Expr point;          // Point: a value free of coordinates and data
   };
 
@@ -297,6 +301,15 @@ class Eliminator {
       } else if (isCoord(t, sd.lo, k) && isCoordPlusOne(t, sd.hi, k)) {  // one element: [c, c + 1)
         out.kind = DimKind::Coord;
         out.coord = k;
+      } else if (sd.lo->kind == ExprKind::Mul && sd.lo->ops.size() == 2 && sd.lo->ops[0]->kind == ExprKind::Coord) {
+        // [c * T : c * T + T], T > 1 (an attention task of several cache heads before the
+        // o projection's K parts of one head).
+        auto tile = asInt(inlineConsts(sd.lo->ops[1]));
+        if (tile && *tile > 1 && *tile < 1024 && equal(sd.hi, add(sd.lo, intConst(*tile)))) {
+          out.kind = DimKind::Block;
+          out.coord = sd.lo->ops[0]->id;
+          out.tile = *tile;
+        }
       }
       return out;
     }
@@ -336,6 +349,10 @@ class Eliminator {
           continue;  // dropping a constraint only enlarges the set
         }
         rel[a.coord] = static_cast<int>(b.coord);
+      } else if (a.kind == DimKind::Block && b.kind == DimKind::Coord && exact) {
+        const int v = static_cast<int>(b.coord + a.tile * kBlock);
+        if (rel[a.coord] != kAny && rel[a.coord] != v) return std::nullopt;
+        rel[a.coord] = v;
       } else if (a.kind == DimKind::Point && b.kind == DimKind::Point) {
         if (provedEqual(nullptr, a.point, b.point)) continue;
         if (!exact && empty && !hasLoad(a.point) && !hasLoad(b.point)) {
@@ -568,11 +585,19 @@ class Eliminator {
     std::vector<int> from_p(x.grid.size(), kAny);  // X coordinate j -> the P coordinate fixing it
     for (size_t k = 0; k < r.size(); ++k)
       if (r[k] != kAny) {
+        if (isBlock(r[k])) return std::nullopt;  // p_k = x_m / T: not followed further
         if (from_p[r[k]] != kAny) return std::nullopt;  // two P coordinates tied together
         from_p[r[k]] = static_cast<int>(k);
       }
     for (size_t j = 0; j < x.grid.size(); ++j) {
       int k = from_p[j], m = s[j];
+      if (m != kAny && isBlock(m)) {
+        // x_j = y_c / T for y's coordinate c: one for every y tile where y's extent is at most
+        // T times x's; x_j tied to a P coordinate would tie p to y_c / T, which is not kept.
+        const int c = m % kBlock, tile = m / kBlock;
+        if (k != kAny || !provedLessEqual(y.grid[c], mul(x.grid[j], intConst(tile)))) return std::nullopt;
+        continue;
+      }
       if (k != kAny && m != kAny) {
         out[k] = m;  // x_j = p_k and x_j = y_m
       } else if (k != kAny) {

@@ -8,7 +8,7 @@
 // and its declaration goes. Of the free tensors that fit, the one freed first is taken; the
 // old readers then lie more hops back on the chain, and the waits that order the new writer
 // after them are more often implied by the chain itself. Not all are: the pass costs waits
-// (Llama-3.2-1B: 466 against 296), which is why it is opt-in.
+// (Llama-3.2-1B: 311 against 281), which is why it is opt-in.
 //
 // Why it is safe: the pass runs before infer-events, which pairs every two grids that touch
 // one tensor (write after read and write after write as well as read after write): the new
@@ -45,7 +45,8 @@ constexpr uint32_t kNone = ~0u;
 // the new writer would often be the next grid but one, ordered after the old readers by no
 // chain that eliminate-events finds: Llama-3.2-1B's decode step kept 528 waits with 1, 481
 // with 4 (8 and 16: 526 and 616; 326 without the pass), for 24.5 and 33.5 MiB of temps at
-// B = 128 (530 MiB without); with eliminate-events' pieces since, 466 with 4 and 296 without.
+// B = 128 (530 MiB without); with eliminate-events' pieces and blocks since, 311 with 4 and
+// 281 without.
 constexpr size_t kFreeAfter = 4;
 
 // Tensors that some expression of the module loads from.
