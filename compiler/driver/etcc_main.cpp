@@ -445,7 +445,8 @@ int main(int argc, char** argv) {
                "shape; the reuse-temps pass, before infer-events, which orders each new writer after the old "
                "readers): a workspace of about one layer's temps (Llama-3.2-1B decode at B = 128: 33.5 MiB of temps "
                "instead of 530), at the cost of waits the chain implies but eliminate-events does not prove (311 "
-               "instead of 281); for measuring (not yet run on a GPU)");
+               "instead of 281); for measuring (Llama-3.2-1B decode on an H200: 9.8% slower at B = 1 and 128, 5.1% "
+               "at 16)");
   app.add_flag("--no-gated-matmul", opt.no_gated_matmul,
                "keep a gated MLP's gate and up matmuls and their silu_mul as three task grids (skip the "
                "fuse-gated-matmul pass): for measuring what the fusion gains");

@@ -8,7 +8,8 @@
 // and its declaration goes. Of the free tensors that fit, the one freed first is taken; the
 // old readers then lie more hops back on the chain, and the waits that order the new writer
 // after them are more often implied by the chain itself. Not all are: the pass costs waits
-// (Llama-3.2-1B: 311 against 281), which is why it is opt-in.
+// (Llama-3.2-1B: 311 against 281), and the step 5 to 10% of its time on an H200
+// (docs/benchmarks.md, session 63), which is why it is opt-in.
 //
 // Why it is safe: the pass runs before infer-events, which pairs every two grids that touch
 // one tensor (write after read and write after write as well as read after write): the new
