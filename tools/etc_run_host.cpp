@@ -10,6 +10,7 @@
 
 #include "bad_input.h"
 #include "compiler/interp/view.h"
+#include "compiler/support/splitmix.h"
 #include "npy.h"
 #include "safetensors.h"
 
@@ -61,28 +62,21 @@ std::pair<std::string, std::string> splitAssignment(const std::string& text, con
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
-namespace {
-// splitmix64's output function: a value per (key, index) with no state to carry, so chunks of
-// a tensor fill in parallel and a value does not depend on how the work was split.
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-}  // namespace
+// splitmixAt: a value per (key, index) with no state to carry, so chunks of a tensor fill in
+// parallel and a value does not depend on how the work was split.
+using etc::splitmixAt;
 
 interp::HostTensor randomTensor(ir::DType dtype, const std::vector<int64_t>& shape, uint64_t seed, const std::string& name) {
   uint64_t key = 1469598103934665603ull;  // FNV-1a of the name, mixed into the seed
   for (unsigned char c : name) key = (key ^ c) * 1099511628211ull;
-  key = mix64(seed ^ key);
+  key = splitmixAt(seed ^ key);
   interp::HostTensor t = interp::zeros(dtype, shape);
   const interp::View v = interp::View::whole(t);
   const int64_t n = t.numel();
   const bool is_float = ir::isFloat(dtype);
   auto fill = [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
-      const uint64_t u = mix64(key + static_cast<uint64_t>(i));
+      const uint64_t u = splitmixAt(key + static_cast<uint64_t>(i));
       if (is_float) {
         double x = static_cast<double>(u >> 11) * 0x1.0p-53 * 2.0 - 1.0;  // uniform in [-1, 1)
         interp::storeFloat(v, i, x == 0.0 ? 0.5 : x);

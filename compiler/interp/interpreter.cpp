@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
@@ -14,6 +14,7 @@
 #include "compiler/interp/kernels.h"
 #include "compiler/interp/view.h"
 #include "compiler/ir/ops.h"
+#include "compiler/support/splitmix.h"
 
 namespace etc::interp {
 
@@ -445,9 +446,10 @@ class Interpreter {
   // highest (grid, tile): a later grid runs as soon as its waits let it, before the earlier
   // grids that nothing orders it after. Random draws a new preference at each start
   // (splitmix64 from the seed, the same on every machine).
-  bool runByPreference(const std::vector<uint32_t>& grids) {
+  // `tasks`: the graph's runs (task per grid index); `grids`: the indices of those to run.
+  bool runByPreference(const std::vector<uint32_t>& tasks, const std::vector<uint32_t>& grids) {
     for (uint32_t g : grids)
-      if (!forEachTile(g, grids_[g], [&](int64_t lin, Tile& tile) {
+      if (!forEachTile(g, tasks[g], [&](int64_t lin, Tile& tile) {
             suspended_.emplace(std::make_pair(g, lin), tile);
             return true;
           }))
@@ -460,7 +462,7 @@ class Interpreter {
       if (order_ == Order::LatestFirst) {
         std::reverse(pref.begin(), pref.end());
       } else {
-        for (size_t i = pref.size(); i > 1; --i) std::swap(pref[i - 1], pref[nextRandom() % i]);
+        for (size_t i = pref.size(); i > 1; --i) std::swap(pref[i - 1], pref[splitmix(random_state_) % i]);
       }
       for (auto it : pref) {
         uint64_t before = zero_transitions_;
@@ -474,13 +476,6 @@ class Interpreter {
       }
     }
     return true;
-  }
-
-  uint64_t nextRandom() {
-    uint64_t z = (random_state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
   }
 
   bool runGraph(std::string_view graph_name) {
@@ -509,13 +504,12 @@ class Interpreter {
         if (ir::hasLoad(e)) return true;
       return false;
     };
-    grids_ = tasks;
     for (bool data_pass : {false, true}) {
       std::vector<uint32_t> pass;
       for (uint32_t g = 0; g < tasks.size(); ++g)
         if (readsData(tasks[g]) == data_pass) pass.push_back(g);
       if (order_ != Order::RunOrder) {
-        if (!runByPreference(pass)) return false;
+        if (!runByPreference(tasks, pass)) return false;
         continue;
       }
       for (uint32_t g : pass)
@@ -553,7 +547,6 @@ class Interpreter {
   TensorMap& tensors_;
   Order order_;
   uint64_t random_state_;
-  std::vector<uint32_t> grids_;  // the graph's runs: task per grid index
   ir::Bindings bind_;
   std::vector<int64_t> sym_values_;
   const std::vector<int64_t>* coords_ = nullptr;

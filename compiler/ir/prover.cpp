@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "compiler/support/splitmix.h"
+
 namespace etc::ir {
 
 namespace {
@@ -14,13 +16,6 @@ namespace {
 // expression (tile sizes), where off-by-one errors live.
 constexpr size_t kMaxSymPoints = 256;
 constexpr size_t kMaxValuesPerSym = 12;
-
-uint64_t splitmix(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 }  // namespace
 

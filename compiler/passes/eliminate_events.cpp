@@ -723,17 +723,14 @@ class Eliminator {
     const uint32_t sym = *syms.begin();
     const Sym& s = m_.syms[sym];
     if (s.hi - s.lo >= kMaxPieceValues) return;
+    SamplePoint point{std::vector<int64_t>(m_.syms.size(), 0), {}};  // the grids read only `sym`
     auto emptyAt = [&](int64_t v) {
       std::vector<bool> empty(m_.tasks.size(), false);
-      Bindings b;
-      b.sym = [&](uint32_t id) -> std::optional<int64_t> {
-        if (id == sym) return v;
-        return std::nullopt;
-      };
+      point.syms[sym] = v;
       for (uint32_t t : order)
         for (const Expr& e : m_.tasks[t].grid) {
-          EvalResult r = evaluate(e, b);
-          if (r.ok() && r.value <= 0) empty[t] = true;
+          auto x = whole_.valueAt(e, point);
+          if (x && *x <= 0) empty[t] = true;
         }
       return empty;
     };

@@ -116,52 +116,55 @@ class Inference {
     for (int64_t v = m_.syms[0].lo; v <= m_.syms[0].hi; ++v) sym_values_.push_back({v});
   }
 
-  // Whether slice `s` of task t, over every tile of its grid, is all of its tensor at the sym
-  // values `syms`: each dimension either whole or tiled from 0 by one coordinate of its own
-  // whose tiles reach the end (a tile's end clamped at most at the dimension's extent).
-  bool coversAll(const Task& t, const Slice& s, const std::vector<int64_t>& syms) const {
-    Bindings b;
-    b.sym = [&](uint32_t id) -> std::optional<int64_t> {
-      if (id < syms.size()) return syms[id];
-      return std::nullopt;
-    };
-    auto value = [&](const Expr& e) -> std::optional<int64_t> {
-      if (!e || hasLoad(e)) return std::nullopt;
-      EvalResult r = evaluate(e, b);
-      if (!r.ok()) return std::nullopt;
-      return r.value;
-    };
-    std::vector<int64_t> extents;
-    for (const Expr& e : t.grid) {
-      auto v = value(e);
-      if (!v || *v <= 0) return false;
-      extents.push_back(*v);
-    }
+  // At which of sym_values_ slice `s` of task t, over every tile of its grid, is all of its
+  // tensor: each dimension either whole or tiled from 0 by one coordinate of its own whose tiles
+  // reach the end (a tile's end clamped at most at the dimension's extent).
+  std::vector<bool> coversAll(const Task& t, const Slice& s) const {
+    std::vector<bool> at(sym_values_.size(), false);
     auto access = matchAccess(m_, s);
-    if (!access) return false;
+    if (!access) return at;
     const Tensor& tensor = m_.tensors[s.target];
+    // What does not depend on the syms: one coordinate a tiled dimension, and a clamp of a
+    // tile's end only at the dimension's extent.
     std::set<uint32_t> coords;
     for (size_t d = 0; d < access->size(); ++d) {
       const DimAccess& a = (*access)[d];
-      auto extent = value(tensor.shape[d]);
-      if (!extent) return false;
-      if (!a.tiled) {
-        auto lo = value(a.lo), hi = value(a.hi);
-        if (!lo || !hi || *lo != 0 || *hi < *extent) return false;
-        continue;
-      }
-      if (!coords.insert(a.coord).second) return false;
-      auto offset = value(a.offset);
-      if (!offset || *offset != 0 || a.tile * extents[a.coord] < *extent) return false;
+      if (!a.tiled) continue;
+      if (!coords.insert(a.coord).second) return at;
       if (d < s.dims.size() && s.dims[d].is_range && s.dims[d].hi->kind == ExprKind::Min) {
         const Expr& hi = s.dims[d].hi;
         bool at_extent = false;
         for (const Expr& op : hi->ops)
           if (!hasCoord(op)) at_extent = at_extent || equal(inlineConsts(op), inlineConsts(tensor.shape[d]));
-        if (!at_extent || hi->ops.size() != 2) return false;
+        if (!at_extent || hi->ops.size() != 2) return at;
       }
     }
-    return true;
+    for (size_t v = 0; v < sym_values_.size(); ++v) {
+      const SamplePoint point{sym_values_[v], {}};
+      auto value = [&](const Expr& e) { return prover_.valueAt(e, point); };
+      std::vector<int64_t> extents;
+      bool covers = true;
+      for (const Expr& e : t.grid) {
+        auto x = value(e);
+        covers = covers && x && *x > 0;
+        extents.push_back(x.value_or(0));
+      }
+      for (size_t d = 0; d < access->size() && covers; ++d) {
+        const DimAccess& a = (*access)[d];
+        auto extent = value(tensor.shape[d]);
+        if (!extent) {
+          covers = false;
+        } else if (!a.tiled) {
+          auto lo = value(a.lo), hi = value(a.hi);
+          covers = lo && hi && *lo == 0 && *hi >= *extent;
+        } else {
+          auto offset = value(a.offset);
+          covers = offset && *offset == 0 && a.tile * extents[a.coord] >= *extent;
+        }
+      }
+      at[v] = covers;
+    }
+    return at;
   }
 
   // Per tensor, the grids of the graph (positions in run order) that write all of it, and at
@@ -173,10 +176,8 @@ class Inference {
       const Task& t = m_.tasks[order[k]];
       for (const Access& a : accesses(t)) {
         if (!a.write) continue;
-        std::vector<bool> at(sym_values_.size());
-        bool any = false;
-        for (size_t v = 0; v < sym_values_.size(); ++v) any |= at[v] = coversAll(t, *a.slice, sym_values_[v]);
-        if (any) covering_[a.slice->target].push_back({k, std::move(at)});
+        std::vector<bool> at = coversAll(t, *a.slice);
+        if (std::find(at.begin(), at.end(), true) != at.end()) covering_[a.slice->target].push_back({k, std::move(at)});
       }
     }
   }
