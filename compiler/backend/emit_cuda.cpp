@@ -1339,9 +1339,10 @@ class Emitter {
   // The weight stream's walk for kernel ki (etc/device/stream.cuh): task number g's matmul
   // described (its task function in kProduce mode); false for a task without one.
   std::string describeFunction(uint32_t ki, const Kernel& k, uint32_t instance) {
-    std::string out = fmt::format("__device__ bool etc_describe_{}(const void* params, long long g) {{\n", ki);
+    std::string out =
+        fmt::format("__device__ bool etc_describe_{}(const void* params, long long g, etc::dev::StreamDesc* out) {{\n", ki);
     out += "  const EtcParams& p = *static_cast<const EtcParams*>(params);\n";
-    out += "  const etc::dev::Ctx ctx{nullptr, 0u, 1u};\n";
+    out += "  const etc::dev::Ctx ctx{nullptr, 0u, 1u, out};\n";
     out += fmt::format("  long long* const ends = etc_ends_{}();\n", ki);
     out += fmt::format("  const int kind = etc::dev::grid_of(ends, {}, g);\n", k.tasks.size());
     out += gridSwitch(k, "  ", [&](size_t i) {

@@ -112,6 +112,9 @@ struct Ctx {
   // Nonzero in a megakernel that streams its weights across tasks (stream.cuh): its matmuls
   // take their weights from the stream's ring, which lies outside smem.
   unsigned int stream = 0u;
+  // The weight stream's walk (stream.cuh's StreamDesc): where a task run in kProduce mode
+  // describes its matmul's stages.
+  void* desc = nullptr;
 };
 
 // Shared memory that any op other than matmul may use (block reductions).

@@ -966,9 +966,8 @@ __device__ void matmul_silu_mul_prefetch(const Ctx& ctx, const View<TA>& a, cons
 template <int TM, int TN, int TK, class TA, class TB>
 __device__ void matmul_describe(const Ctx& ctx, const View<TA>& a, const View<TB>& b, bool transpose_b,
                                 TmaB tb = TmaB{}) {
-  (void)ctx;
   using T = bare_t<TA>;
-  StreamDesc& d = stream_state().cur;
+  StreamDesc& d = *static_cast<StreamDesc*>(ctx.desc);
   d.nk = 0;
   if constexpr (!same_v<T, float>) {
     const detail::MmArgs g = detail::mm_args<TM, TN>(a, b, transpose_b);
@@ -980,9 +979,8 @@ __device__ void matmul_describe(const Ctx& ctx, const View<TA>& a, const View<TB
 template <int TM, int TN, int TK, class TA, class TB>
 __device__ void matmul_silu_mul_describe(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const View<TB>& b_up,
                                          bool transpose_b, TmaB tb = TmaB{}, TmaB tb_up = TmaB{}) {
-  (void)ctx;
   using T = bare_t<TA>;
-  StreamDesc& d = stream_state().cur;
+  StreamDesc& d = *static_cast<StreamDesc*>(ctx.desc);
   d.nk = 0;
   if constexpr (!same_v<T, float>) {
     const detail::MmArgs g = detail::mm_args<TM, TN / 2>(a, b, transpose_b);

@@ -34,6 +34,11 @@
 #ifndef ETC_MM_STREAM_UNITS
 #define ETC_MM_STREAM_UNITS 8
 #endif
+// The CTA's first tasks whose stages the kernel's threads describe together at its start (a
+// table in shared memory, 40 bytes an entry); the walk describes the rest one by one.
+#ifndef ETC_MM_STREAM_TABLE
+#define ETC_MM_STREAM_TABLE 192
+#endif
 
 namespace etc {
 namespace dev {
@@ -44,6 +49,8 @@ constexpr unsigned kStreamUnitBytes = kStreamUnitRows * kStreamUnitK * 2u;
 constexpr int kStreamUnits = ETC_MM_STREAM_UNITS;
 static_assert(kStreamUnits >= 4, "ETC_MM_STREAM_UNITS: a two-unit stage needs a ring of at least 4");
 constexpr unsigned kStreamRingBytes = (unsigned)kStreamUnits * kStreamUnitBytes;
+constexpr int kStreamTable = ETC_MM_STREAM_TABLE;
+static_assert(kStreamTable >= 0, "ETC_MM_STREAM_TABLE: a count of tasks");
 // a's ring in a streamed matmul (ctx.smem: 4 stages of 64 rows x 128 columns, 16-bit) and its
 // 1024-byte alignment; the epilogue's f32 tile (at most 64 x 136 floats) fits in it.
 constexpr int kStreamAStages = 4;
@@ -66,10 +73,11 @@ struct StreamState {
   unsigned issued;    // units issued so far
   unsigned consumed;  // units every warp is done with
   int walk_kt;        // the next stage of `cur` to issue
+  int walk_i;         // the next task's place among the CTA's (walk_g = blockIdx.x + walk_i * gridDim.x)
   long long walk_g;   // the next task number to describe
   long long total;
-  StreamDesc cur;     // the task the walk is in (also what matmul_describe fills)
-  bool (*describe)(const void* params, long long g);
+  StreamDesc cur;     // the task the walk is in
+  bool (*describe)(const void* params, long long g, StreamDesc* out);
   const void* params;
 };
 
@@ -81,6 +89,11 @@ __device__ __forceinline__ StreamState& stream_state() {
 __device__ __forceinline__ unsigned long long* stream_bars() {
   __shared__ unsigned long long bars[kStreamUnits];
   return bars;
+}
+// The stages of the CTA's first kStreamTable tasks (stream_start).
+__device__ __forceinline__ StreamDesc* stream_table() {
+  __shared__ StreamDesc table[kStreamTable > 0 ? kStreamTable : 1];
+  return table;
 }
 
 __device__ __forceinline__ unsigned char* align_1024(unsigned char* p) {
@@ -116,11 +129,12 @@ __device__ __forceinline__ void stream_issue() {
 }
 
 // stream_issue, walking on to the CTA's next tasks as each streamed one's stages are all issued.
-// Describing a task (etc_describe_K: the task function's kProduce
-// code, cold in the instruction cache, and 64-bit arithmetic) takes microseconds, so the walk
-// describes only where thread 0 spins in a wait anyway, or where a matmul starts whose first
-// units are not issued yet, never inside a K loop. (Describing wherever the walk got to, before
-// every task and at every stage, made the Llama-3.2-1B step 1.9x slower on an H200.)
+// The walk reads the first kStreamTable tasks' stages from the table; past it, it describes
+// each task itself (etc_describe_K: the task function's kProduce code, cold in the instruction
+// cache, and 64-bit arithmetic: microseconds), so it runs only where thread 0 spins in a wait
+// anyway, or where a matmul starts whose first units are not issued yet, never inside a K loop.
+// (Describing wherever the walk got to, before every task and at every stage, made the
+// Llama-3.2-1B step 1.9x slower on an H200.)
 __device__ __noinline__ void stream_pump() {
   StreamState& s = stream_state();
   for (;;) {
@@ -128,22 +142,31 @@ __device__ __noinline__ void stream_pump() {
     if (s.walk_kt < s.cur.nk) return;  // the ring is full
     if (s.walk_g >= s.total) return;
     const long long g = s.walk_g;
+    const int i = s.walk_i;
     s.walk_g += gridDim.x;
+    ++s.walk_i;
     s.walk_kt = 0;
-    s.cur.nk = 0;
-    s.describe(s.params, g);
+    if (i < kStreamTable) {
+      s.cur = stream_table()[i];
+    } else {
+      s.cur.nk = 0;
+      s.describe(s.params, g, &s.cur);
+    }
   }
 }
 
 // Kernel start (every thread): the ring at `ring` (1024-byte aligned), the walk from this CTA's
-// first task, fresh mbarriers.
+// first task, fresh mbarriers, and the table of its first tasks' stages, which the threads
+// describe side by side (a describe in a wait delays the task's start when its event comes
+// during it).
 __device__ __forceinline__ void stream_start(unsigned char* ring, const void* params,
-                                             bool (*describe)(const void*, long long), long long total) {
+                                             bool (*describe)(const void*, long long, StreamDesc*), long long total) {
   if (threadIdx.x == 0) {
     StreamState& s = stream_state();
     s.ring = ring;
     s.issued = s.consumed = 0u;
     s.walk_kt = 0;
+    s.walk_i = 0;
     s.walk_g = blockIdx.x;
     s.total = total;
     s.cur.nk = 0;
@@ -151,6 +174,12 @@ __device__ __forceinline__ void stream_start(unsigned char* ring, const void* pa
     s.params = params;
     for (int i = 0; i < kStreamUnits; ++i) detail::mbar_init(stream_bars() + i, 1u);
     detail::mbar_fence_init();
+  }
+  for (int i = threadIdx.x; i < kStreamTable; i += blockDim.x) {
+    StreamDesc& d = stream_table()[i];
+    d.nk = 0;
+    const long long g = blockIdx.x + (long long)i * gridDim.x;
+    if (g < total) describe(params, g, &d);
   }
   __syncthreads();
 }
