@@ -438,7 +438,8 @@ int main(int argc, char** argv) {
                  "it inside each task of the matmul grids that read it (the fold-norms pass; the norm's grid and its "
                  "readers stay for N rows and more): two grids less a layer, each matmul task normalizing every row "
                  "itself, so only for the smallest batches (at most 48 Ki values read a task; not into an LM head); "
-                 "for measuring (not yet timed on a GPU)")
+                 "for measuring (an H200, N = 3: Llama-3.2-1B decode 14.6% slower at B = 1, 17.5% at 2; Qwen3-0.6B 20.1% "
+                 "and 25.2%)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_flag("--reuse-temps", opt.reuse_temps,
                "let temps of a graph whose lives do not overlap in its run order share one tensor (same dtype and "
