@@ -73,8 +73,7 @@ struct StreamState {
   unsigned issued;    // units issued so far
   unsigned consumed;  // units every warp is done with
   int walk_kt;        // the next stage of `cur` to issue
-  int walk_i;         // the next task's place among the CTA's (walk_g = blockIdx.x + walk_i * gridDim.x)
-  long long walk_g;   // the next task number to describe
+  int walk_i;         // the next task's place among the CTA's tasks (stream_task)
   long long total;
   StreamDesc cur;     // the task the walk is in
   bool (*describe)(const void* params, long long g, StreamDesc* out);
@@ -94,6 +93,11 @@ __device__ __forceinline__ unsigned long long* stream_bars() {
 __device__ __forceinline__ StreamDesc* stream_table() {
   __shared__ StreamDesc table[kStreamTable > 0 ? kStreamTable : 1];
   return table;
+}
+
+// The task number of the CTA's i-th task (a static schedule deals grid tasks round robin).
+__device__ __forceinline__ long long stream_task(int i) {
+  return blockIdx.x + (long long)i * gridDim.x;
 }
 
 __device__ __forceinline__ unsigned char* align_1024(unsigned char* p) {
@@ -140,10 +144,9 @@ __device__ __noinline__ void stream_pump() {
   for (;;) {
     stream_issue();
     if (s.walk_kt < s.cur.nk) return;  // the ring is full
-    if (s.walk_g >= s.total) return;
-    const long long g = s.walk_g;
     const int i = s.walk_i;
-    s.walk_g += gridDim.x;
+    const long long g = stream_task(i);
+    if (g >= s.total) return;
     ++s.walk_i;
     s.walk_kt = 0;
     if (i < kStreamTable) {
@@ -167,7 +170,6 @@ __device__ __forceinline__ void stream_start(unsigned char* ring, const void* pa
     s.issued = s.consumed = 0u;
     s.walk_kt = 0;
     s.walk_i = 0;
-    s.walk_g = blockIdx.x;
     s.total = total;
     s.cur.nk = 0;
     s.describe = describe;
@@ -178,7 +180,7 @@ __device__ __forceinline__ void stream_start(unsigned char* ring, const void* pa
   for (int i = threadIdx.x; i < kStreamTable; i += blockDim.x) {
     StreamDesc& d = stream_table()[i];
     d.nk = 0;
-    const long long g = blockIdx.x + (long long)i * gridDim.x;
+    const long long g = stream_task(i);
     if (g < total) describe(params, g, &d);
   }
   __syncthreads();
