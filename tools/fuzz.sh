@@ -3,10 +3,10 @@
 # its committed corpus, and prints libFuzzer's final statistics. A crash leaves its input in
 # build-fuzz/findings/<target>/ and makes this script fail; commit that input to
 # tests/fuzz/<target>/corpus/ as a regression test once fixed.
-#   tools/fuzz.sh TARGET [SECONDS]      TARGET: frontend, fatbin, npy or safetensors
+#   tools/fuzz.sh TARGET [SECONDS]      TARGET: frontend, pipeline, fatbin, npy or safetensors
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${1:?usage: tools/fuzz.sh frontend|fatbin|npy|safetensors [SECONDS]}
+target=${1:?usage: tools/fuzz.sh frontend|pipeline|fatbin|npy|safetensors [SECONDS]}
 seconds=${2:-600}
 binary=build-fuzz/tests/etc_fuzz_$target
 if [ ! -x "$binary" ]; then

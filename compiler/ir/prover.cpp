@@ -78,7 +78,10 @@ std::vector<std::vector<int64_t>> Prover::symSamples(const Expr& e) const {
 
   std::vector<std::vector<int64_t>> values(m_.syms.size());
   for (size_t id = 0; id < m_.syms.size(); ++id) {
-    const auto [lo, hi] = symRange(static_cast<uint32_t>(id));
+    // Not a structured binding: the lambda below captures the bounds, which clang before 16
+    // (the fuzz build's) does not allow of a binding.
+    const auto range = symRange(static_cast<uint32_t>(id));
+    const int64_t lo = range.first, hi = range.second;
     std::vector<int64_t>& v = values[id];
     if (!used.count(static_cast<uint32_t>(id))) {
       v.push_back(lo);
