@@ -1,9 +1,9 @@
 // libFuzzer target: parse -> verify -> every pass -> CUDA emission, under option sets chosen by
-// the input's hash (schedules, the opt-in folds and the emitter's forms). Any module may be
-// rejected, but none may crash, hang or trip a sanitizer; a rejection has an error diagnostic;
-// and the task-level module that comes out (etcc --emit tasks) compiles again to itself, as etcc
-// promises for it. NVRTC is not run: it is slow, and emitted code that
-// does not compile is the samples' tests' business.
+// the input's hash (schedules, the opt-in folds, --specialize and the emitter's forms). Any
+// module may be rejected, but none may crash, hang or trip a sanitizer; a rejection has an error
+// diagnostic; and the task-level module that comes out (etcc --emit tasks) compiles again to
+// itself, as etcc promises for it. NVRTC is not run: it is slow, and emitted code that does not
+// compile is the samples' tests' business.
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -59,6 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   po.merge_tasks = !(h & (1u << 6));
   po.gated_matmul = !(h & (1u << 7));
   po.matmul_plan_by_range = !(h & (1u << 8));
+  // etcc --specialize SYM=C: a kernel per half of the first sym's range.
+  if ((h & (1u << 14)) && !m->syms.empty() && m->syms[0].hi - m->syms[0].lo >= 2)
+    po.specialize = etc::SymCuts{m->syms[0].name, {m->syms[0].lo + (m->syms[0].hi - m->syms[0].lo) / 2}};
   auto tasks = etc::runPipeline(std::move(m), po, diags);
   if (!tasks) {
     require(diags.hasErrors(), kTarget, "a pass rejected a verified module without an error");
