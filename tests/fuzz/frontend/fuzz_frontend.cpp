@@ -6,28 +6,17 @@
 #include <cstdlib>
 #include <string>
 
-#include "compiler/frontend/frontend.h"
 #include "compiler/ir/printer.h"
+#include "tests/fuzz/fuzz_module.h"
 
-namespace {
-
-std::unique_ptr<etc::ir::Module> compile(const std::string& text, etc::SourceManager& sources,
-                                         etc::DiagnosticEngine& diags) {
-  diags.setCollect(true);
-  uint32_t id = sources.addBuffer("fuzz.etir", text);
-  return etc::parseAndVerifyBuffer(id, etc::LoadOptions{}, sources, diags);
-}
-
-}  // namespace
+using etc::fuzz::parseModule;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string input(reinterpret_cast<const char*>(data), size);
-  // Includes would make the result depend on the files around the fuzzer; the loader and its
-  // include handling are covered by their own tests.
-  if (input.find("include") != std::string::npos) return 0;
+  if (etc::fuzz::mentionsInclude(input)) return 0;
   etc::SourceManager sources;
   etc::DiagnosticEngine diags(sources);
-  auto m = compile(input, sources, diags);
+  auto m = parseModule(input, sources, diags);
   if (!m) {
     if (!diags.hasErrors()) {
       std::fprintf(stderr, "rejected without an error\n");
@@ -39,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string printed = etc::ir::printModule(*m);
   etc::SourceManager sources2;
   etc::DiagnosticEngine diags2(sources2);
-  auto m2 = compile(printed, sources2, diags2);
+  auto m2 = parseModule(printed, sources2, diags2);
   if (!m2) {
     std::fprintf(stderr, "the printed module does not compile:\n%s\n", printed.c_str());
     for (const etc::Diagnostic& d : diags2.collected()) std::fprintf(stderr, "%s", diags2.render(d).c_str());

@@ -9,23 +9,17 @@
 #include <string>
 
 #include "compiler/backend/compile_module.h"
-#include "compiler/frontend/frontend.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/pipeline.h"
+#include "tests/fuzz/fuzz_module.h"
 #include "tests/fuzz/fuzz_require.h"
 
 namespace {
 
+using etc::fuzz::parseModule;
 using etc::fuzz::require;
 
 constexpr const char* kTarget = "fuzz_pipeline";
-
-std::unique_ptr<etc::ir::Module> parse(const std::string& text, etc::SourceManager& sources,
-                                       etc::DiagnosticEngine& diags) {
-  diags.setCollect(true);
-  uint32_t id = sources.addBuffer("fuzz.etir", text);
-  return etc::parseAndVerifyBuffer(id, etc::LoadOptions{}, sources, diags);
-}
 
 // FNV-1a: the same options for the same input on every platform (the corpus replays in CI).
 uint32_t hashOf(const std::string& s) {
@@ -38,11 +32,10 @@ uint32_t hashOf(const std::string& s) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string input(reinterpret_cast<const char*>(data), size);
-  // Includes would make the result depend on the files around the fuzzer (fuzz_frontend's rule).
-  if (input.find("include") != std::string::npos) return 0;
+  if (etc::fuzz::mentionsInclude(input)) return 0;
   etc::SourceManager sources;
   etc::DiagnosticEngine diags(sources);
-  auto m = parse(input, sources, diags);
+  auto m = parseModule(input, sources, diags);
   if (!m) return 0;  // the front end's properties are fuzz_frontend's
 
   const uint32_t h = hashOf(input);
@@ -75,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string printed = etc::ir::printModule(*tasks);
   etc::SourceManager sources2;
   etc::DiagnosticEngine diags2(sources2);
-  auto again = parse(printed, sources2, diags2);
+  auto again = parseModule(printed, sources2, diags2);
   if (again) again = etc::runPipeline(std::move(again), po, diags2);
   if (!again) {
     std::fprintf(stderr, "the task-level module does not compile:\n%s\n", printed.c_str());
