@@ -66,6 +66,15 @@ static_assert(kAttentionRowTasks <= kAttentionTasks, "a row's cap must not excee
 
 const char* kCoordNames[] = {"i", "j", "k", "l"};
 
+// The name a task's coordinate gets: `base`, or with '_' appended until no module-level name (a
+// tensor, sym or const, which a coordinate may not hide) has it. Otherwise a model with a tensor
+// named `k` got tasks of coordinates (i, j, k) whenever a matmul split K in three dimensions, and
+// its task-level module (--emit tasks, the pass dumps) did not parse again.
+std::string coordName(const Module& m, std::string base) {
+  while (m.findValue(base)) base += '_';
+  return base;
+}
+
 // An op-level operand seen through its subscript: the operand's own (logical) dimensions and
 // where they sit in the tensor.
 struct OperandMap {
@@ -131,7 +140,7 @@ TilePlan planGrid(const Module& m, const std::vector<Expr>& extent, const std::v
       continue;
     }
     auto id = static_cast<uint32_t>(p.coords.size());
-    std::string name = kCoordNames[id];
+    std::string name = coordName(m, kCoordNames[id]);
     Expr c = coordRef(id, name);
     p.coords.push_back(name);
     p.grid.push_back(cdiv(extent[d], intConst(tile[d])));
@@ -139,7 +148,7 @@ TilePlan planGrid(const Module& m, const std::vector<Expr>& extent, const std::v
   }
   if (p.grid.empty()) {  // one task does everything
     p.grid.push_back(intConst(1));
-    p.coords.push_back("i");
+    p.coords.push_back(coordName(m, "i"));
   }
   return p;
 }
@@ -427,7 +436,7 @@ class Lowerer {
       Expr part_coord;
       if (sk_ > 1) {
         auto id = static_cast<uint32_t>(p.coords.size());
-        std::string cname = kCoordNames[id];
+        std::string cname = coordName(m_, kCoordNames[id]);
         part_coord = coordRef(id, cname);
         p.coords.push_back(cname);
         p.grid.push_back(intConst(sk_));
@@ -609,12 +618,12 @@ class Lowerer {
     for (size_t d = 0; d < lead; ++d) {
       auto id = static_cast<uint32_t>(d);
       p.grid.push_back(x.extent[d]);
-      p.coords.push_back(kCoordNames[id]);
-      idx.push_back(coordRef(id, kCoordNames[id]));
+      p.coords.push_back(coordName(m_, kCoordNames[id]));
+      idx.push_back(coordRef(id, p.coords.back()));
     }
     if (p.grid.empty()) {
       p.grid.push_back(intConst(1));
-      p.coords.push_back("i");
+      p.coords.push_back(coordName(m_, "i"));
     }
     OpCall call = c;
     for (Slice& s : call.args) s = pointSlice(mapOperand(m_, s), idx);
@@ -680,7 +689,8 @@ class Lowerer {
       splits = std::min((kAttentionRowTasks + hk - 1) / hk, (len_hi + kAttentionMinChunk - 1) / kAttentionMinChunk);
     if (ranged) splits = 1;
 
-    Expr b = coordRef(0, "b"), g = coordRef(1, "g"), part = coordRef(2, "p");
+    const std::string bn = coordName(m_, "b"), gn = coordName(m_, "g"), pn = coordName(m_, "p");
+    Expr b = coordRef(0, bn), g = coordRef(1, gn), part = coordRef(2, pn);
     // Cache heads a task of the one-part grid takes (the split grid's tasks take one): the
     // heads_per_task written (the verifier checked that it divides hk), else by the rows
     // (attentionHeadPlans): one grid per count, each empty where its count does not apply.
@@ -692,7 +702,7 @@ class Lowerer {
     };
     TilePlan p;
     p.grid = {rows, intConst(hk)};
-    p.coords = {"b", "g"};
+    p.coords = {bn, gn};
     OpCall call = c;
     call.attrs.clear();
     call.attrs.push_back(tiling::intAttr("head_dim", d));
@@ -779,7 +789,7 @@ class Lowerer {
     row_args(call, b);
     p.grid[0] = split_rows;
     p.grid.push_back(parts);
-    p.coords.push_back("p");
+    p.coords.push_back(pn);
     call.attrs.push_back(tiling::boolAttr("ranged"));
     call.args[3] = slice(rm, {b, part, All{}});
     tasks.push_back(addTask(baseName(a), p,
@@ -788,7 +798,7 @@ class Lowerer {
 
     TilePlan mp;
     mp.grid = {split_rows, intConst(hk)};
-    mp.coords = {"b", "g"};
+    mp.coords = {bn, gn};
     OpCall merge;
     merge.op = "attention_merge";
     std::pair<Expr, Expr> written{intConst(0), parts};  // the parts that the grid has at this B
@@ -852,13 +862,13 @@ class Lowerer {
     for (size_t d = 1; d + 1 < om.extent.size(); ++d) {
       auto id = static_cast<uint32_t>(d - 1);
       p.grid.push_back(om.extent[d]);
-      p.coords.push_back(kCoordNames[id]);
-      parts.push_back(coordRef(id, kCoordNames[id]));
-      row.push_back(coordRef(id, kCoordNames[id]));
+      p.coords.push_back(coordName(m_, kCoordNames[id]));
+      parts.push_back(coordRef(id, p.coords.back()));
+      row.push_back(coordRef(id, p.coords.back()));
     }
     if (p.grid.empty()) {
       p.grid.push_back(intConst(1));
-      p.coords.push_back("i");
+      p.coords.push_back(coordName(m_, "i"));
     }
     OpCall call = a.call;
     call.args[0] = slice(om, parts);
@@ -1001,13 +1011,13 @@ class Lowerer {
 
     TilePlan p;
     p.grid.push_back(blocks);
-    p.coords.push_back("b");
-    Expr b = coordRef(0, "b");
+    p.coords.push_back(coordName(m_, "b"));
+    Expr b = coordRef(0, p.coords.back());
     std::optional<std::pair<Expr, Expr>> nr;
     if (n_hi > tn) {
-      Expr j = coordRef(1, "j");
+      p.coords.push_back(coordName(m_, "j"));
+      Expr j = coordRef(1, p.coords.back());
       p.grid.push_back(cdiv(n_out, intConst(tn)));
-      p.coords.push_back("j");
       nr = std::make_pair(tiling::tileLo(j, tn), tiling::tileHi(j, tn, n_out));
     }
     OpCall call = c;
