@@ -536,20 +536,20 @@ class Eliminator {
       }
     for (uint32_t b = 0; b < m_.events.size(); ++b) {
       if (!only_wait[b] || joined_.count(b)) continue;
-      const std::vector<Site> wb = {*only_wait[b]};
+      const Site wb = *only_wait[b];
       for (uint32_t a = 0; a < b; ++a) {
-        if (!only_wait[a] || only_wait[a]->task != wb[0].task || event_graph_[a] != event_graph_[b] || joined_.count(a))
+        if (!only_wait[a] || only_wait[a]->task != wb.task || event_graph_[a] != event_graph_[b] || joined_.count(a))
           continue;
-        const std::vector<Site> wa = {*only_wait[a]};
-        if (segment<WaitStmt>(wa[0]) != segment<WaitStmt>(wb[0])) continue;
+        const Site wa = *only_wait[a];
+        if (segment<WaitStmt>(wa) != segment<WaitStmt>(wb)) continue;
         Event &ea = m_.events[a], &eb = m_.events[b];
         if (sameShape(ea, eb) &&
-            sameSlice(std::get<WaitStmt>(stmt(wa[0])).event, std::get<WaitStmt>(stmt(wb[0])).event)) {
+            sameSlice(std::get<WaitStmt>(stmt(wa)).event, std::get<WaitStmt>(stmt(wb)).event)) {
           // Coordinates are positional: both inits read the same element's coordinates.
           if (ea.init_coords.size() < eb.init_coords.size()) ea.init_coords = eb.init_coords;
           ea.init = add(ea.init, eb.init);
           for (const Site& n : sites(b, false)) retarget(n, a);
-          drop(wb[0]);
+          drop(wb);
           joined_.insert(b);
           break;
         }
@@ -577,7 +577,7 @@ class Eliminator {
           whole.range = eventSlice(n).range;
           setEventSlice(n, whole);
         }
-        drop(a_single ? wa[0] : wb[0]);
+        drop(a_single ? wa : wb);
         joined_.insert(gone);
         if (gone == b) break;
         // `a` went: b may still join an earlier event.
