@@ -598,6 +598,15 @@ if run_tool bench_prefetch; then
 else
   tool_fail "a hop's prefetch (tools/bench_prefetch.cu)" bench_prefetch
 fi
+# The B = 1 layer's matmul chain with a producer warp that streams the weights ahead of the
+# links' waits, against the same stream started after them (tools/bench_ws_chain.cu): the
+# design question behind a warp-specialized weight stream, as multiples of the floor.
+if run_tool bench_ws_chain; then
+  ws_x() { awk -v m="$1" -v s="$2" '$1 == m && $2 == s {print $6; exit}' "$out/bench_ws_chain.log"; }
+  row "B=1 matmul chain x floor: ahead / after / no waits (S=12)" INFO "$(ws_x ahead 12) / $(ws_x after 12) / $(ws_x nodeps 12) (bench_ws_chain.log)"
+else
+  tool_fail "a chain streamed ahead (tools/bench_ws_chain.cu)" bench_ws_chain
+fi
 # mlp weights: w_gate_up [16384, 2048] + w_down [2048, 8192] + ln [2048], bf16.
 wbytes=$(( (16384 * 2048 + 2048 * 8192 + 2048) * 2 ))
 for b in 1 3 16 64 128; do

@@ -5,6 +5,12 @@
 
 #include "etc/device/common.cuh"
 
+// The 16-byte chunks of a row that each thread of argmax_row16 has in flight ahead of those it
+// folds (a knob for measuring: etcc --device-define ETC_ARGMAX_CHUNKS=N).
+#ifndef ETC_ARGMAX_CHUNKS
+#define ETC_ARGMAX_CHUNKS 8
+#endif
+
 namespace etc {
 namespace dev {
 namespace detail {
@@ -80,7 +86,7 @@ __device__ __forceinline__ void argmax_cta(float& v, long long& i, float* sv, lo
 template <class X>
 __device__ long long argmax_row16(const X* xr, long long n, float* sv, long long* si) {
   using X2 = typename Pair16<X>::type;
-  constexpr int U = 8;
+  constexpr int U = ETC_ARGMAX_CHUNKS;
   const long long chunks = n / 8, step = (long long)blockDim.x * U;
   const uint4* p = reinterpret_cast<const uint4*>(xr);
   float tm = __int_as_float(0xff800000);

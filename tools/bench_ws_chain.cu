@@ -1,0 +1,382 @@
+// Whether a weight stream that runs ahead of a chain's dependencies, issued by a warp that does
+// nothing else, brings a B = 1 decode chain near its bandwidth floor. Models the matmuls of a
+// Llama-3.2-1B layer at B = 1 (hidden 2048, q/k/v 3072 rows, MLP 8192; attention left out: the
+// o projection reads the first 2048 q/k/v outputs) as a chain of four links a layer:
+//   qkv    = W_qkv rmsnorm(x_l)                      (3072 x 2048)
+//   x2_l   = x_l + W_o qkv[0 : 2048]                 (2048 x 2048)
+//   act    = silu(W_g h2) * (W_u h2), h2 = rmsnorm(x2_l)  (2 x 8192 x 2048)
+//   x_l+1  = x2_l + W_d act                          (2048 x 8192)
+// in one persistent kernel of a CTA an SM. Each CTA owns a contiguous slice of every matrix's
+// rows (all of K: no split-K parts, so a link's output is final where it is written) and runs
+// its norms itself from the whole previous vector. Its warp 0 (one thread) streams the CTA's
+// slices of every matrix, layer after layer, through a ring of S stages of 16 KiB by bulk copies
+// (cp.async.bulk), each completing on the stage's "full" mbarrier; 8 consumer warps compute each
+// stage's dot products and release the slot on its "empty" mbarrier. A link ends with etc's
+// counter handoff (consumer barrier, gpu-scope fence, relaxed add); the next link's consumers
+// spin on it with acquire loads. Modes:
+//   ahead:  the producer waits for free slots only, so during a link's wait it fills the ring
+//           with the next link's weights (the design a warp-specialized etc would have);
+//   after:  the producer issues a link's stages only once the link's input is complete (what
+//           etc's tasks do today: their weight loads start after their waits);
+//   nodeps: nobody waits on a link (the stream's own rate in this form: an upper bound).
+// `hops`: links without weights after q/k/v (each CTA waits for the previous link and notifies
+// the next), standing in for the step's attention and merge: the real layer has two such.
+// Every time is the kernel's (cudaEvent), median of the launches, against the floor: the weight
+// bytes over the copy's rate (copy16, read + write, as BENCHMARKS.md's floor). Layers = 1 and 2
+// runs are checked against a host model in doubles (same bf16 weights, from the same hash).
+//   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
+//     tools/bench_ws_chain.cu -o bench_ws_chain && ./bench_ws_chain
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "bench_copies.cuh"
+
+constexpr int kHid = 2048, kQkv = 3072, kMlp = 8192;
+constexpr int kStage = 16384;  // bytes a ring stage
+constexpr int kConsumerWarps = 8;
+constexpr int kConsumers = 32 * kConsumerWarps;
+constexpr int kThreads = 32 + kConsumers;
+// A layer's links: q/k/v, `hops` links without weights, o, gate/up, down.
+enum Kind { kLinkQkv = 0, kLinkO = 1, kLinkGateUp = 2, kLinkDown = 3, kLinkHop = 4 };
+__host__ __device__ inline int kind_of(int j, int hops) { return j == 0 ? kLinkQkv : j <= hops ? kLinkHop : j - hops; }
+constexpr int kMaxHops = 2;
+constexpr int kMaxStages = 12;
+constexpr int kMaxLayers = 16;
+constexpr int kCntStride = 32;  // a counter a 128-byte line
+constexpr int kAccRows = 256;   // a CTA's rows of one link (gate and up: 2 x 63 at 132 CTAs)
+
+enum Mode { kNoDeps = 0, kAhead = 1, kAfter = 2 };
+static const char* const kModeName[] = {"nodeps", "ahead", "after"};
+
+struct Net {
+  const __nv_bfloat16* wqkv;  // [L][3072][2048]
+  const __nv_bfloat16* wo;    // [L][2048][2048]
+  const __nv_bfloat16* wg;    // [L][8192][2048]
+  const __nv_bfloat16* wu;    // [L][8192][2048]
+  const __nv_bfloat16* wd;    // [L][2048][8192]
+  float* x;                   // [L + 1][2048]: x[0] is the input
+  float* x2;                  // [L][2048]
+  float* qkv;                 // [L][3072]
+  float* act;                 // [L][8192]
+  unsigned* cnt;              // [L * (4 + hops)][kCntStride]
+  int layers, hops;
+};
+
+// One contiguous run of weight rows that a CTA streams for a link.
+struct Seg {
+  const __nv_bfloat16* w;
+  int rows, k;
+};
+
+__host__ __device__ inline int slice_lo(int rows, int c, int n) { return (int)((long long)rows * c / n); }
+
+// The CTA's segments of a link of kind k of layer l (gate/up: two, the gate's rows then the
+// up's; a hop: none); its first row in r0.
+__device__ inline int link_segments(const Net& net, int l, int k, int c, int n, Seg* s, int& r0) {
+  if (k == kLinkHop) return r0 = 0, 0;
+  const int rows = k == kLinkQkv ? kQkv : k == kLinkGateUp ? kMlp : kHid;
+  r0 = slice_lo(rows, c, n);
+  const int nr = slice_lo(rows, c + 1, n) - r0;
+  switch (k) {
+    case kLinkQkv: s[0] = {net.wqkv + ((size_t)l * kQkv + r0) * kHid, nr, kHid}; return 1;
+    case kLinkO: s[0] = {net.wo + ((size_t)l * kHid + r0) * kHid, nr, kHid}; return 1;
+    case kLinkGateUp:
+      s[0] = {net.wg + ((size_t)l * kMlp + r0) * kHid, nr, kHid};
+      s[1] = {net.wu + ((size_t)l * kMlp + r0) * kHid, nr, kHid};
+      return 2;
+    default: s[0] = {net.wd + ((size_t)l * kHid + r0) * kMlp, nr, kMlp}; return 1;
+  }
+}
+
+__device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory"); }
+__device__ __forceinline__ void mbar_arrive(unsigned long long* b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(b)) : "memory");
+}
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void spin_until(const unsigned* p, unsigned target) {
+  while (ld_acquire(p) < target) {
+  }
+}
+
+// xs = rmsnorm(v) over n words (no weight), by the consumer threads; red: 8 floats of scratch.
+__device__ void load_norm(float* xs, const float* v, int n, float* red, int ctid) {
+  float ss = 0.f;
+  for (int i = ctid; i < n; i += kConsumers) {
+    const float a = __ldcg(v + i);
+    xs[i] = a;
+    ss += a * a;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if ((ctid & 31) == 0) red[ctid >> 5] = ss;
+  consumer_sync();
+  float tot = 0.f;
+#pragma unroll
+  for (int w = 0; w < kConsumerWarps; ++w) tot += red[w];
+  const float r = rsqrtf(tot / n + 1e-5f);
+  for (int i = ctid; i < n; i += kConsumers) xs[i] *= r;
+}
+
+__device__ __forceinline__ float dot8(uint4 w, const float* x) {
+  const float4 a = *reinterpret_cast<const float4*>(x), b = *reinterpret_cast<const float4*>(x + 4);
+  __nv_bfloat162 h[4];
+  memcpy(h, &w, sizeof(h));
+  const float2 p0 = __bfloat1622float2(h[0]), p1 = __bfloat1622float2(h[1]), p2 = __bfloat1622float2(h[2]),
+               p3 = __bfloat1622float2(h[3]);
+  return p0.x * a.x + p0.y * a.y + p1.x * a.z + p1.y * a.w + p2.x * b.x + p2.y * b.y + p3.x * b.z + p3.y * b.w;
+}
+
+__global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, int stages, int mode) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  unsigned char* ring = smem;
+  float* xs = reinterpret_cast<float*>(smem + (size_t)stages * kStage);  // [8192]
+  float* acc = xs + kMlp;                                                 // [kAccRows]
+  float* red = acc + kAccRows;                                            // [8]
+  __shared__ unsigned long long full[kMaxStages], empty[kMaxStages];
+  const int c = blockIdx.x, n = gridDim.x;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumerWarps);
+    etc::dev::detail::mbar_fence_init();
+  }
+  __syncthreads();
+  const int per = 4 + net.hops, links = net.layers * per;
+  if (threadIdx.x < 32) {  // the producer warp: its lane 0 issues every stage
+    if (threadIdx.x != 0) return;
+    unsigned g = 0;
+    for (int L = 0; L < links; ++L) {
+      if (mode == kAfter && L > 0) spin_until(net.cnt + (size_t)(L - 1) * kCntStride, (unsigned)n);
+      Seg seg[2];
+      int r0;
+      const int ns = link_segments(net, L / per, kind_of(L % per, net.hops), c, n, seg, r0);
+      for (int s = 0; s < ns; ++s) {
+        const long long bytes = (long long)seg[s].rows * seg[s].k * 2;
+        for (long long off = 0; off < bytes; off += kStage, ++g) {
+          const unsigned slot = g % stages;
+          if (g >= (unsigned)stages) mbar_wait(&empty[slot], (g / stages - 1) & 1u);
+          const unsigned nb = (unsigned)min((long long)kStage, bytes - off);
+          mbar_expect_tx(&full[slot], nb);
+          bulk(ring + (size_t)slot * kStage, reinterpret_cast<const unsigned char*>(seg[s].w) + off, nb, &full[slot]);
+        }
+      }
+    }
+    return;
+  }
+  const int ctid = threadIdx.x - 32, lane = threadIdx.x & 31;
+  unsigned g = 0;
+  for (int L = 0; L < links; ++L) {
+    const int l = L / per, k = kind_of(L % per, net.hops);
+    if (mode != kNoDeps && L > 0 && ctid == 0) spin_until(net.cnt + (size_t)(L - 1) * kCntStride, (unsigned)n);
+    consumer_sync();
+    // The link's input vector, in f32 in xs.
+    if (k == kLinkQkv) load_norm(xs, net.x + (size_t)l * kHid, kHid, red, ctid);
+    if (k == kLinkO)
+      for (int i = ctid; i < kHid; i += kConsumers) xs[i] = __ldcg(net.qkv + (size_t)l * kQkv + i);
+    if (k == kLinkGateUp) load_norm(xs, net.x2 + (size_t)l * kHid, kHid, red, ctid);
+    if (k == kLinkDown)
+      for (int i = ctid; i < kMlp; i += kConsumers) xs[i] = __ldcg(net.act + (size_t)l * kMlp + i);
+    for (int i = ctid; i < kAccRows; i += kConsumers) acc[i] = 0.f;
+    consumer_sync();
+    Seg seg[2];
+    int r0;
+    const int ns = link_segments(net, l, k, c, n, seg, r0);
+    for (int s = 0; s < ns; ++s) {
+      const int K = seg[s].k;
+      const long long bytes = (long long)seg[s].rows * K * 2;
+      for (long long off = 0; off < bytes; off += kStage, ++g) {
+        const unsigned slot = g % stages;
+        mbar_wait(&full[slot], (g / stages) & 1u);
+        const uint4* w = reinterpret_cast<const uint4*>(ring + (size_t)slot * kStage);
+        const int n16 = (int)(min((long long)kStage, bytes - off) / 16);  // a multiple of 256
+        const long long e0 = off / 2;
+        for (int i = ctid; i < n16; i += kConsumers) {
+          const long long e = e0 + (long long)i * 8;
+          const int row = (int)(e / K), col = (int)(e - (long long)row * K);
+          float d = dot8(w[i], xs + col);
+#pragma unroll
+          for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+          if (lane == 0) atomicAdd(&acc[s * seg[0].rows + row], d);  // a warp's 256 words: one row
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[slot]);
+      }
+    }
+    consumer_sync();
+    const int nr = ns ? seg[0].rows : 0;
+    for (int i = ctid; i < nr; i += kConsumers) {
+      const int r = r0 + i;
+      if (k == kLinkQkv) net.qkv[(size_t)l * kQkv + r] = acc[i];
+      if (k == kLinkO) net.x2[(size_t)l * kHid + r] = __ldcg(net.x + (size_t)l * kHid + r) + acc[i];
+      if (k == kLinkGateUp) {
+        const float gt = acc[i], up = acc[nr + i];
+        net.act[(size_t)l * kMlp + r] = gt / (1.f + __expf(-gt)) * up;
+      }
+      if (k == kLinkDown) net.x[(size_t)(l + 1) * kHid + r] = __ldcg(net.x2 + (size_t)l * kHid + r) + acc[i];
+    }
+    consumer_sync();
+    if (ctid == 0) {
+      __threadfence();
+      atomicAdd(net.cnt + (size_t)L * kCntStride, 1u);
+    }
+  }
+}
+
+// The weights: bf16 bits from a hash of (matrix, index), so that the host model rebuilds them:
+// sign, an exponent of 2^-8 .. 2^-6 and 7 random mantissa bits (every value exact in bf16).
+__host__ __device__ inline unsigned short weight_bits(unsigned mat, unsigned long long i) {
+  unsigned long long h = (i + 1) * 0x9E3779B97F4A7C15ull ^ (unsigned long long)(mat + 1) * 0xC2B2AE3D27D4EB4Full;
+  h ^= h >> 31;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 29;
+  const unsigned sign = (unsigned)(h >> 63), e = 119u + (unsigned)((h >> 40) % 3u), m = (unsigned)(h & 0x7Fu);
+  return (unsigned short)(sign << 15 | e << 7 | m);
+}
+__global__ void fill_weights(unsigned short* w, size_t n, unsigned mat) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    w[i] = weight_bits(mat, i);
+}
+static double bf16_value(unsigned short b) {
+  const unsigned u = (unsigned)b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+// The host model of `layers` layers from x0 (doubles, the same weights); returns x[layers].
+static std::vector<double> host_model(const std::vector<float>& x0, int layers) {
+  std::vector<double> x(x0.begin(), x0.end()), h(kHid), qkv(kQkv), x2(kHid), act(kMlp);
+  auto norm = [](const std::vector<double>& v, std::vector<double>& out) {
+    double ss = 0;
+    for (double a : v) ss += a * a;
+    const double r = 1.0 / std::sqrt(ss / v.size() + 1e-5);
+    for (size_t i = 0; i < v.size(); ++i) out[i] = v[i] * r;
+  };
+  auto matvec = [](unsigned mat, size_t base_row, int rows, int k, const std::vector<double>& in, double* out) {
+    for (int r = 0; r < rows; ++r) {
+      double s = 0;
+      const size_t b = (base_row + r) * (size_t)k;
+      for (int j = 0; j < k; ++j) s += bf16_value(weight_bits(mat, b + j)) * in[j];
+      out[r] = s;
+    }
+  };
+  for (int l = 0; l < layers; ++l) {
+    norm(x, h);
+    matvec(0, (size_t)l * kQkv, kQkv, kHid, h, qkv.data());
+    std::vector<double> o(kHid), ain(qkv.begin(), qkv.begin() + kHid);
+    matvec(1, (size_t)l * kHid, kHid, kHid, ain, o.data());
+    for (int i = 0; i < kHid; ++i) x2[i] = x[i] + o[i];
+    std::vector<double> h2(kHid), gt(kMlp), up(kMlp), d(kHid);
+    norm(x2, h2);
+    matvec(2, (size_t)l * kMlp, kMlp, kHid, h2, gt.data());
+    matvec(3, (size_t)l * kMlp, kMlp, kHid, h2, up.data());
+    for (int i = 0; i < kMlp; ++i) act[i] = gt[i] / (1 + std::exp(-gt[i])) * up[i];
+    matvec(4, (size_t)l * kHid, kHid, kMlp, act, d.data());
+    for (int i = 0; i < kHid; ++i) x[i] = x2[i] + d[i];
+  }
+  return x;
+}
+
+int main() {
+  const int sms = print_device();
+  const size_t per_layer[5] = {(size_t)kQkv * kHid, (size_t)kHid * kHid, (size_t)kMlp * kHid, (size_t)kMlp * kHid,
+                               (size_t)kHid * kMlp};
+  unsigned short* w[5];
+  size_t layer_bytes = 0;
+  for (int m = 0; m < 5; ++m) {
+    CK(cudaMalloc(&w[m], per_layer[m] * kMaxLayers * 2));
+    fill_weights<<<1024, 256>>>(w[m], per_layer[m] * kMaxLayers, (unsigned)m);
+    layer_bytes += per_layer[m] * 2;
+  }
+  Net net{};
+  net.wqkv = reinterpret_cast<const __nv_bfloat16*>(w[0]);
+  net.wo = reinterpret_cast<const __nv_bfloat16*>(w[1]);
+  net.wg = reinterpret_cast<const __nv_bfloat16*>(w[2]);
+  net.wu = reinterpret_cast<const __nv_bfloat16*>(w[3]);
+  net.wd = reinterpret_cast<const __nv_bfloat16*>(w[4]);
+  CK(cudaMalloc(&net.x, sizeof(float) * kHid * (kMaxLayers + 1)));
+  CK(cudaMalloc(&net.x2, sizeof(float) * kHid * kMaxLayers));
+  CK(cudaMalloc(&net.qkv, sizeof(float) * kQkv * kMaxLayers));
+  CK(cudaMalloc(&net.act, sizeof(float) * kMlp * kMaxLayers));
+  const size_t cnt_bytes = sizeof(unsigned) * kCntStride * (4 + kMaxHops) * kMaxLayers;
+  CK(cudaMalloc(&net.cnt, cnt_bytes));
+  std::vector<float> x0(kHid);
+  for (int i = 0; i < kHid; ++i) x0[i] = (float)std::sin(0.37 * i + 0.1);
+  CK(cudaMemcpy(net.x, x0.data(), sizeof(float) * kHid, cudaMemcpyHostToDevice));
+
+  // The copy's rate (read + write), as the floor's.
+  const long long cw = (1ll << 30) / 16;
+  int4 *ca, *cb;
+  CK(cudaMalloc(&ca, cw * 16));
+  CK(cudaMalloc(&cb, cw * 16));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<double> ct;
+  for (int r = 0; r < 7; ++r) {
+    CK(cudaEventRecord(e0));
+    copy16<<<sms * 4, 256>>>(ca, cb, cw);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    ct.push_back(ms * 1e3);
+  }
+  const double copy_tbs = 2.0 * cw * 16 / (median(ct) * 1e-6) / 1e12;
+  std::printf("copy %.2f TB/s (read + write); a layer's weights %.1f MB\n", copy_tbs, layer_bytes / 1e6);
+  CK(cudaFuncSetAttribute(ws_chain, cudaFuncAttributeMaxDynamicSharedMemorySize, 232448));
+
+  auto launch = [&](int layers, int stages, int mode, int hops) {
+    net.layers = layers;
+    net.hops = hops;
+    CK(cudaMemsetAsync(net.cnt, 0, cnt_bytes));
+    CK(cudaEventRecord(e0));
+    // Always the largest ring's bytes: one CTA an SM whatever the ring (two of a small one fit).
+    const size_t smem = (size_t)kMaxStages * kStage + sizeof(float) * (kMlp + kAccRows + 8);
+    ws_chain<<<sms, kThreads, smem>>>(net, stages, mode);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaGetLastError());
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms * 1e3;
+  };
+  // The check: layers 1 and 2 of each waiting mode against the host model.
+  int bad = 0;
+  for (int layers = 1; layers <= 2; ++layers) {
+    const std::vector<double> ref = host_model(x0, layers);
+    for (int mode : {kAhead, kAfter})
+      for (int stages : {4, 12}) {
+        launch(layers, stages, mode, layers - 1);  // 0 and 1 hops
+        std::vector<float> got(kHid);
+        CK(cudaMemcpy(got.data(), net.x + (size_t)layers * kHid, sizeof(float) * kHid, cudaMemcpyDeviceToHost));
+        double num = 0, den = 0;
+        for (int i = 0; i < kHid; ++i) num += (got[i] - ref[i]) * (got[i] - ref[i]), den += ref[i] * ref[i];
+        const double rel = std::sqrt(num / den);
+        const bool ok = rel < 1e-4;
+        bad += !ok;
+        std::printf("check layers %d hops %d %s S=%d rel_l2 %.2e %s\n", layers, layers - 1, kModeName[mode], stages, rel,
+                    ok ? "ok" : "FAIL");
+      }
+  }
+  std::printf("mode   S  hops layers  us  floor_us  x_floor  us_a_layer\n");
+  const int layers = kMaxLayers;
+  const double floor_us = layers * layer_bytes / (copy_tbs * 1e12) * 1e6;
+  for (int hops : {0, 2})
+    for (int stages : {4, 8, 12})
+      for (int mode : {kNoDeps, kAhead, kAfter}) {
+        std::vector<double> t;
+        for (int r = 0; r < 11; ++r) t.push_back(launch(layers, stages, mode, hops));
+        const double us = median(t);
+        std::printf("%-6s %2d %d %3d %8.1f %8.1f %6.3f %7.2f\n", kModeName[mode], stages, hops, layers, us, floor_us,
+                    us / floor_us, us / layers);
+      }
+  std::printf(bad ? "FAIL: %d checks\n" : "all checks ok\n", bad);
+  return bad ? 1 : 0;
+}
