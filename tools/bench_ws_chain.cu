@@ -195,10 +195,9 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, int stages, int
         mbar_wait(&full[slot], (g / stages) & 1u);
         const uint4* w = reinterpret_cast<const uint4*>(ring + (size_t)slot * kStage);
         const int n16 = (int)(min((long long)kStage, bytes - off) / 16);  // a multiple of 256
-        const long long e0 = off / 2;
+        const int e0 = (int)(off / 2);  // a segment: at most 63 rows of 2048 words or 16 of 8192
         for (int i = ctid; i < n16; i += kConsumers) {
-          const long long e = e0 + (long long)i * 8;
-          const int row = (int)(e / K), col = (int)(e - (long long)row * K);
+          const int e = e0 + i * 8, row = e / K, col = e - row * K;
           float d = dot8(w[i], xs + col);
 #pragma unroll
           for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
