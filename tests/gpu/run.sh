@@ -602,8 +602,8 @@ fi
 # links' waits, against the same stream started after them (tools/bench_ws_chain.cu): the
 # design question behind a warp-specialized weight stream, as multiples of the floor.
 if run_tool bench_ws_chain; then
-  ws_x() { awk -v m="$1" -v s="$2" '$1 == m && $2 == s {print $6; exit}' "$out/bench_ws_chain.log"; }
-  row "B=1 matmul chain x floor: ahead / after / no waits (S=12)" INFO "$(ws_x ahead 12) / $(ws_x after 12) / $(ws_x nodeps 12) (bench_ws_chain.log)"
+  ws_x() { awk -v m="$1" '$1 == m && $2 == 12 && $3 == 2 {print $7; exit}' "$out/bench_ws_chain.log"; }
+  row "B=1 matmul chain x floor: ahead / after / no waits (S=12, 2 hops)" INFO "$(ws_x ahead) / $(ws_x after) / $(ws_x nodeps) (bench_ws_chain.log)"
 else
   tool_fail "a chain streamed ahead (tools/bench_ws_chain.cu)" bench_ws_chain
 fi
