@@ -22,7 +22,7 @@
 // `hops`: links without weights after q/k/v (each CTA waits for the previous link and notifies
 // the next), standing in for the step's attention and merge: the real layer has two such.
 // Every time is the kernel's (cudaEvent), median of the launches, against the floor: the weight
-// bytes over the copy's rate (copy16, read + write, as BENCHMARKS.md's floor). Layers = 1 and 2
+// bytes over the copy's rate (a 1 GiB cudaMemcpy, read + write, as BENCHMARKS.md's floor). Layers = 1 and 2
 // runs are checked against a host model in doubles (same bf16 weights, from the same hash).
 //   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
 //     tools/bench_ws_chain.cu -o bench_ws_chain && ./bench_ws_chain
@@ -51,6 +51,10 @@ constexpr int kAccRows = 256;   // a CTA's rows of one link (gate and up: 2 x 63
 
 enum Mode { kNoDeps = 0, kAhead = 1, kAfter = 2 };
 static const char* const kModeName[] = {"nodeps", "ahead", "after"};
+// The consumers' products: none (a stage is released as soon as it lands: the stream alone), a
+// reduction per 256 words (the first form), or per warp and stage.
+enum Work { kWorkNone = 0, kWorkPerChunk = 1, kWorkPerWarpRow = 2 };
+static const char* const kWorkName[] = {"none", "chunk", "warp"};
 
 struct Net {
   const __nv_bfloat16* wqkv;  // [L][3072][2048]
@@ -125,6 +129,13 @@ __device__ void load_norm(float* xs, const float* v, int n, float* red, int ctid
   for (int i = ctid; i < n; i += kConsumers) xs[i] *= r;
 }
 
+// A warp's sum of d into *dst.
+__device__ __forceinline__ void flush_row(float d, float* dst, int lane) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+  if (lane == 0) atomicAdd(dst, d);
+}
+
 __device__ __forceinline__ float dot8(uint4 w, const float* x) {
   const float4 a = *reinterpret_cast<const float4*>(x), b = *reinterpret_cast<const float4*>(x + 4);
   __nv_bfloat162 h[4];
@@ -134,7 +145,7 @@ __device__ __forceinline__ float dot8(uint4 w, const float* x) {
   return p0.x * a.x + p0.y * a.y + p1.x * a.z + p1.y * a.w + p2.x * b.x + p2.y * b.y + p3.x * b.z + p3.y * b.w;
 }
 
-__global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, int stages, int mode) {
+__global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, int stages, int mode, int work) {
   extern __shared__ __align__(1024) unsigned char smem[];
   unsigned char* ring = smem;
   float* xs = reinterpret_cast<float*>(smem + (size_t)stages * kStage);  // [8192]
@@ -196,12 +207,31 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, int stages, int
         const uint4* w = reinterpret_cast<const uint4*>(ring + (size_t)slot * kStage);
         const int n16 = (int)(min((long long)kStage, bytes - off) / 16);  // a multiple of 256
         const int e0 = (int)(off / 2);  // a segment: at most 63 rows of 2048 words or 16 of 8192
-        for (int i = ctid; i < n16; i += kConsumers) {
-          const int e = e0 + i * 8, row = e / K, col = e - row * K;
-          float d = dot8(w[i], xs + col);
+        if (work == kWorkPerWarpRow) {
+          // Warp w takes the w-th eighth of the stage (runs of 32 chunks, one a lane),
+          // summed in a register and reduced once a row: once a stage but where its eighth
+          // crosses a row (the last, short stage of a segment).
+          const int m = n16 / kConsumers, c0 = (ctid >> 5) * m;
+          int cur = -1;
+          float d = 0.f;
+          for (int c = c0; c < c0 + m; ++c) {
+            const int i = c * 32 + lane, e = e0 + c * 256, row = e / K;  // row: warp-uniform
+            if (row != cur) {
+              if (cur >= 0) flush_row(d, &acc[s * seg[0].rows + cur], lane);
+              cur = row;
+              d = 0.f;
+            }
+            d += dot8(w[i], xs + (e - row * K) + lane * 8);
+          }
+          if (cur >= 0) flush_row(d, &acc[s * seg[0].rows + cur], lane);
+        } else if (work == kWorkPerChunk) {
+          for (int i = ctid; i < n16; i += kConsumers) {
+            const int e = e0 + i * 8, row = e / K, col = e - row * K;
+            float d = dot8(w[i], xs + col);
 #pragma unroll
-          for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-          if (lane == 0) atomicAdd(&acc[s * seg[0].rows + row], d);  // a warp's 256 words: one row
+            for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+            if (lane == 0) atomicAdd(&acc[s * seg[0].rows + row], d);  // a warp's 256 words: one row
+          }
         }
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty[slot]);
@@ -309,7 +339,7 @@ int main() {
   for (int i = 0; i < kHid; ++i) x0[i] = (float)std::sin(0.37 * i + 0.1);
   CK(cudaMemcpy(net.x, x0.data(), sizeof(float) * kHid, cudaMemcpyHostToDevice));
 
-  // The copy's rate (read + write), as the floor's.
+  // The copy's rate (read + write), as the floor's: the driver's copy, as PyTorch's copy_.
   const long long cw = (1ll << 30) / 16;
   int4 *ca, *cb;
   CK(cudaMalloc(&ca, cw * 16));
@@ -320,7 +350,7 @@ int main() {
   std::vector<double> ct;
   for (int r = 0; r < 7; ++r) {
     CK(cudaEventRecord(e0));
-    copy16<<<sms * 4, 256>>>(ca, cb, cw);
+    CK(cudaMemcpyAsync(cb, ca, cw * 16, cudaMemcpyDeviceToDevice));
     CK(cudaEventRecord(e1));
     CK(cudaEventSynchronize(e1));
     float ms;
@@ -329,16 +359,16 @@ int main() {
   }
   const double copy_tbs = 2.0 * cw * 16 / (median(ct) * 1e-6) / 1e12;
   std::printf("copy %.2f TB/s (read + write); a layer's weights %.1f MB\n", copy_tbs, layer_bytes / 1e6);
-  CK(cudaFuncSetAttribute(ws_chain, cudaFuncAttributeMaxDynamicSharedMemorySize, 232448));
+  // Always the largest ring's bytes: one CTA an SM whatever the ring (two of a small one fit).
+  const size_t smem = (size_t)kMaxStages * kStage + sizeof(float) * (kMlp + kAccRows + 8);
+  CK(cudaFuncSetAttribute(ws_chain, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 
-  auto launch = [&](int layers, int stages, int mode, int hops) {
+  auto launch = [&](int layers, int stages, int mode, int hops, int work) {
     net.layers = layers;
     net.hops = hops;
     CK(cudaMemsetAsync(net.cnt, 0, cnt_bytes));
     CK(cudaEventRecord(e0));
-    // Always the largest ring's bytes: one CTA an SM whatever the ring (two of a small one fit).
-    const size_t smem = (size_t)kMaxStages * kStage + sizeof(float) * (kMlp + kAccRows + 8);
-    ws_chain<<<sms, kThreads, smem>>>(net, stages, mode);
+    ws_chain<<<sms, kThreads, smem>>>(net, stages, mode, work);
     CK(cudaEventRecord(e1));
     CK(cudaEventSynchronize(e1));
     CK(cudaGetLastError());
@@ -350,9 +380,10 @@ int main() {
   int bad = 0;
   for (int layers = 1; layers <= 2; ++layers) {
     const std::vector<double> ref = host_model(x0, layers);
-    for (int mode : {kAhead, kAfter})
-      for (int stages : {4, 12}) {
-        launch(layers, stages, mode, layers - 1);  // 0 and 1 hops
+    for (int work : {kWorkPerChunk, kWorkPerWarpRow})
+      for (int mode : {kAhead, kAfter}) {
+        const int stages = mode == kAhead ? 4 : 12;
+        launch(layers, stages, mode, layers - 1, work);  // 0 and 1 hops
         std::vector<float> got(kHid);
         CK(cudaMemcpy(got.data(), net.x + (size_t)layers * kHid, sizeof(float) * kHid, cudaMemcpyDeviceToHost));
         double num = 0, den = 0;
@@ -360,22 +391,23 @@ int main() {
         const double rel = std::sqrt(num / den);
         const bool ok = rel < 1e-4;
         bad += !ok;
-        std::printf("check layers %d hops %d %s S=%d rel_l2 %.2e %s\n", layers, layers - 1, kModeName[mode], stages, rel,
-                    ok ? "ok" : "FAIL");
+        std::printf("check layers %d hops %d %s S=%d %s rel_l2 %.2e %s\n", layers, layers - 1, kModeName[mode], stages,
+                    kWorkName[work], rel, ok ? "ok" : "FAIL");
       }
   }
-  std::printf("mode   S  hops layers  us  floor_us  x_floor  us_a_layer\n");
+  std::printf("mode   S  hops work layers  us  floor_us  x_floor  us_a_layer\n");
   const int layers = kMaxLayers;
   const double floor_us = layers * layer_bytes / (copy_tbs * 1e12) * 1e6;
-  for (int hops : {0, 2})
-    for (int stages : {4, 8, 12})
-      for (int mode : {kNoDeps, kAhead, kAfter}) {
-        std::vector<double> t;
-        for (int r = 0; r < 11; ++r) t.push_back(launch(layers, stages, mode, hops));
-        const double us = median(t);
-        std::printf("%-6s %2d %d %3d %8.1f %8.1f %6.3f %7.2f\n", kModeName[mode], stages, hops, layers, us, floor_us,
-                    us / floor_us, us / layers);
-      }
+  for (int work : {kWorkNone, kWorkPerChunk, kWorkPerWarpRow})
+    for (int hops : {0, 2})
+      for (int stages : {4, 8, 12})
+        for (int mode : {kNoDeps, kAhead, kAfter}) {
+          std::vector<double> t;
+          for (int r = 0; r < 11; ++r) t.push_back(launch(layers, stages, mode, hops, work));
+          const double us = median(t);
+          std::printf("%-6s %2d %d %-5s %3d %8.1f %8.1f %6.3f %7.2f\n", kModeName[mode], stages, hops, kWorkName[work], layers,
+                      us, floor_us, us / floor_us, us / layers);
+        }
   std::printf(bad ? "FAIL: %d checks\n" : "all checks ok\n", bad);
   return bad ? 1 : 0;
 }
