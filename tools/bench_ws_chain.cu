@@ -52,9 +52,11 @@ constexpr int kAccRows = 256;   // a CTA's rows of one link (gate and up: 2 x 63
 enum Mode { kNoDeps = 0, kAhead = 1, kAfter = 2 };
 static const char* const kModeName[] = {"nodeps", "ahead", "after"};
 // The consumers' products: none (a stage is released as soon as it lands: the stream alone), a
-// reduction per 256 words (the first form), or per warp and stage.
-enum Work { kWorkNone = 0, kWorkPerChunk = 1, kWorkPerWarpRow = 2 };
-static const char* const kWorkName[] = {"none", "chunk", "warp"};
+// reduction per 256 words (the first form), per warp and stage, or with each warp's columns of
+// the input in registers (warp w owns the w-th eighth of every row: no input read from shared
+// memory a stage, one reduction a row and warp).
+enum Work { kWorkNone = 0, kWorkPerChunk = 1, kWorkPerWarpRow = 2, kWorkRegs = 3 };
+static const char* const kWorkName[] = {"none", "chunk", "warp", "regs"};
 
 struct Net {
   const __nv_bfloat16* wqkv;  // [L][3072][2048]
@@ -201,13 +203,28 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, int stages, int
     for (int s = 0; s < ns; ++s) {
       const int K = seg[s].k;
       const long long bytes = (long long)seg[s].rows * K * 2;
+      // kWorkRegs: the warp's columns of every row, 8 words a lane in each of its cpw runs of 256.
+      const int cpw = K / 2048, w0 = (ctid >> 5) * cpw;
+      float xr[32];
+      if (work == kWorkRegs)
+#pragma unroll
+        for (int j = 0; j < 32; ++j) xr[j] = j / 8 < cpw ? xs[(w0 + j / 8) * 256 + lane * 8 + j % 8] : 0.f;
       for (long long off = 0; off < bytes; off += kStage, ++g) {
         const unsigned slot = g % stages;
         mbar_wait(&full[slot], (g / stages) & 1u);
         const uint4* w = reinterpret_cast<const uint4*>(ring + (size_t)slot * kStage);
         const int n16 = (int)(min((long long)kStage, bytes - off) / 16);  // a multiple of 256
         const int e0 = (int)(off / 2);  // a segment: at most 63 rows of 2048 words or 16 of 8192
-        if (work == kWorkPerWarpRow) {
+        if (work == kWorkRegs) {
+          const int kq = K / 8, rows = n16 / kq, row0 = e0 / K;
+          for (int r = 0; r < rows; ++r) {
+            float d = 0.f;
+#pragma unroll
+            for (int jc = 0; jc < 4; ++jc)
+              if (jc < cpw) d += dot8(w[r * kq + (w0 + jc) * 32 + lane], xr + jc * 8);
+            flush_row(d, &acc[s * seg[0].rows + row0 + r], lane);
+          }
+        } else if (work == kWorkPerWarpRow) {
           // Warp w takes the w-th eighth of the stage (runs of 32 chunks, one a lane),
           // summed in a register and reduced once a row: once a stage but where its eighth
           // crosses a row (the last, short stage of a segment).
@@ -380,7 +397,7 @@ int main() {
   int bad = 0;
   for (int layers = 1; layers <= 2; ++layers) {
     const std::vector<double> ref = host_model(x0, layers);
-    for (int work : {kWorkPerChunk, kWorkPerWarpRow})
+    for (int work : {kWorkPerChunk, kWorkPerWarpRow, kWorkRegs})
       for (int mode : {kAhead, kAfter}) {
         const int stages = mode == kAhead ? 4 : 12;
         launch(layers, stages, mode, layers - 1, work);  // 0 and 1 hops
@@ -398,7 +415,7 @@ int main() {
   std::printf("mode   S  hops work layers  us  floor_us  x_floor  us_a_layer\n");
   const int layers = kMaxLayers;
   const double floor_us = layers * layer_bytes / (copy_tbs * 1e12) * 1e6;
-  for (int work : {kWorkNone, kWorkPerChunk, kWorkPerWarpRow})
+  for (int work : {kWorkNone, kWorkPerChunk, kWorkPerWarpRow, kWorkRegs})
     for (int hops : {0, 2})
       for (int stages : {4, 8, 12})
         for (int mode : {kNoDeps, kAhead, kAfter}) {
