@@ -21,9 +21,13 @@
 //   nodeps: nobody waits on a link (the stream's own rate in this form: an upper bound).
 // `hops`: links without weights after q/k/v (each CTA waits for the previous link and notifies
 // the next), standing in for the step's attention and merge: the real layer has two such.
+// The consumers' products take one of four forms (Work, below); `none` measures the stream alone.
 // Every time is the kernel's (cudaEvent), median of the launches, against the floor: the weight
-// bytes over the copy's rate (a 1 GiB cudaMemcpy, read + write, as BENCHMARKS.md's floor). Layers = 1 and 2
-// runs are checked against a host model in doubles (same bf16 weights, from the same hash).
+// bytes over the copy's rate (a 1 GiB cudaMemcpy, read + write, as BENCHMARKS.md's floor). Runs
+// of 1 and 2 layers are checked against a host model in doubles (the same bf16 weights, from the
+// same hash). Session 66 (H200): the `chunk` form is bound by its products at 3x the floor
+// whatever the ring; there, running ahead cost 2.3 to 3.6% over no waits, issuing after them 5.8
+// to 10.7% (docs/benchmarks.md).
 //   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
 //     tools/bench_ws_chain.cu -o bench_ws_chain && ./bench_ws_chain
 #include <cuda_bf16.h>
@@ -422,8 +426,8 @@ int main() {
           std::vector<double> t;
           for (int r = 0; r < 11; ++r) t.push_back(launch(layers, stages, mode, hops, work));
           const double us = median(t);
-          std::printf("%-6s %2d %d %-5s %3d %8.1f %8.1f %6.3f %7.2f\n", kModeName[mode], stages, hops, kWorkName[work], layers,
-                      us, floor_us, us / floor_us, us / layers);
+          std::printf("%-6s %2d %d %-5s %3d %8.1f %8.1f %6.3f %7.2f\n", kModeName[mode], stages, hops, kWorkName[work],
+                      layers, us, floor_us, us / floor_us, us / layers);
         }
   std::printf(bad ? "FAIL: %d checks\n" : "all checks ok\n", bad);
   return bad ? 1 : 0;
