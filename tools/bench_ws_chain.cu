@@ -25,9 +25,10 @@
 // Every time is the kernel's (cudaEvent), median of the launches, against the floor: the weight
 // bytes over the copy's rate (a 1 GiB cudaMemcpy, read + write, as BENCHMARKS.md's floor). Runs
 // of 1 and 2 layers are checked against a host model in doubles (the same bf16 weights, from the
-// same hash). Session 66 (H200): the `chunk` form is bound by its products at 3x the floor
-// whatever the ring; there, running ahead cost 2.3 to 3.6% over no waits, issuing after them 5.8
-// to 10.7% (docs/benchmarks.md).
+// same hash). Session 66 (H200, docs/benchmarks.md): the stream alone (`none`, no waits) at 1.29x
+// the floor whatever the ring; its four links a layer 9 to 10% more ahead of the waits, 10 to 15%
+// after them; 2 hops 5 to 6% more. The CUDA-core products here are slower than the stream (2.5x
+// the floor at best, `warp`).
 //   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
 //     tools/bench_ws_chain.cu -o bench_ws_chain && ./bench_ws_chain
 #include <cuda_bf16.h>
