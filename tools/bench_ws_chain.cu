@@ -39,6 +39,9 @@
 #include <vector>
 
 #include "bench_copies.cuh"
+#include "etc/device/events.cuh"
+
+using etc::dev::detail::ld_acquire_gpu;
 
 constexpr int kHid = 2048, kQkv = 3072, kMlp = 8192;
 constexpr int kStage = 16384;  // bytes a ring stage
@@ -107,13 +110,8 @@ __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;"
 __device__ __forceinline__ void mbar_arrive(unsigned long long* b) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(b)) : "memory");
 }
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 __device__ __forceinline__ void spin_until(const unsigned* p, unsigned target) {
-  while (ld_acquire(p) < target) {
+  while (ld_acquire_gpu(p) < target) {
   }
 }
 
@@ -362,29 +360,23 @@ int main() {
   CK(cudaMemcpy(net.x, x0.data(), sizeof(float) * kHid, cudaMemcpyHostToDevice));
 
   // The copy's rate (read + write), as the floor's: the driver's copy, as PyTorch's copy_.
-  const long long cw = (1ll << 30) / 16;
-  int4 *ca, *cb;
-  CK(cudaMalloc(&ca, cw * 16));
-  CK(cudaMalloc(&cb, cw * 16));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<double> ct;
-  for (int r = 0; r < 7; ++r) {
-    CK(cudaEventRecord(e0));
-    CK(cudaMemcpyAsync(cb, ca, cw * 16, cudaMemcpyDeviceToDevice));
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    ct.push_back(ms * 1e3);
-  }
-  const double copy_tbs = 2.0 * cw * 16 / (median(ct) * 1e-6) / 1e12;
+  const long long copy_bytes = 1ll << 30;
+  void *ca, *cb;
+  CK(cudaMalloc(&ca, copy_bytes));
+  CK(cudaMalloc(&cb, copy_bytes));
+  const float copy_ms = time_ms([&] { CK(cudaMemcpyAsync(cb, ca, copy_bytes, cudaMemcpyDeviceToDevice)); }, 7);
+  CK(cudaFree(ca));
+  CK(cudaFree(cb));
+  const double copy_tbs = 2.0 * copy_bytes / (copy_ms * 1e-3) / 1e12;
   std::printf("copy %.2f TB/s (read + write); a layer's weights %.1f MB\n", copy_tbs, layer_bytes / 1e6);
   // Always the largest ring's bytes: one CTA an SM whatever the ring (two of a small one fit).
   const size_t smem = (size_t)kMaxStages * kStage + sizeof(float) * (kMlp + kAccRows + 8);
   CK(cudaFuncSetAttribute(ws_chain, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  // One launch's time; the counters are zeroed before it, outside the timed span.
   auto launch = [&](int layers, int stages, int mode, int hops, int work) {
     net.layers = layers;
     net.hops = hops;
