@@ -44,7 +44,7 @@
 using etc::dev::detail::ld_acquire_gpu;
 
 constexpr int kHid = 2048, kQkv = 3072, kMlp = 8192;
-constexpr int kStage = 16384;  // bytes a ring stage
+constexpr int kMaxRing = 192 * 1024;  // the ring's bytes at most (12 stages of 16 KiB, 6 of 32)
 constexpr int kConsumerWarps = 8;
 constexpr int kConsumers = 32 * kConsumerWarps;
 constexpr int kThreads = 32 + kConsumers;
@@ -63,8 +63,15 @@ static const char* const kModeName[] = {"nodeps", "ahead", "after"};
 // reduction per 256 words (the first form), per warp and stage, or with each warp's columns of
 // the input in registers (warp w owns the w-th eighth of every row: no input read from shared
 // memory a stage, one reduction a row and warp).
-enum Work { kWorkNone = 0, kWorkPerChunk = 1, kWorkPerWarpRow = 2, kWorkRegs = 3 };
-static const char* const kWorkName[] = {"none", "chunk", "warp", "regs"};
+// `stage`: each stage is the work of one warp (warp w takes the CTA's stages w, w + 8, ...: whole
+// rows, summed in registers and reduced once a row, no atomics), so the 8 warps' stages are in
+// flight side by side where the other forms take every stage by all 8 warps in turn.
+enum Work { kWorkNone = 0, kWorkPerChunk = 1, kWorkPerWarpRow = 2, kWorkRegs = 3, kWorkPerStage = 4 };
+static const char* const kWorkName[] = {"none", "chunk", "warp", "regs", "stage"};
+// Which rows of a matrix a CTA takes: one contiguous slice, or every n-th row from its own
+// (rows c, c + n, ...: each row a bulk copy of its own; bench_stream's rows in turn).
+enum Layout { kSlice = 0, kInterleave = 1 };
+static const char* const kLayoutName[] = {"slice", "inter"};
 
 struct Net {
   const __nv_bfloat16* wqkv;  // [L][3072][2048]
@@ -80,30 +87,44 @@ struct Net {
   int layers, hops;
 };
 
-// One contiguous run of weight rows that a CTA streams for a link.
+// A CTA's rows of one matrix: its i-th is row first + i * stride of the layer's matrix w.
 struct Seg {
   const __nv_bfloat16* w;
-  int rows, k;
+  int rows, k, first, stride;
+  __device__ const unsigned char* row(int i) const {
+    return reinterpret_cast<const unsigned char*>(w + (size_t)(first + i * stride) * k);
+  }
 };
 
 __host__ __device__ inline int slice_lo(int rows, int c, int n) { return (int)((long long)rows * c / n); }
 
 // The CTA's segments of a link of kind k of layer l (gate/up: two, the gate's rows then the
-// up's; a hop: none); its first row in r0.
-__device__ inline int link_segments(const Net& net, int l, int k, int c, int n, Seg* s, int& r0) {
-  if (k == kLinkHop) return r0 = 0, 0;
+// up's, the same rows of each; a hop: none).
+__device__ inline int link_segments(const Net& net, int l, int k, int c, int n, int layout, Seg* s) {
+  if (k == kLinkHop) return 0;
   const int rows = k == kLinkQkv ? kQkv : k == kLinkGateUp ? kMlp : kHid;
-  r0 = slice_lo(rows, c, n);
-  const int nr = slice_lo(rows, c + 1, n) - r0;
-  switch (k) {
-    case kLinkQkv: s[0] = {net.wqkv + ((size_t)l * kQkv + r0) * kHid, nr, kHid}; return 1;
-    case kLinkO: s[0] = {net.wo + ((size_t)l * kHid + r0) * kHid, nr, kHid}; return 1;
-    case kLinkGateUp:
-      s[0] = {net.wg + ((size_t)l * kMlp + r0) * kHid, nr, kHid};
-      s[1] = {net.wu + ((size_t)l * kMlp + r0) * kHid, nr, kHid};
-      return 2;
-    default: s[0] = {net.wd + ((size_t)l * kHid + r0) * kMlp, nr, kMlp}; return 1;
+  Seg g{nullptr, 0, k == kLinkDown ? kMlp : kHid, 0, 1};
+  if (layout == kSlice) {
+    g.first = slice_lo(rows, c, n);
+    g.rows = slice_lo(rows, c + 1, n) - g.first;
+  } else {
+    g.first = c;
+    g.stride = n;
+    g.rows = c < rows ? (rows - c + n - 1) / n : 0;
   }
+  switch (k) {
+    case kLinkQkv: g.w = net.wqkv + (size_t)l * kQkv * kHid; break;
+    case kLinkO: g.w = net.wo + (size_t)l * kHid * kHid; break;
+    case kLinkGateUp:
+      s[1] = g;
+      s[1].w = net.wu + (size_t)l * kMlp * kHid;
+      g.w = net.wg + (size_t)l * kMlp * kHid;
+      s[0] = g;
+      return 2;
+    default: g.w = net.wd + (size_t)l * kHid * kMlp;
+  }
+  s[0] = g;
+  return 1;
 }
 
 __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;" ::"n"(kConsumers) : "memory"); }
@@ -150,16 +171,30 @@ __device__ __forceinline__ float dot8(uint4 w, const float* x) {
   return p0.x * a.x + p0.y * a.y + p1.x * a.z + p1.y * a.w + p2.x * b.x + p2.y * b.y + p3.x * b.z + p3.y * b.w;
 }
 
-__global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, int stages, int mode, int work) {
+// What a launch runs: the ring (S stages of stage_bytes, a whole number of rows each: rows are 4
+// or 16 KiB), how the links wait, the consumers' products and the CTAs' rows.
+struct Cfg {
+  int stages, stage_bytes, mode, work, layout;
+};
+
+// A warp's sum of every lane's d, in every lane.
+__device__ __forceinline__ float warp_sum(float d) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+  return d;
+}
+
+__global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, Cfg cfg) {
   extern __shared__ __align__(1024) unsigned char smem[];
   unsigned char* ring = smem;
-  float* xs = reinterpret_cast<float*>(smem + (size_t)stages * kStage);  // [8192]
-  float* acc = xs + kMlp;                                                 // [kAccRows]
-  float* red = acc + kAccRows;                                            // [8]
+  const int stages = cfg.stages, sb = cfg.stage_bytes, mode = cfg.mode, work = cfg.work;
+  float* xs = reinterpret_cast<float*>(smem + (size_t)stages * sb);  // [8192]
+  float* acc = xs + kMlp;                                            // [kAccRows]
+  float* red = acc + kAccRows;                                       // [8]
   __shared__ unsigned long long full[kMaxStages], empty[kMaxStages];
   const int c = blockIdx.x, n = gridDim.x;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumerWarps);
+    for (int s = 0; s < stages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], work == kWorkPerStage ? 1 : kConsumerWarps);
     etc::dev::detail::mbar_fence_init();
   }
   __syncthreads();
@@ -170,22 +205,25 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, int stages, int
     for (int L = 0; L < links; ++L) {
       if (mode == kAfter && L > 0) spin_until(net.cnt + (size_t)(L - 1) * kCntStride, (unsigned)n);
       Seg seg[2];
-      int r0;
-      const int ns = link_segments(net, L / per, kind_of(L % per, net.hops), c, n, seg, r0);
+      const int ns = link_segments(net, L / per, kind_of(L % per, net.hops), c, n, cfg.layout, seg);
       for (int s = 0; s < ns; ++s) {
-        const long long bytes = (long long)seg[s].rows * seg[s].k * 2;
-        for (long long off = 0; off < bytes; off += kStage, ++g) {
+        const int rb = seg[s].k * 2, rps = sb / rb;
+        for (int i0 = 0; i0 < seg[s].rows; i0 += rps, ++g) {
           const unsigned slot = g % stages;
           if (g >= (unsigned)stages) mbar_wait(&empty[slot], (g / stages - 1) & 1u);
-          const unsigned nb = (unsigned)min((long long)kStage, bytes - off);
-          mbar_expect_tx(&full[slot], nb);
-          bulk(ring + (size_t)slot * kStage, reinterpret_cast<const unsigned char*>(seg[s].w) + off, nb, &full[slot]);
+          const int nrow = min(rps, seg[s].rows - i0);
+          unsigned char* dst = ring + (size_t)slot * sb;
+          mbar_expect_tx(&full[slot], (unsigned)(nrow * rb));
+          if (cfg.layout == kSlice)
+            bulk(dst, seg[s].row(i0), (unsigned)(nrow * rb), &full[slot]);
+          else
+            for (int r = 0; r < nrow; ++r) bulk(dst + (size_t)r * rb, seg[s].row(i0 + r), (unsigned)rb, &full[slot]);
         }
       }
     }
     return;
   }
-  const int ctid = threadIdx.x - 32, lane = threadIdx.x & 31;
+  const int ctid = threadIdx.x - 32, lane = threadIdx.x & 31, warp = ctid >> 5;
   unsigned g = 0;
   for (int L = 0; L < links; ++L) {
     const int l = L / per, k = kind_of(L % per, net.hops);
@@ -201,56 +239,64 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, int stages, int
     for (int i = ctid; i < kAccRows; i += kConsumers) acc[i] = 0.f;
     consumer_sync();
     Seg seg[2];
-    int r0;
-    const int ns = link_segments(net, l, k, c, n, seg, r0);
+    const int ns = link_segments(net, l, k, c, n, cfg.layout, seg);
     for (int s = 0; s < ns; ++s) {
-      const int K = seg[s].k;
-      const long long bytes = (long long)seg[s].rows * K * 2;
+      const int K = seg[s].k, kq = K / 8, rps = sb / (K * 2);
+      float* acc_s = acc + s * seg[0].rows;  // the segment's rows, in the CTA's order
       // kWorkRegs: the warp's columns of every row, 8 words a lane in each of its cpw runs of 256.
-      const int cpw = K / 2048, w0 = (ctid >> 5) * cpw;
+      const int cpw = K / 2048, w0 = warp * cpw;
       float xr[32];
       if (work == kWorkRegs)
 #pragma unroll
         for (int j = 0; j < 32; ++j) xr[j] = j / 8 < cpw ? xs[(w0 + j / 8) * 256 + lane * 8 + j % 8] : 0.f;
-      for (long long off = 0; off < bytes; off += kStage, ++g) {
+      for (int i0 = 0; i0 < seg[s].rows; i0 += rps, ++g) {
         const unsigned slot = g % stages;
+        const int nrow = min(rps, seg[s].rows - i0);
+        if (work == kWorkPerStage && (int)(g % kConsumerWarps) != warp) continue;  // another warp's stage
         mbar_wait(&full[slot], (g / stages) & 1u);
-        const uint4* w = reinterpret_cast<const uint4*>(ring + (size_t)slot * kStage);
-        const int n16 = (int)(min((long long)kStage, bytes - off) / 16);  // a multiple of 256
-        const int e0 = (int)(off / 2);  // a segment: at most 63 rows of 2048 words or 16 of 8192
-        if (work == kWorkRegs) {
-          const int kq = K / 8, rows = n16 / kq, row0 = e0 / K;
-          for (int r = 0; r < rows; ++r) {
+        const uint4* w = reinterpret_cast<const uint4*>(ring + (size_t)slot * sb);
+        const int n16 = nrow * kq;
+        if (work == kWorkPerStage) {
+          for (int r = 0; r < nrow; ++r) {
+            float d0 = 0.f, d1 = 0.f;
+#pragma unroll 4
+            for (int j = lane; j < kq; j += 64) {
+              d0 += dot8(w[r * kq + j], xs + j * 8);
+              d1 += dot8(w[r * kq + j + 32], xs + (j + 32) * 8);
+            }
+            const float d = warp_sum(d0 + d1);
+            if (lane == 0) acc_s[i0 + r] = d;
+          }
+        } else if (work == kWorkRegs) {
+          for (int r = 0; r < nrow; ++r) {
             float d = 0.f;
 #pragma unroll
             for (int jc = 0; jc < 4; ++jc)
               if (jc < cpw) d += dot8(w[r * kq + (w0 + jc) * 32 + lane], xr + jc * 8);
-            flush_row(d, &acc[s * seg[0].rows + row0 + r], lane);
+            flush_row(d, &acc_s[i0 + r], lane);
           }
         } else if (work == kWorkPerWarpRow) {
           // Warp w takes the w-th eighth of the stage (runs of 32 chunks, one a lane),
           // summed in a register and reduced once a row: once a stage but where its eighth
-          // crosses a row (the last, short stage of a segment).
-          const int m = n16 / kConsumers, c0 = (ctid >> 5) * m;
+          // crosses a row.
+          const int m = n16 / kConsumers, c0 = warp * m;
           int cur = -1;
           float d = 0.f;
-          for (int c = c0; c < c0 + m; ++c) {
-            const int i = c * 32 + lane, e = e0 + c * 256, row = e / K;  // row: warp-uniform
+          for (int ci = c0; ci < c0 + m; ++ci) {
+            const int e = ci * 256, row = e / K;  // row: warp-uniform
             if (row != cur) {
-              if (cur >= 0) flush_row(d, &acc[s * seg[0].rows + cur], lane);
+              if (cur >= 0) flush_row(d, &acc_s[i0 + cur], lane);
               cur = row;
               d = 0.f;
             }
-            d += dot8(w[i], xs + (e - row * K) + lane * 8);
+            d += dot8(w[ci * 32 + lane], xs + (e - row * K) + lane * 8);
           }
-          if (cur >= 0) flush_row(d, &acc[s * seg[0].rows + cur], lane);
+          if (cur >= 0) flush_row(d, &acc_s[i0 + cur], lane);
         } else if (work == kWorkPerChunk) {
           for (int i = ctid; i < n16; i += kConsumers) {
-            const int e = e0 + i * 8, row = e / K, col = e - row * K;
-            float d = dot8(w[i], xs + col);
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-            if (lane == 0) atomicAdd(&acc[s * seg[0].rows + row], d);  // a warp's 256 words: one row
+            const int e = i * 8, row = e / K, col = e - row * K;
+            const float d = warp_sum(dot8(w[i], xs + col));
+            if (lane == 0) atomicAdd(&acc_s[i0 + row], d);  // a warp's 256 words: one row
           }
         }
         __syncwarp();
@@ -260,7 +306,7 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, int stages, int
     consumer_sync();
     const int nr = ns ? seg[0].rows : 0;
     for (int i = ctid; i < nr; i += kConsumers) {
-      const int r = r0 + i;
+      const int r = seg[0].first + i * seg[0].stride;
       if (k == kLinkQkv) net.qkv[(size_t)l * kQkv + r] = acc[i];
       if (k == kLinkO) net.x2[(size_t)l * kHid + r] = __ldcg(net.x + (size_t)l * kHid + r) + acc[i];
       if (k == kLinkGateUp) {
@@ -370,19 +416,19 @@ int main() {
   const double copy_tbs = 2.0 * copy_bytes / (copy_ms * 1e-3) / 1e12;
   std::printf("copy %.2f TB/s (read + write); a layer's weights %.1f MB\n", copy_tbs, layer_bytes / 1e6);
   // Always the largest ring's bytes: one CTA an SM whatever the ring (two of a small one fit).
-  const size_t smem = (size_t)kMaxStages * kStage + sizeof(float) * (kMlp + kAccRows + 8);
+  const size_t smem = (size_t)kMaxRing + sizeof(float) * (kMlp + kAccRows + 8);
   CK(cudaFuncSetAttribute(ws_chain, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   // One launch's time; the counters are zeroed before it, outside the timed span.
-  auto launch = [&](int layers, int stages, int mode, int hops, int work) {
+  auto launch = [&](int layers, int hops, const Cfg& cfg) {
     net.layers = layers;
     net.hops = hops;
     CK(cudaMemsetAsync(net.cnt, 0, cnt_bytes));
     CK(cudaEventRecord(e0));
-    ws_chain<<<sms, kThreads, smem>>>(net, stages, mode, work);
+    ws_chain<<<sms, kThreads, smem>>>(net, cfg);
     CK(cudaEventRecord(e1));
     CK(cudaEventSynchronize(e1));
     CK(cudaGetLastError());
@@ -390,38 +436,46 @@ int main() {
     CK(cudaEventElapsedTime(&ms, e0, e1));
     return ms * 1e3;
   };
-  // The check: layers 1 and 2 of each waiting mode against the host model.
+  // The check: layers 1 and 2 of each waiting mode, form, layout and stage size against the host model.
   int bad = 0;
   for (int layers = 1; layers <= 2; ++layers) {
     const std::vector<double> ref = host_model(x0, layers);
-    for (int work : {kWorkPerChunk, kWorkPerWarpRow, kWorkRegs})
-      for (int mode : {kAhead, kAfter}) {
-        const int stages = mode == kAhead ? 4 : 12;
-        launch(layers, stages, mode, layers - 1, work);  // 0 and 1 hops
-        std::vector<float> got(kHid);
-        CK(cudaMemcpy(got.data(), net.x + (size_t)layers * kHid, sizeof(float) * kHid, cudaMemcpyDeviceToHost));
-        double num = 0, den = 0;
-        for (int i = 0; i < kHid; ++i) num += (got[i] - ref[i]) * (got[i] - ref[i]), den += ref[i] * ref[i];
-        const double rel = std::sqrt(num / den);
-        const bool ok = rel < 1e-4;
-        bad += !ok;
-        std::printf("check layers %d hops %d %s S=%d %s rel_l2 %.2e %s\n", layers, layers - 1, kModeName[mode], stages,
-                    kWorkName[work], rel, ok ? "ok" : "FAIL");
-      }
+    for (int work : {kWorkPerChunk, kWorkPerWarpRow, kWorkRegs, kWorkPerStage})
+      for (int layout : {kSlice, kInterleave})
+        for (int sb : {16384, 32768})
+          for (int mode : {kAhead, kAfter}) {
+            const Cfg cfg{(mode == kAhead ? 64 : 192) * 1024 / sb, sb, mode, work, layout};
+            std::vector<float> got(kHid, 0.f);
+            CK(cudaMemset(net.x + (size_t)layers * kHid, 0, sizeof(float) * kHid));
+            launch(layers, layers - 1, cfg);  // 0 and 1 hops
+            CK(cudaMemcpy(got.data(), net.x + (size_t)layers * kHid, sizeof(float) * kHid, cudaMemcpyDeviceToHost));
+            double num = 0, den = 0;
+            for (int i = 0; i < kHid; ++i) num += (got[i] - ref[i]) * (got[i] - ref[i]), den += ref[i] * ref[i];
+            const double rel = std::sqrt(num / den);
+            const bool ok = rel < 1e-4;
+            bad += !ok;
+            std::printf("check layers %d hops %d %s S=%d x %d KiB %s %s rel_l2 %.2e %s\n", layers, layers - 1,
+                        kModeName[mode], cfg.stages, sb / 1024, kWorkName[work], kLayoutName[layout], rel,
+                        ok ? "ok" : "FAIL");
+          }
   }
-  std::printf("mode   S  hops work layers  us  floor_us  x_floor  us_a_layer\n");
+  std::printf("mode   S  hops work  layout stage_kib layers  us  floor_us  x_floor  us_a_layer\n");
   const int layers = kMaxLayers;
   const double floor_us = layers * layer_bytes / (copy_tbs * 1e12) * 1e6;
-  for (int work : {kWorkNone, kWorkPerChunk, kWorkPerWarpRow, kWorkRegs})
-    for (int hops : {0, 2})
-      for (int stages : {4, 8, 12})
-        for (int mode : {kNoDeps, kAhead, kAfter}) {
-          std::vector<double> t;
-          for (int r = 0; r < 11; ++r) t.push_back(launch(layers, stages, mode, hops, work));
-          const double us = median(t);
-          std::printf("%-6s %2d %d %-5s %3d %8.1f %8.1f %6.3f %7.2f\n", kModeName[mode], stages, hops, kWorkName[work],
-                      layers, us, floor_us, us / floor_us, us / layers);
-        }
+  for (int work : {kWorkNone, kWorkPerWarpRow, kWorkPerStage})
+    for (int layout : {kSlice, kInterleave})
+      for (int sb : {16384, 32768})
+        for (int hops : {0, 2})
+          for (int ring_kib : {64, 128, 192})
+            for (int mode : {kNoDeps, kAhead, kAfter}) {
+              const Cfg cfg{ring_kib * 1024 / sb, sb, mode, work, layout};
+              std::vector<double> t;
+              for (int r = 0; r < 11; ++r) t.push_back(launch(layers, hops, cfg));
+              const double us = median(t);
+              std::printf("%-6s %2d %d %-5s %-5s %2d %3d %8.1f %8.1f %6.3f %7.2f\n", kModeName[mode], cfg.stages, hops,
+                          kWorkName[work], kLayoutName[layout], sb / 1024, layers, us, floor_us, us / floor_us,
+                          us / layers);
+            }
   std::printf(bad ? "FAIL: %d checks\n" : "all checks ok\n", bad);
   return bad ? 1 : 0;
 }
