@@ -21,14 +21,18 @@
 //   nodeps: nobody waits on a link (the stream's own rate in this form: an upper bound).
 // `hops`: links without weights after q/k/v (each CTA waits for the previous link and notifies
 // the next), standing in for the step's attention and merge: the real layer has two such.
-// The consumers' products take one of four forms (Work, below); `none` measures the stream alone.
-// Every time is the kernel's (cudaEvent), median of the launches, against the floor: the weight
+// The consumers' products take one of five forms (Work, below); `none` measures the stream alone.
+// Rows: a contiguous slice of every matrix a CTA, or interleaved (Layout); ring stages of 16 or
+// 32 KiB. Every time is the kernel's (cudaEvent), median of the launches, against the floor: the weight
 // bytes over the copy's rate (a 1 GiB cudaMemcpy, read + write, as BENCHMARKS.md's floor). Runs
 // of 1 and 2 layers are checked against a host model in doubles (the same bf16 weights, from the
 // same hash). Session 66 (H200, docs/benchmarks.md): the stream alone (`none`, no waits) at 1.29x
 // the floor whatever the ring; its four links a layer 9 to 10% more ahead of the waits, 10 to 15%
 // after them; 2 hops 5 to 6% more. The CUDA-core products here are slower than the stream (2.5x
-// the floor at best, `warp`).
+// the floor at best, `warp`). Session 67 (H100, copy 2.99 TB/s): rows interleaved across CTAs
+// stream no faster than slices (the stream alone 1.18 to 1.22x with no waits either way, 32 KiB
+// stages 0.01 to 0.02 better); the `stage` products keep up best (1.36 to 1.40x with no waits,
+// 1.43 to 1.51 ahead or after; 2 hops 1.49 to 1.57), still 0.15 to 0.2 above the stream alone.
 //   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
 //     tools/bench_ws_chain.cu -o bench_ws_chain && ./bench_ws_chain
 #include <cuda_bf16.h>
@@ -63,9 +67,12 @@ static const char* const kModeName[] = {"nodeps", "ahead", "after"};
 // reduction per 256 words (the first form), per warp and stage, or with each warp's columns of
 // the input in registers (warp w owns the w-th eighth of every row: no input read from shared
 // memory a stage, one reduction a row and warp).
-// `stage`: each stage is the work of one warp (warp w takes the CTA's stages w, w + 8, ...: whole
-// rows, summed in registers and reduced once a row, no atomics), so the 8 warps' stages are in
-// flight side by side where the other forms take every stage by all 8 warps in turn.
+// `stage`: each ring slot belongs to one warp (warp w takes the stages of slots w, w + 8, ...:
+// whole rows, summed in registers and reduced once a row, no atomics), so the warps' stages are
+// in flight side by side where the other forms take every stage by all 8 warps in turn. (By
+// slot, not by stage: a warp then waits on its slots' phases in order; owning stages w, w + 8,
+// ... of a ring of fewer than 8 slots, it would wait on a parity its slot had not reached yet,
+// and mbarrier.try_wait.parity passes at once on the phase before.)
 enum Work { kWorkNone = 0, kWorkPerChunk = 1, kWorkPerWarpRow = 2, kWorkRegs = 3, kWorkPerStage = 4 };
 static const char* const kWorkName[] = {"none", "chunk", "warp", "regs", "stage"};
 // Which rows of a matrix a CTA takes: one contiguous slice, or every n-th row from its own
@@ -252,7 +259,7 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, Cfg cfg) {
       for (int i0 = 0; i0 < seg[s].rows; i0 += rps, ++g) {
         const unsigned slot = g % stages;
         const int nrow = min(rps, seg[s].rows - i0);
-        if (work == kWorkPerStage && (int)(g % kConsumerWarps) != warp) continue;  // another warp's stage
+        if (work == kWorkPerStage && (int)(slot % kConsumerWarps) != warp) continue;  // another warp's slot
         mbar_wait(&full[slot], (g / stages) & 1u);
         const uint4* w = reinterpret_cast<const uint4*>(ring + (size_t)slot * sb);
         const int n16 = nrow * kq;

@@ -602,8 +602,8 @@ fi
 # links' waits, against the same stream started after them (tools/bench_ws_chain.cu): the
 # design question behind a warp-specialized weight stream, as multiples of the floor.
 if run_tool bench_ws_chain; then
-  ws_x() { awk -v m="$1" -v w="$2" '$1 == m && $2 == 12 && $3 == 2 && $4 == w {print $8; exit}' "$out/bench_ws_chain.log"; }
-  row "B=1 matmul chain x floor, ahead / after / no waits (S=12, 2 hops): the stream; with products" INFO "$(ws_x ahead none) / $(ws_x after none) / $(ws_x nodeps none); $(ws_x ahead warp) / $(ws_x after warp) / $(ws_x nodeps warp) (bench_ws_chain.log)"
+  ws_x() { awk -v m="$1" -v w="$2" '$1 == m && $2 == 8 && $3 == 2 && $4 == w && $5 == "inter" && $6 == 16 {print $10; exit}' "$out/bench_ws_chain.log"; }
+  row "B=1 matmul chain x floor, ahead / after / no waits (8 x 16 KiB, rows interleaved, 2 hops): the stream; with products" INFO "$(ws_x ahead none) / $(ws_x after none) / $(ws_x nodeps none); $(ws_x ahead stage) / $(ws_x after stage) / $(ws_x nodeps stage) (bench_ws_chain.log)"
 else
   tool_fail "a chain streamed ahead (tools/bench_ws_chain.cu)" bench_ws_chain
 fi
