@@ -909,12 +909,6 @@ class Emitter {
     }
     if (op == "rope" || op == "attention_decode" || op == "attention_merge" || op == "split_lens" || op == "kv_ranges")
       return decodeCallCode(t, c, v, smem);
-    if (op == "argmax") {
-      // 16-bit rows stream through shared memory (decode.cuh's staged form), as much of it as
-      // argmax_smem_bytes asks for.
-      smem.push_back(fmt::format("etc::dev::argmax_smem_bytes<{}>()", cudaType(sliceType(m_, c.call.args[0]).dtype)));
-      return fmt::format("etc::dev::argmax(ctx{});", list());
-    }
     if (op == "kv_append" && c.call.args.size() == 4) return fmt::format("etc::dev::kv_append_paged(ctx{});", list());
     if (op == "topk_softmax") {
       // Logits per lane kept in registers: the row's upper bound over 32 lanes (at most 8).

@@ -19,8 +19,8 @@ __global__ void k_embedding(View<const int> ids, View<const T> table, View<T> y)
   SMEM_DECL; Ctx c{smem_, kSmemSmall}; embedding(c, ids, table, y);
 }
 template <class T>
-__global__ void k_argmax(View<const T> x, View<int> y, unsigned smem) {
-  SMEM_DECL; Ctx c{smem_, smem}; argmax(c, x, y);
+__global__ void k_argmax(View<const T> x, View<int> y) {
+  SMEM_DECL; Ctx c{smem_, kSmemSmall}; argmax(c, x, y);
 }
 template <class T>
 __global__ void k_rope(View<const T> q, View<const T> k, View<const int> pos, View<T> qo, View<T> ko, RopeParams rp) {
@@ -258,10 +258,9 @@ static void t_embedding(const char* what, long long rows, long long V, long long
 
 // argmax over rows of x [rows, n] (pitch), with exact ties and optionally a NaN; `flat`: every
 // element that value instead (all tied; -inf: no element beats the start).
-// `smem`: the task's shared memory (from 8 KiB or so, 16-bit rows stream through it: the staged form).
 template <class T>
 static void t_argmax(const char* what, long long rows, long long n, long long pitch, long long off, bool nan,
-                     const double* flat = nullptr, unsigned smem = kSmemSmall) {
+                     const double* flat = nullptr) {
   Buf<T> x(rows * pitch + off + 8);
   Buf<int> y(rows);
   x.random(-4, 4);
@@ -281,8 +280,7 @@ static void t_argmax(const char* what, long long rows, long long n, long long pi
   y.poison();
   x.up();
   y.up();
-  CK(cudaFuncSetAttribute(k_argmax<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  k_argmax<T><<<1, 256, smem>>>(dv<const T>(x, xv), dv<int>(y, hv(0, {rows}, {1})), smem);
+  k_argmax<T><<<1, 256, kSmemSmall>>>(dv<const T>(x, xv), dv<int>(y, hv(0, {rows}, {1})));
   CK(cudaDeviceSynchronize());
   y.down();
   long long bad = 0;
@@ -741,16 +739,6 @@ static void run_decode_tests() {
   t_argmax<bf16>("2x2048_all_-inf", 2, 2048, 2048, 0, false, &ninf);
   t_argmax<bf16>("3x1032_all_-0", 3, 1032, 1032, 0, false, &nzero);
   t_argmax<bf16>("7x136", 7, 136, 136, 0, false);
-  // The staged form (shared memory past argmax's 256 bytes of scratch, rounds of half of it by
-  // cp.async): 4 rounds of 4096 chunks, the last partial; rounds of 512 and of exactly one chunk
-  // a thread (256), a last round shorter than the threads, NaN and ties across rounds, half,
-  // rows of one value; a row past the first of a task.
-  t_argmax<bf16>("1x128256_staged", 1, 128256, 128256, 0, false, nullptr, 256 + 128 * 1024);
-  t_argmax<bf16>("4x5000_nan_staged", 4, 5000, 5000, 0, true, nullptr, 256 + 16 * 1024);
-  t_argmax<bf16>("3x20000_staged_256", 3, 20000, 20000, 0, true, nullptr, 256 + 256 * 32);
-  t_argmax<f16>("3x32000_staged", 3, 32000, 32000, 0, false, nullptr, 256 + 64 * 1024);
-  t_argmax<bf16>("2x4104_all_-inf_staged", 2, 4104, 4104, 0, false, &ninf, 256 + 16 * 1024);
-  t_argmax<bf16>("3x1032_all_-0_staged", 3, 1032, 1032, 0, false, &nzero, 256 + 16 * 1024);
 
   // rope: Llama 3 scaling (D 64) and Qwen3 (D 128), positions up to 4096 and far beyond.
   RopeParams llama{64, 500000.0, true, 32.0, 1.0, 4.0, 8192.0};

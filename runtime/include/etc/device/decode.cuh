@@ -13,14 +13,6 @@
 #ifndef ETC_ARGMAX_CHUNKS
 #define ETC_ARGMAX_CHUNKS 8
 #endif
-// Where the task has this many KiB of shared memory past argmax's 256 bytes of scratch (a
-// megakernel's matmul rings: 150 KiB and more), a 16-bit row streams through it by cp.async in
-// rounds of half of it, a round in flight while the one before is folded: some 64 KiB in flight
-// a CTA, where argmax_row16's registers hold 32 (the step's argmax reads a row that the LM head
-// just wrote, from L2, bound by the bytes one SM has in flight). 0: never (a knob for measuring).
-#ifndef ETC_ARGMAX_STAGED_KIB
-#define ETC_ARGMAX_STAGED_KIB 128
-#endif
 
 namespace etc {
 namespace dev {
@@ -94,22 +86,36 @@ __device__ __forceinline__ void argmax_cta(float& v, long long& i, float* sv, lo
 // index with the best so far: one CTA's argmax over a 128256-entry row took 27 us at B = 1
 // that way (H100 trace), and the step is 14 to 17 us faster this way. The loads of the next U
 // chunks are in flight while the current ones are folded. Every thread returns the index.
-// A 16-byte chunk of 16-bit floats folded to its maximum (NaN if it holds one) by packed
-// NaN-propagating maxima.
 template <class X>
-__device__ __forceinline__ float chunk_max16(const uint4& r) {
+__device__ long long argmax_row16(const X* xr, long long n, float* sv, long long* si) {
   using X2 = typename Pair16<X>::type;
-  X2 h[4];
-  memcpy(h, &r, sizeof(h));
-  const X2 m = __hmax2_nan(__hmax2_nan(h[0], h[1]), __hmax2_nan(h[2], h[3]));
-  return max_or_nan(__low2float(m), __high2float(m));
-}
-
-// The end of both chunked forms: the CTA's best (maximum tm, chunk tc) of its threads', then the
-// first element of that chunk that holds the maximum. Every thread returns the index (0 for an
-// empty row).
-template <class X>
-__device__ long long argmax_pick16(const uint4* p, long long chunks, float tm, long long tc, float* sv, long long* si) {
+  constexpr int U = ETC_ARGMAX_CHUNKS;
+  const long long chunks = n / 8, step = (long long)blockDim.x * U;
+  const uint4* p = reinterpret_cast<const uint4*>(xr);
+  float tm = __int_as_float(0xff800000);
+  long long tc = chunks;  // no chunk yet: loses to every chunk
+  uint4 cur[U], next[U];
+  auto load = [&](uint4 (&r)[U], long long c0) {
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (c0 + u * blockDim.x < chunks) r[u] = __ldcg(p + c0 + u * blockDim.x);
+  };
+  load(cur, threadIdx.x);
+  for (long long c0 = threadIdx.x; c0 < chunks; c0 += step) {
+    load(next, c0 + step);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const long long c = c0 + u * blockDim.x;
+      if (c >= chunks) break;
+      X2 h[4];
+      memcpy(h, &cur[u], sizeof(h));
+      const X2 m = __hmax2_nan(__hmax2_nan(h[0], h[1]), __hmax2_nan(h[2], h[3]));
+      const float cm = max_or_nan(__low2float(m), __high2float(m));
+      if (argmax_better(cm, c, tm, tc)) tm = cm, tc = c;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) cur[u] = next[u];
+  }
   argmax_cta(tm, tc, sv, si);
   if (threadIdx.x == 0) {
     long long best = 0;
@@ -132,81 +138,6 @@ __device__ long long argmax_pick16(const uint4* p, long long chunks, float tm, l
   return best;
 }
 
-// argmax of a row of a 16-bit float type: contiguous, 16-byte aligned, n a multiple of 8 (a
-// decode step's logits). A thread folds each of its 16-byte chunks (8 elements) to the chunk's
-// maximum with packed NaN-propagating maxima and keeps the first chunk with the best maximum in
-// the argmax order; the CTA then picks the best (maximum, chunk) pair in that order, and the
-// first element of the winning chunk that holds its maximum is the answer. A packed maximum
-// folds two values in one instruction, where the form below compares every value and its
-// index with the best so far: one CTA's argmax over a 128256-entry row took 27 us at B = 1
-// that way (H100 trace), and the step is 14 to 17 us faster this way. The loads of the next U
-// chunks are in flight while the current ones are folded. Every thread returns the index.
-template <class X>
-__device__ long long argmax_row16(const X* xr, long long n, float* sv, long long* si) {
-  constexpr int U = ETC_ARGMAX_CHUNKS;
-  const long long chunks = n / 8, step = (long long)blockDim.x * U;
-  const uint4* p = reinterpret_cast<const uint4*>(xr);
-  float tm = __int_as_float(0xff800000);
-  long long tc = chunks;  // no chunk yet: loses to every chunk
-  uint4 cur[U], next[U];
-  auto load = [&](uint4 (&r)[U], long long c0) {
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (c0 + u * blockDim.x < chunks) r[u] = __ldcg(p + c0 + u * blockDim.x);
-  };
-  load(cur, threadIdx.x);
-  for (long long c0 = threadIdx.x; c0 < chunks; c0 += step) {
-    load(next, c0 + step);
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const long long c = c0 + u * blockDim.x;
-      if (c >= chunks) break;
-      const float cm = chunk_max16<X>(cur[u]);
-      if (argmax_better(cm, c, tm, tc)) tm = cm, tc = c;
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) cur[u] = next[u];
-  }
-  return argmax_pick16<X>(p, chunks, tm, tc, sv, si);
-}
-
-// The same row through shared memory (ETC_ARGMAX_STAGED_KIB): rounds of `round` chunks by
-// cp.async into the two halves of buf (2 * round chunks), round r + 1 in flight while round r
-// is folded. The order of the folds does not matter: argmax_better is a total order.
-template <class X>
-__device__ long long argmax_row16_staged(const X* xr, long long n, uint4* buf, long long round, float* sv,
-                                         long long* si) {
-  const long long chunks = n / 8, rounds = (chunks + round - 1) / round;
-  const uint4* p = reinterpret_cast<const uint4*>(xr);
-  float tm = __int_as_float(0xff800000);
-  long long tc = chunks;
-  auto issue = [&](long long r) {
-    const long long c0 = r * round, cnt = min(round, chunks - c0);
-    uint4* dst = buf + (r & 1) * round;
-    for (long long c = threadIdx.x; c < cnt; c += blockDim.x) cp_async16(dst + c, p + c0 + c, 16u);
-    cp_async_commit();
-  };
-  __syncthreads();  // the buffer's earlier readers are done
-  if (rounds > 0) issue(0);
-  for (long long r = 0; r < rounds; ++r) {
-    if (r + 1 < rounds) {
-      issue(r + 1);
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    __syncthreads();  // every thread's copies of round r have landed
-    const long long c0 = r * round, cnt = min(round, chunks - c0);
-    const uint4* src = buf + (r & 1) * round;
-    for (long long c = threadIdx.x; c < cnt; c += blockDim.x) {
-      const float cm = chunk_max16<X>(src[c]);
-      if (argmax_better(cm, c0 + c, tm, tc)) tm = cm, tc = c0 + c;
-    }
-    __syncthreads();  // round r's half of buf is free for round r + 2
-  }
-  return argmax_pick16<X>(p, chunks, tm, tc, sv, si);
-}
-
 }  // namespace detail
 
 // y[r, :] = table[ids[r], :] over the rows of the tile (ids rank 0 or 1, y rank 1 or 2; the
@@ -225,14 +156,6 @@ __device__ void embedding(const Ctx&, const View<TI>& ids, const View<TT>& table
   __syncthreads();
 }
 
-// The shared memory an argmax task asks for: its scratch, and for 16-bit rows the staged form's
-// two halves (a task with less, an unfused kernel launched with less, takes argmax_row16).
-template <class TX>
-__host__ __device__ constexpr unsigned argmax_smem_bytes() {
-  using X = bare_t<TX>;
-  return same_v<X, __nv_bfloat16> || same_v<X, __half> ? 256u + ETC_ARGMAX_STAGED_KIB * 1024u : kSmallOpSmem;
-}
-
 // y[r] = the index of the maximum of x[r, :] (x rank 1 or 2, y rank 0 or 1), by the whole CTA.
 template <class TX>
 __device__ void argmax(const Ctx& ctx, const View<TX>& x, const View<int>& y) {
@@ -241,17 +164,12 @@ __device__ void argmax(const Ctx& ctx, const View<TX>& x, const View<int>& y) {
   const long long rs = x.rank == 2 ? x.stride[0] : 0, cs = x.stride[x.rank == 2 ? 1 : 0];
   float* sv = reinterpret_cast<float*>(ctx.smem);
   long long* si = reinterpret_cast<long long*>(ctx.smem + 128);  // 16 warps at most
-  // The staged form's two halves of `round` chunks, past the scratch (fewer chunks than threads: none).
-  uint4* buf = reinterpret_cast<uint4*>(ctx.smem + 256);
-  const long long avail = ctx.smem_bytes > 256u ? ctx.smem_bytes - 256u : 0u;
-  const long long round = min(avail, (long long)ETC_ARGMAX_STAGED_KIB * 1024) / 32;
   constexpr int V = 16 / sizeof(X);
   for (long long r = 0; r < rows; ++r) {
     TX* xr = x.ptr + r * rs;
     if constexpr (same_v<X, __nv_bfloat16> || same_v<X, __half>) {
       if (cs == 1 && n % 8 == 0 && aligned_to(xr, 16)) {
-        const long long bi = round >= blockDim.x ? detail::argmax_row16_staged(xr, n, buf, round, sv, si)
-                                                : detail::argmax_row16(xr, n, sv, si);
+        const long long bi = detail::argmax_row16(xr, n, sv, si);
         if (threadIdx.x == 0) y.ptr[y.rank ? r * y.stride[0] : 0] = (int)bi;
         continue;
       }
