@@ -32,7 +32,9 @@
 // the floor at best, `warp`). Session 67 (H100, copy 2.99 TB/s): rows interleaved across CTAs
 // stream no faster than slices (the stream alone 1.18 to 1.22x with no waits either way, 32 KiB
 // stages 0.01 to 0.02 better); the `stage` products keep up best (1.36 to 1.40x with no waits,
-// 1.43 to 1.51 ahead or after; 2 hops 1.49 to 1.57), still 0.15 to 0.2 above the stream alone.
+// 1.43 to 1.51 ahead or after; 2 hops 1.49 to 1.57), still 0.15 to 0.2 above the stream alone;
+// `bare` (the links' own work left out too) streams at 0.99 to 1.02x, so the stream alone's 0.2
+// over the copy is the consumers' work at the links, not the slices' stream.
 //   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
 //     tools/bench_ws_chain.cu -o bench_ws_chain && ./bench_ws_chain
 #include <cuda_bf16.h>
@@ -61,8 +63,10 @@ constexpr int kMaxLayers = 16;
 constexpr int kCntStride = 32;  // a counter a 128-byte line
 constexpr int kAccRows = 256;   // a CTA's rows of one link (gate and up: 2 x 63 at 132 CTAs)
 
-enum Mode { kNoDeps = 0, kAhead = 1, kAfter = 2 };
-static const char* const kModeName[] = {"nodeps", "ahead", "after"};
+// `bare`: nodeps with the links' own work left out as well (no input vectors, norms, outputs or
+// counters; consumers only take and release the stages): the stream of these slices by itself.
+enum Mode { kNoDeps = 0, kAhead = 1, kAfter = 2, kBare = 3 };
+static const char* const kModeName[] = {"nodeps", "ahead", "after", "bare"};
 // The consumers' products: none (a stage is released as soon as it lands: the stream alone), a
 // reduction per 256 words (the first form), per warp and stage, or with each warp's columns of
 // the input in registers (warp w owns the w-th eighth of every row: no input read from shared
@@ -234,17 +238,21 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, Cfg cfg) {
   unsigned g = 0;
   for (int L = 0; L < links; ++L) {
     const int l = L / per, k = kind_of(L % per, net.hops);
-    if (mode != kNoDeps && L > 0 && ctid == 0) spin_until(net.cnt + (size_t)(L - 1) * kCntStride, (unsigned)n);
-    consumer_sync();
-    // The link's input vector, in f32 in xs.
-    if (k == kLinkQkv) load_norm(xs, net.x + (size_t)l * kHid, kHid, red, ctid);
-    if (k == kLinkO)
-      for (int i = ctid; i < kHid; i += kConsumers) xs[i] = __ldcg(net.qkv + (size_t)l * kQkv + i);
-    if (k == kLinkGateUp) load_norm(xs, net.x2 + (size_t)l * kHid, kHid, red, ctid);
-    if (k == kLinkDown)
-      for (int i = ctid; i < kMlp; i += kConsumers) xs[i] = __ldcg(net.act + (size_t)l * kMlp + i);
-    for (int i = ctid; i < kAccRows; i += kConsumers) acc[i] = 0.f;
-    consumer_sync();
+    const bool bare = mode == kBare;
+    if ((mode == kAhead || mode == kAfter) && L > 0 && ctid == 0)
+      spin_until(net.cnt + (size_t)(L - 1) * kCntStride, (unsigned)n);
+    if (!bare) {
+      consumer_sync();
+      // The link's input vector, in f32 in xs.
+      if (k == kLinkQkv) load_norm(xs, net.x + (size_t)l * kHid, kHid, red, ctid);
+      if (k == kLinkO)
+        for (int i = ctid; i < kHid; i += kConsumers) xs[i] = __ldcg(net.qkv + (size_t)l * kQkv + i);
+      if (k == kLinkGateUp) load_norm(xs, net.x2 + (size_t)l * kHid, kHid, red, ctid);
+      if (k == kLinkDown)
+        for (int i = ctid; i < kMlp; i += kConsumers) xs[i] = __ldcg(net.act + (size_t)l * kMlp + i);
+      for (int i = ctid; i < kAccRows; i += kConsumers) acc[i] = 0.f;
+      consumer_sync();
+    }
     Seg seg[2];
     const int ns = link_segments(net, l, k, c, n, cfg.layout, seg);
     for (int s = 0; s < ns; ++s) {
@@ -310,6 +318,7 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, Cfg cfg) {
         if (lane == 0) mbar_arrive(&empty[slot]);
       }
     }
+    if (bare) continue;
     consumer_sync();
     const int nr = ns ? seg[0].rows : 0;
     for (int i = ctid; i < nr; i += kConsumers) {
@@ -474,7 +483,8 @@ int main() {
       for (int sb : {16384, 32768})
         for (int hops : {0, 2})
           for (int ring_kib : {64, 128, 192})
-            for (int mode : {kNoDeps, kAhead, kAfter}) {
+            for (int mode : {kNoDeps, kAhead, kAfter, kBare}) {
+              if (mode == kBare && (work != kWorkNone || hops != 0)) continue;
               const Cfg cfg{ring_kib * 1024 / sb, sb, mode, work, layout};
               std::vector<double> t;
               for (int r = 0; r < 11; ++r) t.push_back(launch(layers, hops, cfg));
