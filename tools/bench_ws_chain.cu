@@ -34,7 +34,9 @@
 // stages 0.01 to 0.02 better); the `stage` products keep up best (1.36 to 1.40x with no waits,
 // 1.43 to 1.51 ahead or after; 2 hops 1.49 to 1.57), still 0.15 to 0.2 above the stream alone;
 // `bare` (the links' own work left out too) streams at 0.99 to 1.02x, so the stream alone's 0.2
-// over the copy is the consumers' work at the links, not the slices' stream.
+// over the copy is the consumers' work at the links, not the slices' stream. The `skip` rows
+// at the end (written after session 67's last call, not yet run) leave out each part of that
+// work alone (input and norm, outputs, counter, barriers) and keep each alone, to name it.
 //   nvcc -std=c++17 -O3 -I runtime/include -gencode arch=compute_90a,code=sm_90a \
 //     tools/bench_ws_chain.cu -o bench_ws_chain && ./bench_ws_chain
 #include <cuda_bf16.h>
@@ -186,7 +188,11 @@ __device__ __forceinline__ float dot8(uint4 w, const float* x) {
 // or 16 KiB), how the links wait, the consumers' products and the CTAs' rows.
 struct Cfg {
   int stages, stage_bytes, mode, work, layout;
+  int skip = 0;  // with nodeps: the parts of the links' own work left out (kSkip*; bare: all)
 };
+// The parts of a link's own work in the consumers, which `skip` leaves out one by one (timed
+// with the `none` products only: without the input or the barriers the products would be wrong).
+enum Skip { kSkipInput = 1, kSkipOutput = 2, kSkipCounter = 4, kSkipBarriers = 8, kSkipAll = 15 };
 
 // A warp's sum of every lane's d, in every lane.
 __device__ __forceinline__ float warp_sum(float d) {
@@ -238,11 +244,11 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, Cfg cfg) {
   unsigned g = 0;
   for (int L = 0; L < links; ++L) {
     const int l = L / per, k = kind_of(L % per, net.hops);
-    const bool bare = mode == kBare;
+    const int skip = mode == kBare ? kSkipAll : mode == kNoDeps ? cfg.skip : 0;
     if ((mode == kAhead || mode == kAfter) && L > 0 && ctid == 0)
       spin_until(net.cnt + (size_t)(L - 1) * kCntStride, (unsigned)n);
-    if (!bare) {
-      consumer_sync();
+    if (!(skip & kSkipBarriers)) consumer_sync();
+    if (!(skip & kSkipInput)) {
       // The link's input vector, in f32 in xs.
       if (k == kLinkQkv) load_norm(xs, net.x + (size_t)l * kHid, kHid, red, ctid);
       if (k == kLinkO)
@@ -251,8 +257,8 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, Cfg cfg) {
       if (k == kLinkDown)
         for (int i = ctid; i < kMlp; i += kConsumers) xs[i] = __ldcg(net.act + (size_t)l * kMlp + i);
       for (int i = ctid; i < kAccRows; i += kConsumers) acc[i] = 0.f;
-      consumer_sync();
     }
+    if (!(skip & kSkipBarriers)) consumer_sync();
     Seg seg[2];
     const int ns = link_segments(net, l, k, c, n, cfg.layout, seg);
     for (int s = 0; s < ns; ++s) {
@@ -318,9 +324,8 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, Cfg cfg) {
         if (lane == 0) mbar_arrive(&empty[slot]);
       }
     }
-    if (bare) continue;
-    consumer_sync();
-    const int nr = ns ? seg[0].rows : 0;
+    if (!(skip & kSkipBarriers)) consumer_sync();
+    const int nr = ns && !(skip & kSkipOutput) ? seg[0].rows : 0;
     for (int i = ctid; i < nr; i += kConsumers) {
       const int r = seg[0].first + i * seg[0].stride;
       if (k == kLinkQkv) net.qkv[(size_t)l * kQkv + r] = acc[i];
@@ -331,8 +336,8 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, Cfg cfg) {
       }
       if (k == kLinkDown) net.x[(size_t)(l + 1) * kHid + r] = __ldcg(net.x2 + (size_t)l * kHid + r) + acc[i];
     }
-    consumer_sync();
-    if (ctid == 0) {
+    if (!(skip & kSkipBarriers)) consumer_sync();
+    if (ctid == 0 && !(skip & kSkipCounter)) {
       __threadfence();
       atomicAdd(net.cnt + (size_t)L * kCntStride, 1u);
     }
@@ -493,6 +498,20 @@ int main() {
                           kWorkName[work], kLayoutName[layout], sb / 1024, layers, us, floor_us, us / floor_us,
                           us / layers);
             }
+  // Which part of the links' own work costs the stream alone its 0.2 (nodeps, none, no hops, a
+  // ring of 8 x 16 KiB, slices): each part left out alone, and each kept alone.
+  std::printf("skip (nodeps, none, S=8 x 16 KiB, slice, 0 hops): left out  us  x_floor\n");
+  const int skips[] = {0, kSkipInput, kSkipOutput, kSkipCounter, kSkipBarriers, kSkipAll & ~kSkipInput,
+                       kSkipAll & ~kSkipOutput, kSkipAll & ~kSkipCounter, kSkipAll & ~kSkipBarriers, kSkipAll};
+  for (int skip : skips) {
+    Cfg cfg{8, 16384, kNoDeps, kWorkNone, kSlice};
+    cfg.skip = skip;
+    std::vector<double> t;
+    for (int r = 0; r < 11; ++r) t.push_back(launch(layers, 0, cfg));
+    const double us = median(t);
+    std::printf("skip %2d: %s%s%s%s %8.1f %6.3f\n", skip, skip & kSkipInput ? "input " : "", skip & kSkipOutput ? "output " : "",
+                skip & kSkipCounter ? "counter " : "", skip & kSkipBarriers ? "barriers " : "", us, us / floor_us);
+  }
   std::printf(bad ? "FAIL: %d checks\n" : "all checks ok\n", bad);
   return bad ? 1 : 0;
 }
