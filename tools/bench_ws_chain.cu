@@ -31,8 +31,8 @@
 // after them; 2 hops 5 to 6% more. The CUDA-core products here are slower than the stream (2.5x
 // the floor at best, `warp`). Session 67 (H100, copy 2.99 TB/s): rows interleaved across CTAs
 // stream no faster than slices (the stream alone 1.18 to 1.22x with no waits either way, 32 KiB
-// stages 0.01 to 0.02 better); the `stage` products keep up best (1.36 to 1.40x with no waits,
-// 1.43 to 1.51 ahead or after; 2 hops 1.49 to 1.57), still 0.15 to 0.2 above the stream alone;
+// stages 0.01 to 0.02 better); the `stage` products keep up best (1.36 to 1.40x with no waits and 16 KiB stages,
+// 1.43 to 1.51 ahead or after; 2 hops 1.49 to 1.57), still 0.14 to 0.2 above the stream alone;
 // `bare` (the links' own work left out too) streams at 0.99 to 1.02x, so the stream alone's 0.2
 // over the copy is the consumers' work at the links, not the slices' stream. The `skip` rows
 // at the end (written after session 67's last call, not yet run) leave out each part of that
