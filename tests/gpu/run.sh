@@ -604,6 +604,8 @@ fi
 if run_tool bench_ws_chain; then
   ws_x() { awk -v m="$1" -v w="$2" '$1 == m && $2 == 8 && $3 == 2 && $4 == w && $5 == "inter" && $6 == 16 {print $10; exit}' "$out/bench_ws_chain.log"; }
   row "B=1 matmul chain x floor, ahead / after / no waits (8 x 16 KiB, rows interleaved, 2 hops): the stream; with products" INFO "$(ws_x ahead none) / $(ws_x after none) / $(ws_x nodeps none); $(ws_x ahead stage) / $(ws_x after stage) / $(ws_x nodeps stage) (bench_ws_chain.log)"
+  ws_skip() { awk -v k="$1:" '$1 == "skip" && $2 == k {print $NF; exit}' "$out/bench_ws_chain.log"; }
+  row "B=1 chain stream x floor, no waits, the links' own work: all / without input, output, counter, barriers / none of it" INFO "$(ws_skip 0) / $(ws_skip 1), $(ws_skip 2), $(ws_skip 4), $(ws_skip 8) / $(ws_skip 15) (bench_ws_chain.log)"
 else
   tool_fail "a chain streamed ahead (tools/bench_ws_chain.cu)" bench_ws_chain
 fi
