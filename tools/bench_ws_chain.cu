@@ -168,10 +168,16 @@ __device__ void load_norm(float* xs, const float* v, int n, float* red, int ctid
   for (int i = ctid; i < n; i += kConsumers) xs[i] *= r;
 }
 
-// A warp's sum of d into *dst.
-__device__ __forceinline__ void flush_row(float d, float* dst, int lane) {
+// A warp's sum of every lane's d, in every lane.
+__device__ __forceinline__ float warp_sum(float d) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+  return d;
+}
+
+// A warp's sum of d into *dst.
+__device__ __forceinline__ void flush_row(float d, float* dst, int lane) {
+  d = warp_sum(d);
   if (lane == 0) atomicAdd(dst, d);
 }
 
@@ -193,13 +199,6 @@ struct Cfg {
 // The parts of a link's own work in the consumers, which `skip` leaves out one by one (timed
 // with the `none` products only: without the input or the barriers the products would be wrong).
 enum Skip { kSkipInput = 1, kSkipOutput = 2, kSkipCounter = 4, kSkipBarriers = 8, kSkipAll = 15 };
-
-// A warp's sum of every lane's d, in every lane.
-__device__ __forceinline__ float warp_sum(float d) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-  return d;
-}
 
 __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, Cfg cfg) {
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -241,10 +240,10 @@ __global__ void __launch_bounds__(kThreads, 1) ws_chain(Net net, Cfg cfg) {
     return;
   }
   const int ctid = threadIdx.x - 32, lane = threadIdx.x & 31, warp = ctid >> 5;
+  const int skip = mode == kBare ? kSkipAll : mode == kNoDeps ? cfg.skip : 0;
   unsigned g = 0;
   for (int L = 0; L < links; ++L) {
     const int l = L / per, k = kind_of(L % per, net.hops);
-    const int skip = mode == kBare ? kSkipAll : mode == kNoDeps ? cfg.skip : 0;
     if ((mode == kAhead || mode == kAfter) && L > 0 && ctid == 0)
       spin_until(net.cnt + (size_t)(L - 1) * kCntStride, (unsigned)n);
     if (!(skip & kSkipBarriers)) consumer_sync();
@@ -483,6 +482,11 @@ int main() {
   std::printf("mode   S  hops work  layout stage_kib layers  us  floor_us  x_floor  us_a_layer\n");
   const int layers = kMaxLayers;
   const double floor_us = layers * layer_bytes / (copy_tbs * 1e12) * 1e6;
+  auto median_us = [&](int hops, const Cfg& cfg) {  // of 11 launches of all the layers
+    std::vector<double> t;
+    for (int r = 0; r < 11; ++r) t.push_back(launch(layers, hops, cfg));
+    return median(t);
+  };
   for (int work : {kWorkNone, kWorkPerWarpRow, kWorkPerStage})
     for (int layout : {kSlice, kInterleave})
       for (int sb : {16384, 32768})
@@ -491,9 +495,7 @@ int main() {
             for (int mode : {kNoDeps, kAhead, kAfter, kBare}) {
               if (mode == kBare && (work != kWorkNone || hops != 0)) continue;
               const Cfg cfg{ring_kib * 1024 / sb, sb, mode, work, layout};
-              std::vector<double> t;
-              for (int r = 0; r < 11; ++r) t.push_back(launch(layers, hops, cfg));
-              const double us = median(t);
+              const double us = median_us(hops, cfg);
               std::printf("%-6s %2d %d %-5s %-5s %2d %3d %8.1f %8.1f %6.3f %7.2f\n", kModeName[mode], cfg.stages, hops,
                           kWorkName[work], kLayoutName[layout], sb / 1024, layers, us, floor_us, us / floor_us,
                           us / layers);
@@ -506,9 +508,7 @@ int main() {
   for (int skip : skips) {
     Cfg cfg{8, 16384, kNoDeps, kWorkNone, kSlice};
     cfg.skip = skip;
-    std::vector<double> t;
-    for (int r = 0; r < 11; ++r) t.push_back(launch(layers, 0, cfg));
-    const double us = median(t);
+    const double us = median_us(0, cfg);
     std::printf("skip %2d: %s%s%s%s %8.1f %6.3f\n", skip, skip & kSkipInput ? "input " : "", skip & kSkipOutput ? "output " : "",
                 skip & kSkipCounter ? "counter " : "", skip & kSkipBarriers ? "barriers " : "", us, us / floor_us);
   }
