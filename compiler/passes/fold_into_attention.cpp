@@ -22,6 +22,8 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "compiler/ir/expr.h"
 #include "compiler/passes/access_pattern.h"
@@ -43,6 +45,9 @@ struct Reader {
   Expr row;
   SliceDim qcols, kcols;
 };
+
+// At most this many values of the sym that tileRowsAtEverySymValue tries (a batch's range).
+constexpr int64_t kMaxRowsSymValues = 4096;
 
 class Folder {
  public:
@@ -192,9 +197,9 @@ class Folder {
       if (!wq || !wk || *wq <= 0 || *wk <= 0) return false;
       for (int64_t d : head_dims)
         if (*wq % d != 0 || *wk % d != 0) return false;
-      if (*wq == qw && *wk == kw) {
-        if (asInt(r.qcols.lo) != 0 || asInt(r.kcols.lo) != 0) return false;
-      } else {
+      // Whole rows at column 0, or head groups over a coordinate (of extent 1 too: a batch's
+      // grid of all 8 cache heads a task reads q's g * 2048 : + 2048).
+      if (!(*wq == qw && *wk == kw && asInt(r.qcols.lo) == 0 && asInt(r.kcols.lo) == 0)) {
         bool found = false;
         for (uint32_t h = 0; h < c.grid.size() && !found; ++h) {
           if (h == *a) continue;
@@ -208,16 +213,53 @@ class Folder {
       rows.push_back({inlineConsts(off), inlineConsts(c.grid[*a])});
     }
     // The readers' row ranges, one after another from row 0 to P's last.
+    const Expr total = inlineConsts(p.grid[0]);
     std::vector<bool> used(rows.size(), false);
     Expr at = intConst(0);
-    for (size_t n = 0; n < rows.size(); ++n) {
+    bool chained = true;
+    for (size_t n = 0; n < rows.size() && chained; ++n) {
       size_t k = 0;
       while (k < rows.size() && (used[k] || !equal(rows[k].off, at))) ++k;
-      if (k == rows.size()) return false;
+      if (k == rows.size()) {
+        chained = false;
+        break;
+      }
       used[k] = true;
       at = add(at, rows[k].extent);
     }
-    return equal(at, inlineConsts(p.grid[0]));
+    if (chained && equal(at, total)) return true;
+    std::vector<std::pair<Expr, Expr>> spans;
+    for (const Rows& r : rows) spans.emplace_back(r.off, r.extent);
+    return tileRowsAtEverySymValue(spans, total);
+  }
+
+  // Whether at every value of the module's one sym the spans [off, off + extent) that are not
+  // empty tile [0, total) exactly once. The symbolic chain above cannot see it where readers
+  // split the rows by the batch rather than by offset: a decode layer's attention grids of one
+  // part a row for B < 32 and of 2, 4 and 8 heads a task above (each empty outside its range
+  // of B), all from the same row on. Undecided (false) with more syms or too long a range.
+  bool tileRowsAtEverySymValue(const std::vector<std::pair<Expr, Expr>>& spans, const Expr& total) const {
+    if (m_.syms.size() != 1 || m_.syms[0].hi - m_.syms[0].lo >= kMaxRowsSymValues) return false;
+    for (int64_t v = m_.syms[0].lo; v <= m_.syms[0].hi; ++v) {
+      Bindings b;
+      b.sym = [v](uint32_t) -> std::optional<int64_t> { return v; };
+      const EvalResult end = evaluate(total, b);
+      if (!end.ok()) return false;
+      std::vector<std::pair<int64_t, int64_t>> at;  // (offset, extent) of the spans not empty here
+      for (const auto& [off, extent] : spans) {
+        const EvalResult o = evaluate(off, b), e = evaluate(extent, b);
+        if (!o.ok() || !e.ok() || e.value < 0) return false;
+        if (e.value > 0) at.emplace_back(o.value, e.value);
+      }
+      std::sort(at.begin(), at.end());
+      int64_t row = 0;
+      for (const auto& [o, e] : at) {
+        if (o != row) return false;
+        row += e;
+      }
+      if (row != end.value) return false;
+    }
+    return true;
   }
 
   bool foldOne(uint32_t g, uint32_t p) {

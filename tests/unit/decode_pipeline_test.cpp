@@ -789,6 +789,60 @@ TEST(DecodePipeline, FoldedNormsGiveTheBitsOfTheNormGrids) {
   expectSameBits(two, folded, {inputs[0], inputs[1]});
 }
 
+// etcc --fold-attention on the generated samples: every attention grid of a layer (the split-KV
+// parts below B = 16, one part a row from 16, 2, 4 and 8 cache heads a task from 32, 64 and 128,
+// each empty outside its range of B, all from the same row on) runs the row grid's chain for its
+// own row and heads, and the row grid is gone. (From f15555d, which gave the samples those
+// grids, until session 68 the pass found no rows to chain and folded nothing: session 64's
+// `f3fa` timed --fold-attention as a no-op.) The chain's ops work
+// per column or per head, so the step keeps the bits of the default lowering: split-KV parts
+// (B = 1, 3), one part (17), 2 cache heads a task (33); Qwen3 with its per-head q/k norms; and
+// the projections without split-K parts (the chain is rope and kv_append only).
+TEST(DecodePipeline, FoldedIntoAttentionGivesTheBitsOfTheRowGrid) {
+  PipelineOptions folded;
+  folded.fold_into_attention = true;
+  const std::string text = generated("llama3_2_1b", 1, 256);
+  auto p = lowered(text, folded);
+  ASSERT_TRUE(p->module);
+  const ir::Module& m = *p->module;
+  auto firstOp = [&](const std::string& name) {
+    const std::optional<uint32_t> t = m.findTask(name);
+    EXPECT_TRUE(t) << name;
+    if (!t) return std::string();
+    for (const ir::TaskStmt& st : m.tasks.at(*t).body)
+      if (const auto* c = std::get_if<ir::CallStmt>(&st)) return c->call.op;
+    return std::string();
+  };
+  for (const ir::Task& t : m.tasks) EXPECT_NE(t.name.rfind("kv_append", 0), 0u) << t.name;
+  for (const char* t : {"attention_decode_o_0", "attention_decode_o_0_whole", "attention_decode_o_0_whole_heads2",
+                        "attention_decode_o_0_whole_heads4", "attention_decode_o_0_whole_heads8"})
+    EXPECT_EQ(firstOp(t), "reduce_sum") << t;
+
+  std::vector<int64_t> pos17(17), pos33(33);
+  for (size_t i = 0; i < pos17.size(); ++i) pos17[i] = static_cast<int64_t>(i * 37 % 600);
+  for (size_t i = 0; i < pos33.size(); ++i) pos33[i] = static_cast<int64_t>(i * 53 % 1000);
+  const std::vector<std::map<std::string, std::vector<int64_t>>> inputs = {
+      {{"tokens", {7}}, {"pos", {300}}},
+      {{"tokens", {1, 2, 3}}, {"pos", {9, 0, 4096}}},
+      {{"tokens", std::vector<int64_t>(17, 4)}, {"pos", pos17}},
+      {{"tokens", std::vector<int64_t>(33, 9)}, {"pos", pos33}}};
+  expectSameBits(text, folded, inputs);
+  const std::string qwen = generated("qwen3_0_6b", 1, 256);
+  auto q = lowered(qwen, folded);
+  ASSERT_TRUE(q->module);
+  for (const ir::Task& t : q->module->tasks) EXPECT_NE(t.name.rfind("kv_append", 0), 0u) << t.name;
+  expectSameBits(qwen, folded, {inputs[0], inputs[1]});
+
+  const std::string unsplit = generated("llama3_2_1b", 1, 256,
+                                        "--qkv-attrs 'tile_n = 32, tile_k = 256, split_k = 1' "
+                                        "--o-attrs 'tile_n = 16, tile_k = 512, split_k = 1' "
+                                        "--down-attrs 'tile_n = 16, tile_k = 512, split_k = 1'");
+  auto u = lowered(unsplit, folded);
+  ASSERT_TRUE(u->module);
+  for (const ir::Task& t : u->module->tasks) EXPECT_NE(t.name.rfind("kv_append", 0), 0u) << t.name;
+  expectSameBits(unsplit, folded, {inputs[0], inputs[1]});
+}
+
 // The interpreter's other orders of the tiles (latest grid first; at random) against run order,
 // which hides an ordering the events miss: every pipeline form of the reduced models computes
 // the same bits in each at B = 1 and 3, and the default form on the far sides of the sample's
