@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string>
 #include <ostream>
 
 #include "compiler/ir/printer.h"
@@ -41,6 +43,28 @@ std::vector<std::string_view> dumpPointNames() {
   return names;
 }
 
+namespace {
+
+// The warning for an opt-in fold pass that found nothing to fold (nothing for the others).
+std::optional<std::string> foldNotTaken(std::string_view pass, const PipelineOptions& opts) {
+  if (pass == "fold-into-attention")
+    return std::string(
+        "--fold-attention: nothing folded (no per-row grid of q/k/v sums, rope and kv_append whose every reader "
+        "is an attention grid covering its rows and heads)");
+  if (pass == "fold-attention-merge")
+    return std::string(
+        "--fold-attention-merge: nothing folded (no split-KV merge grid whose one reader is a matmul reading "
+        "whole heads of every row, within 16 Ki merged values a task)");
+  if (pass == "fold-norms")
+    return fmt::format(
+        "--fold-norms-below {}: nothing folded (no row norm grid below that batch whose readers are matmuls "
+        "reading every row, within 48 Ki values a task)",
+        opts.fold_norms_below);
+  return std::nullopt;
+}
+
+}  // namespace
+
 void dumpModule(const ir::Module& m, std::string_view after, std::ostream& out) {
   out << fmt::format("// ----- IR after {} ----- //\n", after) << ir::printModule(m) << '\n';
 }
@@ -75,8 +99,13 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
       continue;
     }
     auto start = std::chrono::steady_clock::now();
+    const ir::Module* before = m.get();
     m = p.run(std::move(m), diags);
     if (!m || diags.hasErrors()) return nullptr;
+    // A fold asked for that changes nothing returns its input: say so, since the fatbin is then
+    // the default's (--fold-attention folded nothing in the samples for 20 sessions unseen).
+    if (m.get() == before)
+      if (std::optional<std::string> why = foldNotTaken(p.name, opts)) diags.warning({}, *why);
     // The front end already reported the module's warnings; after a pass only errors matter
     // (they are compiler bugs), so verify into a collecting engine and forward the errors.
     DiagnosticEngine quiet(diags.sources());

@@ -201,6 +201,15 @@ run fold-merge-cuda 0 --emit=cuda --fold-attention-merge tests/golden/passes/fol
   stdout_has fold-merge-rows 'if (!etc::dev::attention_merge_rows<2, 128, 64>(ctx, a0, a1, a2))'
 LIMIT=300 run fold-merge-nvrtc 0 tests/golden/passes/fold_attention_merge.etir --fold-attention-merge -arch sm_90a \
   -o "$tmp/fold.fatbin"
+# An opt-in fold that finds nothing to fold warns (the output is then the default's); one that
+# folds says nothing.
+run fold-none-attention 0 --emit=tasks --fold-attention samples/mlp.etir &&
+  stderr_is fold-none-attention "etcc: warning: --fold-attention: nothing folded (no per-row grid of q/k/v sums, rope and kv_append whose every reader is an attention grid covering its rows and heads)"
+run fold-none-merge 0 --emit=tasks --fold-attention-merge samples/mlp.etir &&
+  stderr_is fold-none-merge "etcc: warning: --fold-attention-merge: nothing folded (no split-KV merge grid whose one reader is a matmul reading whole heads of every row, within 16 Ki merged values a task)"
+run fold-none-norms 0 --emit=tasks --fold-norms-below 3 samples/two_stage_sum.etir &&
+  stderr_is fold-none-norms "etcc: warning: --fold-norms-below 3: nothing folded (no row norm grid below that batch whose readers are matmuls reading every row, within 48 Ki values a task)"
+run fold-taken 0 --emit=tasks --fold-attention tests/golden/passes/fold_into_attention.etir && stderr_is fold-taken ""
 # --fold-norms-below: a cut of at least 1. The folded q and k tasks call the fused sum-and-norm
 # row chain as a function of its own before their matmuls (one, shared: inlined beside a matmul
 # it made ptxas spill), the norms' own grids (the folded one's and the output norm that stays)
