@@ -228,6 +228,12 @@ def main():
                         help=f"tile attributes of every layer's {what} projection{'s' if kind == 'qkv' else ''}, e.g. "
                              "'tile_n = 16, tile_k = 512, split_k = 1' (tile_m, tile_n, tile_k, split_k), instead of "
                              "etcc's plan (session 67 timed narrow tiles without split-K this way: docs/benchmarks.md)")
+    ap.add_argument("--unsplit", action="store_true",
+                    help="every layer's q/k/v, o and down projections without split-K parts: q/k/v in tiles of 32 "
+                         "rows of the weights, o and down in 128 tasks (hidden / 128 rows each), all 256 deep; "
+                         "--qkv-attrs, --o-attrs and --down-attrs override it. With etcc --fold-norms-below 3 "
+                         "--fold-attention a layer is then 6 grids below B = 3 instead of 9 (docs/benchmarks.md, "
+                         "session 68)")
     a = ap.parse_args()
     m = MODELS[a.model]
     layers, vocab = a.layers or m["layers"], a.vocab or m["vocab"]
@@ -240,6 +246,11 @@ def main():
     if a.gated_tile_n is not None and (a.gated_tile_n % 8 or not 8 <= a.gated_tile_n <= 64):
         ap.error("--gated-tile-n must be a multiple of 8 from 8 to 64")
     proj_attrs = {}
+    if a.unsplit:
+        rows = m["hidden"] // 128
+        proj_attrs = {"qkv": "tile_n = 32, tile_k = 256, split_k = 1",
+                      "o": f"tile_n = {rows}, tile_k = 256, split_k = 1",
+                      "down": f"tile_n = {rows}, tile_k = 256, split_k = 1"}
     for kind in ("qkv", "o", "down"):
         text = getattr(a, f"{kind}_attrs")
         if text is not None:
