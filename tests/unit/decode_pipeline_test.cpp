@@ -797,12 +797,21 @@ TEST(DecodePipeline, FoldedNormsGiveTheBitsOfTheNormGrids) {
 // `f3fa` timed --fold-attention as a no-op.) The chain's ops work
 // per column or per head, so the step keeps the bits of the default lowering: split-KV parts
 // (B = 1, 3), one part (17), 2 cache heads a task (33); Qwen3 with its per-head q/k norms; and
-// the projections without split-K parts (the chain is rope and kv_append only).
+// the projections without split-K parts (--unsplit: the chain is rope and kv_append only).
 TEST(DecodePipeline, FoldedIntoAttentionGivesTheBitsOfTheRowGrid) {
   PipelineOptions folded;
   folded.fold_into_attention = true;
+  // Lowers `text` with the fold: no row grid (kv_append_*) may be left.
+  auto foldedWithoutRowGrid = [&](const std::string& text) {
+    auto p = lowered(text, folded);
+    EXPECT_TRUE(p->module);
+    if (p->module) {
+      for (const ir::Task& t : p->module->tasks) EXPECT_NE(t.name.rfind("kv_append", 0), 0u) << t.name;
+    }
+    return p;
+  };
   const std::string text = generated("llama3_2_1b", 1, 256);
-  auto p = lowered(text, folded);
+  auto p = foldedWithoutRowGrid(text);
   ASSERT_TRUE(p->module);
   const ir::Module& m = *p->module;
   auto firstOp = [&](const std::string& name) {
@@ -813,7 +822,6 @@ TEST(DecodePipeline, FoldedIntoAttentionGivesTheBitsOfTheRowGrid) {
       if (const auto* c = std::get_if<ir::CallStmt>(&st)) return c->call.op;
     return std::string();
   };
-  for (const ir::Task& t : m.tasks) EXPECT_NE(t.name.rfind("kv_append", 0), 0u) << t.name;
   for (const char* t : {"attention_decode_o_0", "attention_decode_o_0_whole", "attention_decode_o_0_whole_heads2",
                         "attention_decode_o_0_whole_heads4", "attention_decode_o_0_whole_heads8"})
     EXPECT_EQ(firstOp(t), "reduce_sum") << t;
@@ -828,18 +836,11 @@ TEST(DecodePipeline, FoldedIntoAttentionGivesTheBitsOfTheRowGrid) {
       {{"tokens", std::vector<int64_t>(33, 9)}, {"pos", pos33}}};
   expectSameBits(text, folded, inputs);
   const std::string qwen = generated("qwen3_0_6b", 1, 256);
-  auto q = lowered(qwen, folded);
-  ASSERT_TRUE(q->module);
-  for (const ir::Task& t : q->module->tasks) EXPECT_NE(t.name.rfind("kv_append", 0), 0u) << t.name;
+  foldedWithoutRowGrid(qwen);
   expectSameBits(qwen, folded, {inputs[0], inputs[1]});
 
-  const std::string unsplit = generated("llama3_2_1b", 1, 256,
-                                        "--qkv-attrs 'tile_n = 32, tile_k = 256, split_k = 1' "
-                                        "--o-attrs 'tile_n = 16, tile_k = 512, split_k = 1' "
-                                        "--down-attrs 'tile_n = 16, tile_k = 512, split_k = 1'");
-  auto u = lowered(unsplit, folded);
-  ASSERT_TRUE(u->module);
-  for (const ir::Task& t : u->module->tasks) EXPECT_NE(t.name.rfind("kv_append", 0), 0u) << t.name;
+  const std::string unsplit = generated("llama3_2_1b", 1, 256, "--unsplit");
+  foldedWithoutRowGrid(unsplit);
   expectSameBits(unsplit, folded, {inputs[0], inputs[1]});
 }
 
