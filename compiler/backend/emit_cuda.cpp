@@ -98,6 +98,13 @@ class Emitter {
       if (sched_[k].offset >= 0 && !emitReady(k)) return false;
     out_ += "}  // namespace\n\n";
     for (uint32_t k = 0; k < m_.kernels.size(); ++k) emitKernel(k);
+    // The knob asked for a stream that no kernel takes: the fatbin is then the default's.
+    if (stream_ && std::none_of(m_.kernels.begin(), m_.kernels.end(), [&](const Kernel& k) {
+          return sched_[&k - m_.kernels.data()].offset < 0 && streams(k);
+        }))
+      diags_.warning({}, "ETC_MM_STREAM=1: no megakernel streams its weights (a static one streams where every "
+                         "task with a matmul has one, first, of 16-bit params with tensor maps, 128 deep, 64 or 128 "
+                         "columns a tile (the gated form 64 of each weight), tiles of at most 64 rows in its range)");
     if (!resolveDerivedLocals(out_)) {
       diags_.error({}, "internal error: a derived sym is used outside a function that declares the syms");
       return false;

@@ -210,6 +210,12 @@ run fold-none-merge 0 --emit=tasks --fold-attention-merge samples/mlp.etir &&
 run fold-none-norms 0 --emit=tasks --fold-norms-below 3 samples/two_stage_sum.etir &&
   stderr_is fold-none-norms "etcc: warning: --fold-norms-below 3: nothing folded (no row norm grid below that batch whose readers are matmuls reading every row, within 48 Ki values a task)"
 run fold-taken 0 --emit=tasks --fold-attention tests/golden/passes/fold_into_attention.etir && stderr_is fold-taken ""
+# ETC_MM_STREAM=1 where no megakernel can stream (the MLP's 2048-deep gated tiles) warns; where
+# one streams, nothing.
+run stream-none 0 --emit=cuda --device-define ETC_MM_STREAM=1 samples/mlp.etir &&
+  stderr_is stream-none "etcc: warning: ETC_MM_STREAM=1: no megakernel streams its weights (a static one streams where every task with a matmul has one, first, of 16-bit params with tensor maps, 128 deep, 64 or 128 columns a tile (the gated form 64 of each weight), tiles of at most 64 rows in its range)"
+run stream-taken 0 --emit=cuda --device-define ETC_MM_STREAM=1 tests/cli/resources/stream_matmul.etir &&
+  stderr_is stream-taken "" && stdout_has stream-taken "stream_start"
 # --fold-norms-below: a cut of at least 1. The folded q and k tasks call the fused sum-and-norm
 # row chain as a function of its own before their matmuls (one, shared: inlined beside a matmul
 # it made ptxas spill), the norms' own grids (the folded one's and the output norm that stays)
