@@ -210,6 +210,39 @@ run fold-none-merge 0 --emit=tasks --fold-attention-merge samples/mlp.etir &&
 run fold-none-norms 0 --emit=tasks --fold-norms-below 3 samples/two_stage_sum.etir &&
   stderr_is fold-none-norms "etcc: warning: --fold-norms-below 3: nothing folded (no row norm grid below that batch whose readers are matmuls reading every row, within 48 Ki values a task)"
 run fold-taken 0 --emit=tasks --fold-attention tests/golden/passes/fold_into_attention.etir && stderr_is fold-taken ""
+# --fold-attention needs the attention grids to cover the row grid's rows once: two attention
+# ops over the same new cache row cover every row twice (their one-part and split-KV grids tile
+# the rows at every B, twice over), so the row grid stays and etcc warns; with one of them the
+# row grid folds.
+cat >"$tmp/fold_twice.etir" <<'ETIR'
+module @fold_twice
+sym B in [1, 64]
+const H = 512
+const D = 64
+const Q = 4 * D
+const KV = 2 * D
+const S = 256
+tensor x : bf16[B, H] input
+tensor pos : i32[B] input
+tensor lens : i32[B] input
+tensor w_qkv : bf16[Q + 2 * KV, H] param
+tensor kb : bf16[B, S, KV] output
+tensor vb : bf16[B, S, KV] output
+tensor o1 : bf16[B, Q] output
+tensor o2 : bf16[B, Q] output
+graph @main {
+  qkv = matmul(x, w_qkv) { transpose_b, split_k = 2 }
+  qr, kr = rope(qkv[:, 0:Q], qkv[:, Q : Q + KV], pos) { head_dim = D, theta = 1000000.0 }
+  kb, vb = kv_append(kr, qkv[:, Q + KV : Q + 2 * KV], pos)
+  o1 = attention_decode(qr, kb, vb, lens) { head_dim = D }
+  o2 = attention_decode(qr, kb, vb, lens) { head_dim = D }
+}
+ETIR
+grep -v o2 "$tmp/fold_twice.etir" >"$tmp/fold_once.etir"
+run fold-twice 0 --emit=tasks --fold-attention "$tmp/fold_twice.etir" && stdout_has fold-twice "task @kv_append_kb grid [B] (i) {" &&
+  stderr_has fold-twice "etcc: warning: --fold-attention: nothing folded"
+run fold-once 0 --emit=tasks --fold-attention "$tmp/fold_once.etir" && stderr_is fold-once "" &&
+  if grep -q "task @kv_append" "$tmp/out"; then fail "fold-once: the row grid stayed"; else pass; fi
 # ETC_MM_STREAM=1 where no megakernel can stream (the MLP's 2048-deep gated tiles) warns; where
 # one streams, nothing.
 run stream-none 0 --emit=cuda --device-define ETC_MM_STREAM=1 samples/mlp.etir &&
