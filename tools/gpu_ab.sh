@@ -11,6 +11,8 @@
 #
 # LABEL=FATBIN takes a fatbin compiled before (say by an older etcc, to time HEAD's code against
 # a previous commit's) instead of compiling MODEL: it must be MODEL's.
+# LABEL:@OTHER.etir OPTIONS compiles OTHER.etir instead of MODEL: the same model written another
+# way (the same tensors; e.g. tools/gen_decode_sample.py --unsplit's projections).
 #
 # Options (before NAME):
 #   -b DIR      build directory with etcc and etc-run (default build)
@@ -29,6 +31,11 @@
 #               GPU machine, to /tmp/ab_weights_MODEL.safetensors) instead of --seed's random
 #               params: for a decode model, about 15 s a timing instead of 25 (the host then
 #               draws no billion random numbers before each)
+#   -T          also trace each compiled variant once at the first batch size, after the
+#               timings (each compiled again with etcc --profile: LABEL.prof.fatbin), and print
+#               tools/trace_stages.py of each against the first variant's trace: where the time
+#               goes; under $OUT the traces stay there (trace_LABEL.json). LABEL=FATBIN variants
+#               are not traced.
 #
 # Example: tools/gpu_ab.sh -p 511 -B 1,128 tiling samples/llama3_2_1b.etir base \
 #            'one:--device-define ETC_MM_LARGE_M_FM=0'
@@ -36,13 +43,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
-build=build batches=1,16,128 sym=B pos="" runs=20 rounds=2 arch=sm_90a weights="" budget=540
+build=build batches=1,16,128 sym=B pos="" runs=20 rounds=2 arch=sm_90a weights="" budget=540 trace=0
 unset check  # -c '' is a check without extra arguments
-while getopts "b:B:s:p:n:r:a:c:t:w:h" o; do
+while getopts "b:B:s:p:n:r:a:c:t:w:Th" o; do
   case $o in
     b) build=$OPTARG ;; B) batches=$OPTARG ;; s) sym=$OPTARG ;; p) pos=$OPTARG ;;
     n) runs=$OPTARG ;; r) rounds=$OPTARG ;; a) arch=$OPTARG ;; c) check=$OPTARG ;;
-    t) budget=$OPTARG ;; w) weights=$OPTARG ;;
+    t) budget=$OPTARG ;; w) weights=$OPTARG ;; T) trace=1 ;;
     *) usage ;;
   esac
 done
@@ -69,7 +76,7 @@ dir=gpu-out/$name
 done_ok=0
 trap '[ $done_ok = 1 ] || rm -rf "$dir" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"' EXIT
 rm -rf "$dir" && mkdir -p "$dir"
-labels=()
+labels=() traced=()
 for v in "$@"; do
   given=""
   if [[ ${v%%=*} =~ ^[A-Za-z0-9_-]+$ && $v == *=* ]]; then
@@ -88,10 +95,21 @@ for v in "$@"; do
     echo "$label: $given (compiled before)" >>"$dir/variants.txt"
     continue
   fi
+  src=$model
+  if [[ $opts == @* ]]; then
+    src=${opts%% *} opts=${opts#"$src"} src=${src#@} opts=${opts# }
+    [ -f "$src" ] || die "variant '$label': cannot read '$src'"
+  fi
   # Options are split on spaces, as on a command line (no quoting inside them).
   # shellcheck disable=SC2086
-  "$build/etcc" "$model" -arch "$arch" $opts -o "$dir/$label.fatbin" || die "variant '$label' did not compile"
-  echo "$label: etcc $model -arch $arch $opts" >>"$dir/variants.txt"
+  "$build/etcc" "$src" -arch "$arch" $opts -o "$dir/$label.fatbin" || die "variant '$label' did not compile"
+  echo "$label: etcc $src -arch $arch${opts:+ $opts}" >>"$dir/variants.txt"
+  if [ "$trace" = 1 ]; then
+    # shellcheck disable=SC2086
+    "$build/etcc" "$src" -arch "$arch" $opts --profile -o "$dir/$label.prof.fatbin" ||
+      die "variant '$label' did not compile with --profile"
+    traced+=("$label")
+  fi
 done
 strip -o "$dir/etc-run" "$build/tools/etc-run"
 tar -C gpu-out -cJf "gpu-out/$name.tar.xz" "$name"
@@ -142,6 +160,23 @@ tar -C gpu-out -cJf "gpu-out/$name.tar.xz" "$name"
   echo "  done"
   echo "done"
   echo "python3 tools/ab_summary.py /tmp/ab_$name.log"
+  if [ ${#traced[@]} -gt 0 ]; then
+    # Where the time goes: a trace of each at the first batch size, against the first one's.
+    b0=${batches%%,*} first=${traced[0]}
+    echo "b=$b0; T=\${OUT:-/tmp}"
+    for l in "${traced[@]}"; do
+      echo "if [ \$((SECONDS + 60)) -ge $budget ]; then echo \"the budget ($budget s) is spent: $l not traced\"; else"
+      echo "  rm -f \$T/trace_$l.json; timeout 120 \$R \$D/$l.prof.fatbin --sym $sym=\$b $in $timing_inputs --trace \$T/trace_$l.json >/tmp/ab_trace.log 2>&1 ||" \
+           "echo \"trace $l $sym=\$b FAILED: \$(why /tmp/ab_trace.log)\""
+      if [ "$l" = "$first" ]; then
+        echo "  [ -f \$T/trace_$l.json ] && echo \"== trace $l $sym=\$b\" && python3 tools/trace_stages.py \$T/trace_$l.json --top 30 | tail -32"
+      else
+        echo "  [ -f \$T/trace_$l.json ] && [ -f \$T/trace_$first.json ] && echo \"== trace $l against $first, $sym=\$b\" &&" \
+             "python3 tools/trace_stages.py \$T/trace_$l.json --against \$T/trace_$first.json | head -60"
+      fi
+      echo "fi"
+    done
+  fi
 } >"gpu-out/$name.sh"
 done_ok=1
 echo "gpu-out/$name.tar.xz ($(du -h "gpu-out/$name.tar.xz" | cut -f1)) and gpu-out/$name.sh: carry both, run bash gpu-out/$name.sh"

@@ -76,6 +76,26 @@ grep -qF -- "--bench 20 --mode mega --weights /tmp/ab_weights_llama3_2_1b.safete
   fail "-w: the script does not time with the weights"
 bash -n "gpu-out/$name.sh" || fail "-w: the script is not valid bash"
 
+# LABEL:@OTHER.etir compiles another file; -T also compiles each compiled variant with --profile
+# and the script traces each at the first batch size (here without a GPU: it says why), the
+# first one alone and the others against it.
+rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
+sed 's/module @two_stage_sum/module @two_stage_sum_other/' samples/two_stage_sum.etir >"$tmp/other.etir"
+tools/gpu_ab.sh -b "$build" -s N -B 1 -r 1 -T -t 300 "$name" samples/two_stage_sum.etir base "given=$tmp/old.fatbin" \
+  "other:@$tmp/other.etir --device-define ETC_MM_RING_KIB=64" >"$tmp/out" 2>&1 || { fail "gpu_ab.sh -T"; cat "$tmp/out"; }
+list=$(tar tJf "gpu-out/$name.tar.xz" 2>/dev/null | sort | tr '\n' ' ')
+[ "$list" = "$name/ $name/base.fatbin $name/base.prof.fatbin $name/etc-run $name/given.fatbin $name/other.fatbin $name/other.prof.fatbin $name/variants.txt " ] ||
+  fail "-T bundle lists: $list"
+tar -xJOf "gpu-out/$name.tar.xz" "$name/variants.txt" | grep -qxF "other: etcc $tmp/other.etir -arch sm_90a --device-define ETC_MM_RING_KIB=64" ||
+  fail "variants.txt lacks other's etcc command: $(tar -xJOf "gpu-out/$name.tar.xz" "$name/variants.txt")"
+bash -n "gpu-out/$name.sh" || fail "-T: the script is not valid bash"
+mkdir -p "$tmp/traces"
+OUT="$tmp/traces" timeout 600 bash "gpu-out/$name.sh" >"$tmp/run" 2>&1
+if [ "$(grep -cE '^(trace (base|other) N=1 FAILED: .+|== trace base N=1|== trace other against base, N=1)$' "$tmp/run")" != 2 ]; then
+  fail "-T: trace lines"; cat "$tmp/run"
+fi
+grep -q "trace given" "$tmp/run" && fail "-T: a given fatbin was traced"
+
 # Failures leave nothing behind.
 rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
 tools/gpu_ab.sh -b "$build" -s N "$name" samples/two_stage_sum.etir base "old=$tmp/none.fatbin" >"$tmp/err" 2>&1 &&
