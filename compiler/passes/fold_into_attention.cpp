@@ -217,7 +217,7 @@ class Folder {
     std::vector<bool> used(rows.size(), false);
     Expr at = intConst(0);
     bool chained = true;
-    for (size_t n = 0; n < rows.size() && chained; ++n) {
+    for (size_t n = 0; n < rows.size(); ++n) {
       size_t k = 0;
       while (k < rows.size() && (used[k] || !equal(rows[k].off, at))) ++k;
       if (k == rows.size()) {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
-#include <string>
 #include <ostream>
+#include <string>
 
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
