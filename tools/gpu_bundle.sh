@@ -96,6 +96,13 @@ for n in $decode_models; do
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --fold-attention-merge -o "gpu-bundle/${n}_small_foldmerge.fatbin"
   # The norms inside the matmuls that read them below B = 3 (etcc --fold-norms-below 3, opt-in).
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --fold-norms-below 3 -o "gpu-bundle/${n}_small_foldnorms.fatbin"
+  # The row grid (q/k/v sums, rope, kv_append) inside the attention tasks (etcc --fold-attention,
+  # opt-in: every attention grid of the batch's ranges), and the 6-grid layer below B = 3 of the
+  # projections without split-K parts (--unsplit) with both folds.
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --fold-attention -o "gpu-bundle/${n}_small_foldattn.fatbin"
+  python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --unsplit >"gpu-bundle/${n}_small_unsplit.etir"
+  spawn "$build/etcc" "gpu-bundle/${n}_small_unsplit.etir" -arch sm_90a --fold-norms-below 3 --fold-attention \
+    -o "gpu-bundle/${n}_small_chain.fatbin"
   # Temps with disjoint lives sharing tensors (etcc --reuse-temps, opt-in).
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --reuse-temps -o "gpu-bundle/${n}_small_reuse.fatbin"
   # The weights streamed across tasks (ETC_MM_STREAM=1, opt-in): the kernel of B <= 31 streams

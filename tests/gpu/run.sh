@@ -218,6 +218,17 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for b in 1 2 3; do
     [ -f "$B/${n}_small_foldnorms.fatbin" ] && decode_check "${n}_small_foldnorms" "$B/${n}_small_foldnorms.fatbin" $b mixed
   done
+  # The row grid inside the attention tasks (etcc --fold-attention): the split-KV parts (1, 7),
+  # one part a row (24), 2 and 8 cache heads a task (33, 128).
+  for bk in 1:long 7:mixed 24:mixed 33:short 128:mixed; do
+    [ -f "$B/${n}_small_foldattn.fatbin" ] &&
+      decode_check "${n}_small_foldattn" "$B/${n}_small_foldattn.fatbin" "${bk%%:*}" "${bk##*:}"
+  done
+  # The projections without split-K parts (--unsplit) with both folds: the 6-grid layer at B = 1
+  # and 2, the narrow tiles alone from 3, 64 and 128 rows of them at 40 and 128.
+  for b in 1 2 3 40 128; do
+    [ -f "$B/${n}_small_chain.fatbin" ] && decode_check "${n}_small_chain" "$B/${n}_small_chain.fatbin" $b mixed
+  done
   # Temps sharing tensors (etcc --reuse-temps): each side of the cuts at 16 and 32, and 128.
   for b in 1 7 20 40 128; do
     [ -f "$B/${n}_small_reuse.fatbin" ] && decode_check "${n}_small_reuse" "$B/${n}_small_reuse.fatbin" $b mixed
