@@ -57,6 +57,7 @@ struct Options {
   bool fold_attention = false;           // --fold-attention
   bool fold_attention_merge = false;     // --fold-attention-merge
   int64_t fold_norms_below = 0;          // --fold-norms-below N
+  int64_t unsplit_below = 0;             // --unsplit-below N
   bool reuse_temps = false;              // --reuse-temps
   bool matmul_plan_by_range = true;      // --matmul-plan-by-range (default) / --no-matmul-plan-by-range
   bool no_gated_matmul = false;          // --no-gated-matmul
@@ -261,6 +262,7 @@ int run(const Options& opt) {
     po.fold_into_attention = opt.fold_attention;
     po.fold_attention_merge = opt.fold_attention_merge;
     po.fold_norms_below = opt.fold_norms_below;
+    po.unsplit_below = opt.unsplit_below;
     po.reuse_temps = opt.reuse_temps;
     po.matmul_plan_by_range = opt.matmul_plan_by_range;
     po.gated_matmul = !opt.no_gated_matmul;
@@ -440,6 +442,13 @@ int main(int argc, char** argv) {
                  "itself, so only for the smallest batches (at most 48 Ki values read a task; not into an LM head); "
                  "for measuring (an H200, N = 3: Llama-3.2-1B decode 14.6% slower at B = 1, 17.5% at 2; Qwen3-0.6B 20.1% "
                  "and 25.2%)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_option("--unsplit-below", opt.unsplit_below,
+                 "N: where a matmul's rows (a decode step's batch) are fewer than N, a projection that etcc splits "
+                 "into K parts (a layer's q/k/v, o and down) takes tiles of a few weight rows over all of K instead, "
+                 "a grid of its own (as many tasks: about 128), beside the split one for N rows and more; with "
+                 "--fold-norms-below N and --fold-attention a decode layer is then 6 grids there instead of 9 "
+                 "(tools/gen_decode_sample.py --unsplit writes that form for every B); for measuring")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_flag("--reuse-temps", opt.reuse_temps,
                "let temps of a graph whose lives do not overlap in its run order share one tensor (same dtype and "

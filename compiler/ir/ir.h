@@ -170,6 +170,9 @@ struct Graph {
   // PipelineOptions::fold_norms_below (not in the source): fold-norms folds a row norm into its
   // matmul readers where the norm's rows sym is below this (0: never).
   int64_t fold_norms_below = 0;
+  // PipelineOptions::unsplit_below (not in the source): below this value of a matmul's rows sym,
+  // lower-ops gives its split-K projections narrow tiles over all of K (0: never).
+  int64_t unsplit_below = 0;
   std::vector<GraphStmt> body;
   SourceRange range;
   SourceRange name_range;  // for diagnostics; may be invalid

@@ -110,8 +110,8 @@ class Folder {
   }
 
   // P's slice s for a reader: P's row coordinate becomes the reader's row, and a whole last
-  // dimension of q's width or k's width the reader's columns. Params (the norms' weights) are
-  // kept; anything else fails.
+  // dimension of q's width or k's width the reader's columns; other dimensions (free of P's
+  // coordinates) stay. Params (the norms' weights) are kept; anything else fails.
   std::optional<Slice> restrict(const Slice& s, const Reader& r, const Expr& rows, int64_t qw, int64_t kw) const {
     const Tensor& t = m_.tensors[s.target];
     auto toRow = [&](const Expr& e) {
@@ -136,7 +136,10 @@ class Folder {
         continue;
       }
       if (hasCoord(x.lo) || (x.hi && hasCoord(x.hi))) return std::nullopt;
-      if (d + 1 < dims.size() || t.shape.size() < 2) {
+      // A leading dimension that is not the row is the same for every row (split-K parts, whose
+      // count may follow the batch: etcc --unsplit-below), so it stays as P has it.
+      if (d + 1 < dims.size()) continue;
+      if (t.shape.size() < 2) {
         if (!wholeRange(x, t.shape[d])) return std::nullopt;
         continue;
       }

@@ -37,6 +37,9 @@ constexpr int64_t kMatmulTaskTarget = 128;
 // grouped_matmul narrows its column tiles until its grid has about this many tasks.
 constexpr int64_t kGroupedTaskTarget = 256;
 constexpr int64_t kMinSplitKChunk = 256;
+// The depth of etcc --unsplit-below's tiles: 16 KiB stages of a 32-row tile (session 67's
+// 512-deep 16-row ones need 308 KiB of ring at 128 rows of a).
+constexpr int64_t kUnsplitTileK = 256;
 // topk_softmax: rows per task (the device kernel gives each of its 8 warps a row).
 constexpr int64_t kTopkRows = 8;
 // grouped_matmul: the widest column tile, and the narrowest it is cut to for parallelism.
@@ -412,12 +415,12 @@ class Lowerer {
     if (auto it = mm_tiles_.find(&a); it != mm_tiles_.end() && it->second.range_sym >= 0 && sk > 1) {
       range_sk = it->second.range_sk;
       range_chunk = kChunk(range_sk);
-      if (range_sk > 1) range = &it->second;
+      if (range_sk > 1 || it->second.range_unsplit) range = &it->second;
     }
 
     // The grid of the products with tn_ columns and sk_ parts of chunk_ (its N tiles times `on`,
     // 0 or 1 by the syms, where it runs in a range of them), writing y, or part[s] of `part`.
-    auto products = [&](int64_t tn_, int64_t sk_, int64_t chunk_, const Expr* on, const std::string& name,
+    auto products = [&](int64_t tn_, int64_t tk_, int64_t sk_, int64_t chunk_, const Expr* on, const std::string& name,
                         std::optional<uint32_t> part) {
       // Iteration space of the product tasks: [M tiles], N tiles, [K parts].
       std::vector<Expr> space;
@@ -446,7 +449,7 @@ class Lowerer {
       call.attrs.clear();
       if (tb) call.attrs.push_back(tiling::boolAttr("transpose_b"));
       if (gated) call.attrs.push_back(*a.call.findAttr("act"));
-      call.attrs.push_back(tiling::intAttr("tile_k", tk));
+      call.attrs.push_back(tiling::intAttr("tile_k", tk_));
       LogicalTile at = vec ? LogicalTile{kr} : LogicalTile{mr, kr};
       LogicalTile bt = tb ? LogicalTile{nr, kr} : LogicalTile{kr, nr};
       call.args[0] = tileSlice(m_, am, at);
@@ -458,13 +461,13 @@ class Lowerer {
       whole_part.target = *part;
       OperandMap pm = mapOperand(m_, whole_part);
       pm.dims[0].point = true;
-      pm.dims[0].lo = part_coord;
+      pm.dims[0].lo = sk_ > 1 ? part_coord : intConst(0);  // all of K: the sum's one part
       pm.logical_to_tensor.erase(pm.logical_to_tensor.begin());
       pm.extent.erase(pm.extent.begin());
       return addTask(name, p, std::move(call), {tileSlice(m_, pm, yt)}, a.range);
     };
     if (sk == 1) {
-      tasks.push_back(products(tn, 1, 0, nullptr, baseName(a), std::nullopt));
+      tasks.push_back(products(tn, tk, 1, 0, nullptr, baseName(a), std::nullopt));
       return true;
     }
     // Split K: part s of the sum goes to partial[s], then a second grid adds the parts up. With a
@@ -479,15 +482,16 @@ class Lowerer {
       const Expr b = symRef(static_cast<uint32_t>(range->range_sym), m_.syms[range->range_sym].name);
       const Expr below = min(max(sub(intConst(range->range_cut), b), intConst(0)), intConst(1));
       const Expr from = min(max(sub(b, intConst(range->range_cut - 1)), intConst(0)), intConst(1));
-      tasks.push_back(products(range->range_tn, range_sk, range_chunk, &below, baseName(a) + "_wide", part));
-      tasks.push_back(products(tn, sk, chunk, &from, baseName(a), part));
+      tasks.push_back(products(range->range_tn, range->range_tk > 0 ? range->range_tk : tk, range_sk, range_chunk,
+                               &below, baseName(a) + (range->range_unsplit ? "_unsplit" : "_wide"), part));
+      tasks.push_back(products(tn, tk, sk, chunk, &from, baseName(a), part));
       // The fewer parts plus the difference on the side with more: an expression whose bounds
       // are the two counts (a sum of the two products has bounds 0 and their sum, and the
       // fused row forms that take the sum need at least one part and a known most).
       parts = range_sk >= sk ? add(intConst(sk), mul(intConst(range_sk - sk), below))
                              : add(intConst(range_sk), mul(intConst(sk - range_sk), from));
     } else {
-      tasks.push_back(products(tn, sk, chunk, nullptr, baseName(a), part));
+      tasks.push_back(products(tn, tk, sk, chunk, nullptr, baseName(a), part));
     }
 
     Slice whole_part;
@@ -584,6 +588,31 @@ class Lowerer {
         t.range_tn = 128;
         t.range_sk = 2 * sk;
       }
+    }
+    if (g.unsplit_below > 0) planUnsplit(g, group);
+  }
+
+  // etcc --unsplit-below N: below N rows of a (a batch sym), each split-K matmul of the group
+  // takes tiles of tn weight rows over all of K, tn the group's columns over kMatmulTaskTarget
+  // (a multiple of 8: Llama-3.2-1B's q/k/v 24, its o and down 16), 256 deep, in place of any
+  // other plan of that range. With no K parts there, the norm that reads a projection gathers
+  // one part of a row and fold-norms can move it into the next matmuls cheaply, and the row
+  // grid before attention sums nothing (docs/benchmarks.md, session 68).
+  void planUnsplit(const Graph& g, const std::vector<const AssignStmt*>& group) {
+    int64_t columns = 0;
+    for (const AssignStmt* a : group) columns += tiling::upperBound(m_, matmulDims(*a).N);
+    const int64_t tn = std::max<int64_t>(8, columns / kMatmulTaskTarget / 8 * 8);
+    for (const AssignStmt* a : group) {
+      MmTiles& t = mm_tiles_[a];
+      const MatmulDims d = matmulDims(*a);
+      const Expr m = inlineConsts(d.M);
+      if (t.sk < 2 || d.vec || m->kind != ExprKind::Sym || g.unsplit_below <= m_.syms[m->id].lo) continue;
+      t.range_sym = static_cast<int32_t>(m->id);
+      t.range_cut = g.unsplit_below;
+      t.range_tn = tn;
+      t.range_sk = 1;
+      t.range_tk = kUnsplitTileK;
+      t.range_unsplit = true;
     }
   }
 
@@ -1055,9 +1084,12 @@ class Lowerer {
   struct MmTiles {
     int64_t tn, tk, sk;
     // Below sym range_sym's value range_cut (>= 0 where planned), tiles of range_tn columns in
-    // range_sk K parts, a grid of their own beside the one of tn and sk (from the cut on).
+    // range_sk K parts, a grid of their own beside the one of tn and sk (from the cut on);
+    // range_tk: their depth (0: tk). range_unsplit: the range's tiles take all of K (range_sk 1,
+    // writing part 0 of the parts that the other side's sum reads), etcc --unsplit-below.
     int32_t range_sym = -1;
-    int64_t range_cut = 0, range_tn = 0, range_sk = 0;
+    int64_t range_cut = 0, range_tn = 0, range_sk = 0, range_tk = 0;
+    bool range_unsplit = false;
   };
   std::map<const AssignStmt*, MmTiles> mm_tiles_;  // planMatmulGroups, per graph
   std::map<std::string, uint32_t> kv_ranges_;                         // lens slice, splits, spread -> part ranges

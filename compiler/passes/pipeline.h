@@ -48,6 +48,7 @@ struct PipelineOptions {
   bool fold_into_attention = false;  // true: run fold-into-attention (etcc --fold-attention)
   bool fold_attention_merge = false;  // true: run fold-attention-merge (etcc --fold-attention-merge)
   int64_t fold_norms_below = 0;  // > 0: run fold-norms below this value of a norm's rows sym (etcc --fold-norms-below)
+  int64_t unsplit_below = 0;  // > 0: below this value of the rows sym, projections without split-K parts (etcc --unsplit-below)
   bool reuse_temps = false;     // true: run reuse-temps (etcc --reuse-temps)
   bool gated_matmul = true;     // false: skip the fuse-gated-matmul pass (etcc --no-gated-matmul)
   bool matmul_plan_by_range = true;  // false: etcc --no-matmul-plan-by-range; off under fold_attention_merge

@@ -255,6 +255,8 @@ run stream-taken 0 --emit=cuda --device-define ETC_MM_STREAM=1 tests/cli/resourc
 # run it inline; without the fold only those two; the generated code compiles (NVRTC).
 run fold-norms-zero 1 --fold-norms-below 0 tests/golden/passes/fold_norms.etir &&
   stderr_has fold-norms-zero "--fold-norms-below: Value 0 not in range"
+run unsplit-zero 1 --unsplit-below 0 tests/golden/passes/fold_norms.etir &&
+  stderr_has unsplit-zero "--unsplit-below: Value 0 not in range"
 fold_chains() {  # NAME OUTLINED INLINE
   local got
   got="$(grep -c 'if (!etc::dev::reduce_add_rmsnorm_rows<1024>(ctx, a0' "$tmp/out")/$(grep -c 'if (!etc::dev::reduce_add_rmsnorm_rows<1024>(ctx, v0' "$tmp/out")"

@@ -844,6 +844,64 @@ TEST(DecodePipeline, FoldedIntoAttentionGivesTheBitsOfTheRowGrid) {
   expectSameBits(unsplit, folded, {inputs[0], inputs[1]});
 }
 
+// etcc --unsplit-below 3: below B = 3 the layer's split-K projections (q/k/v, o, down) take
+// grids of narrow tiles over all of K (`_unsplit`, 128 tasks or so) that write the one part the
+// norms and the row grid sum there; from 3 on the split grids run as before. With the norm and
+// attention folds a layer below 3 is then q/k/v (with the norm), attention (with the row
+// chain), merge, o, gate/up (with the norm), down. Each side matches the op level (other sums
+// than the default's, so not its bits): B = 1 and 2 unsplit, 3 and 33 split.
+TEST(DecodePipeline, UnsplitBelowACutMatchesItsOpLevelRun) {
+  PipelineOptions opts;
+  opts.unsplit_below = 3;
+  opts.fold_norms_below = 3;
+  opts.fold_into_attention = true;
+  const std::string text = generated("llama3_2_1b", 1, 256);
+  auto p = lowered(text, opts);
+  ASSERT_TRUE(p->module);
+  const ir::Module& m = *p->module;
+  auto tasksAt = [&](const std::string& name, int64_t b) {
+    const std::optional<uint32_t> t = m.findTask(name);
+    EXPECT_TRUE(t) << name;
+    if (!t) return int64_t{-1};
+    int64_t n = 1;
+    for (const ir::Expr& e : m.tasks.at(*t).grid) n *= eval(m, {{"B", b}}, e);
+    return n;
+  };
+  // Llama-3.2-1B's q/k/v: 3072 columns over 128 tasks, 24 a tile; o and down 2048 over 16.
+  for (int64_t b : {1, 2, 3}) {
+    const bool below = b < 3;
+    EXPECT_EQ(tasksAt("matmul_q_0_unsplit_folded", b), below ? 86 : 0) << b;
+    EXPECT_EQ(tasksAt("matmul_k_0_unsplit_folded", b), below ? 22 : 0) << b;
+    EXPECT_EQ(tasksAt("matmul_q_0_unsplit", b), 0) << b;  // the unfolded copy of the range: none
+    EXPECT_EQ(tasksAt("matmul_q_0", b), below ? 0 : 64) << b;
+    EXPECT_EQ(tasksAt("matmul_attn_0_unsplit", b), below ? 128 : 0) << b;
+    EXPECT_EQ(tasksAt("matmul_down_0_unsplit", b), below ? 128 : 0) << b;
+    EXPECT_EQ(tasksAt("matmul_act_0_folded", b), below ? 128 : 0) << b;
+  }
+  for (const ir::Task& t : m.tasks) EXPECT_NE(t.name.rfind("kv_append", 0), 0u) << t.name;
+  checkAgainstOpLevel(text, {{"B", 1}}, {{"tokens", {7}}, {"pos", {300}}}, 2e-2, {"next_token"}, opts);
+  checkAgainstOpLevel(text, {{"B", 2}}, {{"tokens", {5, 255}}, {"pos", {0, 4096}}}, 2e-2, {"next_token"}, opts);
+  checkAgainstOpLevel(text, {{"B", 3}}, {{"tokens", {1, 2, 3}}, {"pos", {9, 0, 17}}}, 2e-2, {"next_token"}, opts);
+  std::vector<int64_t> tokens(33), pos(33);
+  for (int i = 0; i < 33; ++i) tokens[i] = 5 * i + 2, pos[i] = 61 * i % 900;
+  checkAgainstOpLevel(text, {{"B", 33}}, {{"tokens", tokens}, {"pos", pos}}, 2e-2, {"next_token"}, opts);
+  // Qwen3's 4096 q/k/v columns take 32 a tile, its 1024 o and down 8.
+  PipelineOptions alone;
+  alone.unsplit_below = 3;
+  const std::string qwen = generated("qwen3_0_6b", 1, 256);
+  auto q = lowered(qwen, alone);
+  ASSERT_TRUE(q->module);
+  const ir::Module& qm = *q->module;
+  for (auto [name, tasks] : {std::pair<const char*, int64_t>{"matmul_q_0_unsplit", 64}, {"matmul_attn_0_unsplit", 128}}) {
+    const std::optional<uint32_t> t = qm.findTask(name);
+    ASSERT_TRUE(t) << name;
+    int64_t n = 1;
+    for (const ir::Expr& e : qm.tasks.at(*t).grid) n *= eval(qm, {{"B", 1}}, e);
+    EXPECT_EQ(n, tasks) << name;
+  }
+  checkAgainstOpLevel(qwen, {{"B", 1}}, {{"tokens", {7}}, {"pos", {300}}}, 2e-2, {"next_token"}, alone);
+}
+
 // The interpreter's other orders of the tiles (latest grid first; at random) against run order,
 // which hides an ordering the events miss: every pipeline form of the reduced models computes
 // the same bits in each at B = 1 and 3, and the default form on the far sides of the sample's

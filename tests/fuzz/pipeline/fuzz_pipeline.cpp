@@ -52,6 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   po.merge_tasks = !(h & (1u << 6));
   po.gated_matmul = !(h & (1u << 7));
   po.matmul_plan_by_range = !(h & (1u << 8));
+  po.unsplit_below = h & (1u << 15) ? 3 : 0;
   // etcc --specialize SYM=C: a kernel per half of the first sym's range.
   if ((h & (1u << 14)) && !m->syms.empty() && m->syms[0].hi - m->syms[0].lo >= 2)
     po.specialize = etc::SymCuts{m->syms[0].name, {m->syms[0].lo + (m->syms[0].hi - m->syms[0].lo) / 2}};
