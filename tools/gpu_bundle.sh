@@ -103,6 +103,9 @@ for n in $decode_models; do
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --unsplit >"gpu-bundle/${n}_small_unsplit.etir"
   spawn "$build/etcc" "gpu-bundle/${n}_small_unsplit.etir" -arch sm_90a --fold-norms-below 3 --fold-attention \
     -o "gpu-bundle/${n}_small_chain.fatbin"
+  # The same layer below B = 3 only (etcc --unsplit-below 3), the default's grids from 3 on.
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --unsplit-below 3 --fold-norms-below 3 --fold-attention \
+    -o "gpu-bundle/${n}_small_chaincut.fatbin"
   # Temps with disjoint lives sharing tensors (etcc --reuse-temps, opt-in).
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --reuse-temps -o "gpu-bundle/${n}_small_reuse.fatbin"
   # The weights streamed across tasks (ETC_MM_STREAM=1, opt-in): the kernel of B <= 31 streams

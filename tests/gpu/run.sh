@@ -229,6 +229,11 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for b in 1 2 3 40 128; do
     [ -f "$B/${n}_small_chain.fatbin" ] && decode_check "${n}_small_chain" "$B/${n}_small_chain.fatbin" $b mixed
   done
+  # That layer below B = 3 only (etcc --unsplit-below 3 with both folds): 1 and 2, then the
+  # default's grids at 3 and 33.
+  for b in 1 2 3 33; do
+    [ -f "$B/${n}_small_chaincut.fatbin" ] && decode_check "${n}_small_chaincut" "$B/${n}_small_chaincut.fatbin" $b mixed
+  done
   # Temps sharing tensors (etcc --reuse-temps): each side of the cuts at 16 and 32, and 128.
   for b in 1 7 20 40 128; do
     [ -f "$B/${n}_small_reuse.fatbin" ] && decode_check "${n}_small_reuse" "$B/${n}_small_reuse.fatbin" $b mixed
