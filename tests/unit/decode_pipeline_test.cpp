@@ -850,6 +850,16 @@ TEST(DecodePipeline, FoldedIntoAttentionGivesTheBitsOfTheRowGrid) {
 // attention folds a layer below 3 is then q/k/v (with the norm), attention (with the row
 // chain), merge, o, gate/up (with the norm), down. Each side matches the op level (other sums
 // than the default's, so not its bits): B = 1 and 2 unsplit, 3 and 33 split.
+// The tasks of grid `name` of m at B = b (-1 if m has no such grid).
+int64_t tasksAt(const ir::Module& m, const std::string& name, int64_t b) {
+  const std::optional<uint32_t> t = m.findTask(name);
+  EXPECT_TRUE(t) << name;
+  if (!t) return -1;
+  int64_t n = 1;
+  for (const ir::Expr& e : m.tasks.at(*t).grid) n *= eval(m, {{"B", b}}, e);
+  return n;
+}
+
 TEST(DecodePipeline, UnsplitBelowACutMatchesItsOpLevelRun) {
   PipelineOptions opts;
   opts.unsplit_below = 3;
@@ -859,24 +869,16 @@ TEST(DecodePipeline, UnsplitBelowACutMatchesItsOpLevelRun) {
   auto p = lowered(text, opts);
   ASSERT_TRUE(p->module);
   const ir::Module& m = *p->module;
-  auto tasksAt = [&](const std::string& name, int64_t b) {
-    const std::optional<uint32_t> t = m.findTask(name);
-    EXPECT_TRUE(t) << name;
-    if (!t) return int64_t{-1};
-    int64_t n = 1;
-    for (const ir::Expr& e : m.tasks.at(*t).grid) n *= eval(m, {{"B", b}}, e);
-    return n;
-  };
   // Llama-3.2-1B's q/k/v: 3072 columns over 128 tasks, 24 a tile; o and down 2048 over 16.
   for (int64_t b : {1, 2, 3}) {
     const bool below = b < 3;
-    EXPECT_EQ(tasksAt("matmul_q_0_unsplit_folded", b), below ? 86 : 0) << b;
-    EXPECT_EQ(tasksAt("matmul_k_0_unsplit_folded", b), below ? 22 : 0) << b;
-    EXPECT_EQ(tasksAt("matmul_q_0_unsplit", b), 0) << b;  // the unfolded copy of the range: none
-    EXPECT_EQ(tasksAt("matmul_q_0", b), below ? 0 : 64) << b;
-    EXPECT_EQ(tasksAt("matmul_attn_0_unsplit", b), below ? 128 : 0) << b;
-    EXPECT_EQ(tasksAt("matmul_down_0_unsplit", b), below ? 128 : 0) << b;
-    EXPECT_EQ(tasksAt("matmul_act_0_folded", b), below ? 128 : 0) << b;
+    EXPECT_EQ(tasksAt(m, "matmul_q_0_unsplit_folded", b), below ? 86 : 0) << b;
+    EXPECT_EQ(tasksAt(m, "matmul_k_0_unsplit_folded", b), below ? 22 : 0) << b;
+    EXPECT_EQ(tasksAt(m, "matmul_q_0_unsplit", b), 0) << b;  // the unfolded copy of the range: none
+    EXPECT_EQ(tasksAt(m, "matmul_q_0", b), below ? 0 : 64) << b;
+    EXPECT_EQ(tasksAt(m, "matmul_attn_0_unsplit", b), below ? 128 : 0) << b;
+    EXPECT_EQ(tasksAt(m, "matmul_down_0_unsplit", b), below ? 128 : 0) << b;
+    EXPECT_EQ(tasksAt(m, "matmul_act_0_folded", b), below ? 128 : 0) << b;
   }
   for (const ir::Task& t : m.tasks) EXPECT_NE(t.name.rfind("kv_append", 0), 0u) << t.name;
   checkAgainstOpLevel(text, {{"B", 1}}, {{"tokens", {7}}, {"pos", {300}}}, 2e-2, {"next_token"}, opts);
@@ -891,14 +893,8 @@ TEST(DecodePipeline, UnsplitBelowACutMatchesItsOpLevelRun) {
   const std::string qwen = generated("qwen3_0_6b", 1, 256);
   auto q = lowered(qwen, alone);
   ASSERT_TRUE(q->module);
-  const ir::Module& qm = *q->module;
-  for (auto [name, tasks] : {std::pair<const char*, int64_t>{"matmul_q_0_unsplit", 64}, {"matmul_attn_0_unsplit", 128}}) {
-    const std::optional<uint32_t> t = qm.findTask(name);
-    ASSERT_TRUE(t) << name;
-    int64_t n = 1;
-    for (const ir::Expr& e : qm.tasks.at(*t).grid) n *= eval(qm, {{"B", 1}}, e);
-    EXPECT_EQ(n, tasks) << name;
-  }
+  EXPECT_EQ(tasksAt(*q->module, "matmul_q_0_unsplit", 1), 64);
+  EXPECT_EQ(tasksAt(*q->module, "matmul_attn_0_unsplit", 1), 128);
   checkAgainstOpLevel(qwen, {{"B", 1}}, {{"tokens", {7}}, {"pos", {300}}}, 2e-2, {"next_token"}, alone);
 }
 
