@@ -9,7 +9,9 @@
 //
 // The grids run side by side: the norm's grid and its readers as they were where B >= the cut,
 // a folded copy of each reader where B < it (extents times 0 or 1, as lower-ops' plan by range;
-// the specialize step leaves the empty side out of a range's megakernel).
+// the specialize step leaves the empty side out of a range's megakernel). A reader that has no
+// task from the cut on (lower-ops planned it below the same cut: etcc --unsplit-below) folds in
+// place instead.
 //
 // Every reader task of the folded copies computes the same values and writes the same bits, so
 // no write can change what another task reads; but two grids that write one tensor would be
@@ -240,6 +242,10 @@ class NormFolder {
     // A grid with no task below the cut (the other side of a plan by range) reads h as it was;
     // some grid must fold, as the norm's own grid runs no task below the cut any more.
     auto folds = [&](uint32_t c) { return everywhere || tasksOf(m_.tasks[c], below) > 0; };
+    // A reader with no task from the cut on (a grid that lower-ops planned below the same cut,
+    // etcc --unsplit-below) folds in place: its copy above the cut would have no task at any B.
+    const RangeEnv from = m_.symRangesWith(sym, std::max(s.lo, cut), s.hi);
+    auto onlyBelow = [&](uint32_t c) { return everywhere || tasksOf(m_.tasks[c], from) == 0; };
     if (std::none_of(readers.begin(), readers.end(), folds)) return false;
     const auto last = std::find(order.begin(), order.end(), readers.back());
     for (auto it = npos + 1; it != last; ++it) {
@@ -296,7 +302,7 @@ class NormFolder {
       }
       for (CallStmt& k : body) k.range = k.call.range = folded.range;
       folded.body.insert(folded.body.begin(), body.begin(), body.end());
-      if (everywhere) {
+      if (onlyBelow(c)) {
         m_.tasks[c] = std::move(folded);
         continue;
       }

@@ -872,14 +872,23 @@ TEST(DecodePipeline, UnsplitBelowACutMatchesItsOpLevelRun) {
   // Llama-3.2-1B's q/k/v: 3072 columns over 128 tasks, 24 a tile; o and down 2048 over 16.
   for (int64_t b : {1, 2, 3}) {
     const bool below = b < 3;
-    EXPECT_EQ(tasksAt(m, "matmul_q_0_unsplit_folded", b), below ? 86 : 0) << b;
-    EXPECT_EQ(tasksAt(m, "matmul_k_0_unsplit_folded", b), below ? 22 : 0) << b;
-    EXPECT_EQ(tasksAt(m, "matmul_q_0_unsplit", b), 0) << b;  // the unfolded copy of the range: none
+    EXPECT_EQ(tasksAt(m, "matmul_q_0_unsplit", b), below ? 86 : 0) << b;
+    EXPECT_EQ(tasksAt(m, "matmul_k_0_unsplit", b), below ? 22 : 0) << b;
     EXPECT_EQ(tasksAt(m, "matmul_q_0", b), below ? 0 : 64) << b;
     EXPECT_EQ(tasksAt(m, "matmul_attn_0_unsplit", b), below ? 128 : 0) << b;
     EXPECT_EQ(tasksAt(m, "matmul_down_0_unsplit", b), below ? 128 : 0) << b;
     EXPECT_EQ(tasksAt(m, "matmul_act_0_folded", b), below ? 128 : 0) << b;
   }
+  // The narrow grids run below the cut only, so the norm folds into them in place (no copy of
+  // them above the cut, which would have no task at any B).
+  const ir::Task& q_unsplit = m.tasks.at(*m.findTask("matmul_q_0_unsplit"));
+  ASSERT_FALSE(q_unsplit.body.empty());
+  for (const ir::TaskStmt& st : q_unsplit.body)
+    if (const auto* c = std::get_if<ir::CallStmt>(&st)) {
+      EXPECT_EQ(c->call.op, "rmsnorm");
+      break;
+    }
+  EXPECT_FALSE(m.findTask("matmul_q_0_unsplit_folded"));
   for (const ir::Task& t : m.tasks) EXPECT_NE(t.name.rfind("kv_append", 0), 0u) << t.name;
   checkAgainstOpLevel(text, {{"B", 1}}, {{"tokens", {7}}, {"pos", {300}}}, 2e-2, {"next_token"}, opts);
   checkAgainstOpLevel(text, {{"B", 2}}, {{"tokens", {5, 255}}, {"pos", {0, 4096}}}, 2e-2, {"next_token"}, opts);
