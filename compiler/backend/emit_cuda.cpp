@@ -97,11 +97,10 @@ class Emitter {
     for (uint32_t k = 0; k < m_.kernels.size(); ++k)
       if (sched_[k].offset >= 0 && !emitReady(k)) return false;
     out_ += "}  // namespace\n\n";
-    for (uint32_t k = 0; k < m_.kernels.size(); ++k) emitKernel(k);
+    bool streamed = false;
+    for (uint32_t k = 0; k < m_.kernels.size(); ++k) streamed |= emitKernel(k);
     // The knob asked for a stream that no kernel takes: the fatbin is then the default's.
-    if (stream_ && std::none_of(m_.kernels.begin(), m_.kernels.end(), [&](const Kernel& k) {
-          return sched_[&k - m_.kernels.data()].offset < 0 && streams(k);
-        }))
+    if (stream_ && !streamed)
       diags_.warning({}, "ETC_MM_STREAM=1: no megakernel streams its weights (a static one streams where every "
                          "task with a matmul has one, first, of 16-bit params with tensor maps, 128 deep, 64 or 128 "
                          "columns a tile (the gated form 64 of each weight), tiles of at most 64 rows in its range)");
@@ -1361,7 +1360,8 @@ class Emitter {
     return out + "  return false;\n}\n\n";
   }
 
-  void emitKernel(uint32_t ki) {
+  // Returns whether the kernel streams its weights across tasks (ETC_MM_STREAM).
+  bool emitKernel(uint32_t ki) {
     const Kernel& k = m_.kernels[ki];
     const bool dynamic = sched_[ki].offset >= 0;
     const bool stream = !dynamic && streams(k);
@@ -1444,7 +1444,7 @@ class Emitter {
       if (stream) out_ += "    if (threadIdx.x == 0) etc::dev::stream_issue();\n";
       out_ += dispatch("    ", stream ? "{ etc::dev::stream_drain(); return; }" : "return;");
       out_ += "  }\n}\n\n";
-      return;
+      return stream;
     }
     const SchedLayout& sl = sched_[ki];
     out_ += fmt::format("  const etc::dev::Sched s = etc::dev::sched_at(p.events + {}LL, {}LL);\n", sl.offset, sl.max_tasks);
@@ -1473,6 +1473,7 @@ class Emitter {
     out_ += fmt::format("    const int kind = etc::dev::grid_of(ends, {}, g);\n", k.tasks.size());
     out_ += "    {\n" + dispatch("      ", "return;") + "    }\n";
     out_ += "  }\n}\n\n";
+    return false;  // the dynamic schedule does not stream
   }
 
   // ETC_MM_INLINE: a task function holding a matmul is inlined into the kernel (matmul.cuh), so

@@ -49,6 +49,11 @@ struct Reader {
 // At most this many values of the sym that tileRowsAtEverySymValue tries (a batch's range).
 constexpr int64_t kMaxRowsSymValues = 4096;
 
+// A reader's rows of P: [off, off + extent), coordinate-free.
+struct Rows {
+  Expr off, extent;
+};
+
 class Folder {
  public:
   explicit Folder(Module& m) : m_(m), dropped_(m.tasks.size(), false), runs_(runCounts(m)) {}
@@ -174,9 +179,6 @@ class Folder {
       if (d > 0) head_dims.push_back(d);
     }
     if (head_dims.empty()) return false;
-    struct Rows {
-      Expr off, extent;
-    };
     std::vector<Rows> rows;
     for (const Reader& r : readers) {
       const Task& c = m_.tasks[r.task];
@@ -217,23 +219,19 @@ class Folder {
     }
     // The readers' row ranges, one after another from row 0 to P's last.
     const Expr total = inlineConsts(p.grid[0]);
-    std::vector<bool> used(rows.size(), false);
-    Expr at = intConst(0);
-    bool chained = true;
-    for (size_t n = 0; n < rows.size(); ++n) {
-      size_t k = 0;
-      while (k < rows.size() && (used[k] || !equal(rows[k].off, at))) ++k;
-      if (k == rows.size()) {
-        chained = false;
-        break;
+    auto chained = [&] {
+      std::vector<bool> used(rows.size(), false);
+      Expr at = intConst(0);
+      for (size_t n = 0; n < rows.size(); ++n) {
+        size_t k = 0;
+        while (k < rows.size() && (used[k] || !equal(rows[k].off, at))) ++k;
+        if (k == rows.size()) return false;
+        used[k] = true;
+        at = add(at, rows[k].extent);
       }
-      used[k] = true;
-      at = add(at, rows[k].extent);
-    }
-    if (chained && equal(at, total)) return true;
-    std::vector<std::pair<Expr, Expr>> spans;
-    for (const Rows& r : rows) spans.emplace_back(r.off, r.extent);
-    return tileRowsAtEverySymValue(spans, total);
+      return equal(at, total);
+    };
+    return chained() || tileRowsAtEverySymValue(rows, total);
   }
 
   // Whether at every value of the module's one sym the spans [off, off + extent) that are not
@@ -241,7 +239,7 @@ class Folder {
   // split the rows by the batch rather than by offset: a decode layer's attention grids of one
   // part a row for B < 32 and of 2, 4 and 8 heads a task above (each empty outside its range
   // of B), all from the same row on. Undecided (false) with more syms or too long a range.
-  bool tileRowsAtEverySymValue(const std::vector<std::pair<Expr, Expr>>& spans, const Expr& total) const {
+  bool tileRowsAtEverySymValue(const std::vector<Rows>& spans, const Expr& total) const {
     if (m_.syms.size() != 1 || m_.syms[0].hi - m_.syms[0].lo >= kMaxRowsSymValues) return false;
     for (int64_t v = m_.syms[0].lo; v <= m_.syms[0].hi; ++v) {
       Bindings b;
@@ -249,8 +247,8 @@ class Folder {
       const EvalResult end = evaluate(total, b);
       if (!end.ok()) return false;
       std::vector<std::pair<int64_t, int64_t>> at;  // (offset, extent) of the spans not empty here
-      for (const auto& [off, extent] : spans) {
-        const EvalResult o = evaluate(off, b), e = evaluate(extent, b);
+      for (const Rows& r : spans) {
+        const EvalResult o = evaluate(r.off, b), e = evaluate(r.extent, b);
         if (!o.ok() || !e.ok() || e.value < 0) return false;
         if (e.value > 0) at.emplace_back(o.value, e.value);
       }

@@ -244,8 +244,9 @@ class NormFolder {
     auto folds = [&](uint32_t c) { return everywhere || tasksOf(m_.tasks[c], below) > 0; };
     // A reader with no task from the cut on (a grid that lower-ops planned below the same cut,
     // etcc --unsplit-below) folds in place: its copy above the cut would have no task at any B.
-    const RangeEnv from = m_.symRangesWith(sym, std::max(s.lo, cut), s.hi);
-    auto onlyBelow = [&](uint32_t c) { return everywhere || tasksOf(m_.tasks[c], from) == 0; };
+    auto onlyBelow = [&](uint32_t c) {
+      return everywhere || tasksOf(m_.tasks[c], m_.symRangesWith(sym, cut, s.hi)) == 0;
+    };
     if (std::none_of(readers.begin(), readers.end(), folds)) return false;
     const auto last = std::find(order.begin(), order.end(), readers.back());
     for (auto it = npos + 1; it != last; ++it) {

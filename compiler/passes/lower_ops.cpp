@@ -415,7 +415,7 @@ class Lowerer {
     if (auto it = mm_tiles_.find(&a); it != mm_tiles_.end() && it->second.range_sym >= 0 && sk > 1) {
       range_sk = it->second.range_sk;
       range_chunk = kChunk(range_sk);
-      if (range_sk > 1 || it->second.range_unsplit) range = &it->second;
+      if (range_sk > 1 || it->second.unsplit()) range = &it->second;
     }
 
     // The grid of the products with tn_ columns and sk_ parts of chunk_ (its N tiles times `on`,
@@ -482,8 +482,8 @@ class Lowerer {
       const Expr b = symRef(static_cast<uint32_t>(range->range_sym), m_.syms[range->range_sym].name);
       const Expr below = min(max(sub(intConst(range->range_cut), b), intConst(0)), intConst(1));
       const Expr from = min(max(sub(b, intConst(range->range_cut - 1)), intConst(0)), intConst(1));
-      tasks.push_back(products(range->range_tn, range->range_tk > 0 ? range->range_tk : tk, range_sk, range_chunk,
-                               &below, baseName(a) + (range->range_unsplit ? "_unsplit" : "_wide"), part));
+      tasks.push_back(products(range->range_tn, range->unsplit() ? kUnsplitTileK : tk, range_sk, range_chunk, &below,
+                               baseName(a) + (range->unsplit() ? "_unsplit" : "_wide"), part));
       tasks.push_back(products(tn, tk, sk, chunk, &from, baseName(a), part));
       // The fewer parts plus the difference on the side with more: an expression whose bounds
       // are the two counts (a sum of the two products has bounds 0 and their sum, and the
@@ -599,20 +599,21 @@ class Lowerer {
   // one part of a row and fold-norms can move it into the next matmuls cheaply, and the row
   // grid before attention sums nothing (docs/benchmarks.md, session 68).
   void planUnsplit(const Graph& g, const std::vector<const AssignStmt*>& group) {
+    std::vector<MatmulDims> dims;
     int64_t columns = 0;
-    for (const AssignStmt* a : group) columns += tiling::upperBound(m_, matmulDims(*a).N);
-    const int64_t tn = std::max<int64_t>(8, columns / kMatmulTaskTarget / 8 * 8);
     for (const AssignStmt* a : group) {
-      MmTiles& t = mm_tiles_[a];
-      const MatmulDims d = matmulDims(*a);
-      const Expr m = inlineConsts(d.M);
-      if (t.sk < 2 || d.vec || m->kind != ExprKind::Sym || g.unsplit_below <= m_.syms[m->id].lo) continue;
+      dims.push_back(matmulDims(*a));
+      columns += tiling::upperBound(m_, dims.back().N);
+    }
+    const int64_t tn = std::max<int64_t>(8, columns / kMatmulTaskTarget / 8 * 8);
+    for (size_t i = 0; i < group.size(); ++i) {
+      MmTiles& t = mm_tiles_[group[i]];
+      const Expr m = inlineConsts(dims[i].M);
+      if (t.sk < 2 || dims[i].vec || m->kind != ExprKind::Sym || g.unsplit_below <= m_.syms[m->id].lo) continue;
       t.range_sym = static_cast<int32_t>(m->id);
       t.range_cut = g.unsplit_below;
       t.range_tn = tn;
       t.range_sk = 1;
-      t.range_tk = kUnsplitTileK;
-      t.range_unsplit = true;
     }
   }
 
@@ -1084,12 +1085,12 @@ class Lowerer {
   struct MmTiles {
     int64_t tn, tk, sk;
     // Below sym range_sym's value range_cut (>= 0 where planned), tiles of range_tn columns in
-    // range_sk K parts, a grid of their own beside the one of tn and sk (from the cut on);
-    // range_tk: their depth (0: tk). range_unsplit: the range's tiles take all of K (range_sk 1,
-    // writing part 0 of the parts that the other side's sum reads), etcc --unsplit-below.
+    // range_sk K parts, a grid of their own beside the one of tn and sk (from the cut on).
     int32_t range_sym = -1;
-    int64_t range_cut = 0, range_tn = 0, range_sk = 0, range_tk = 0;
-    bool range_unsplit = false;
+    int64_t range_cut = 0, range_tn = 0, range_sk = 0;
+    // etcc --unsplit-below's range: tiles over all of K (kUnsplitTileK deep) that write part 0
+    // of the parts the other side's sum reads (the plan by range's take twice the parts).
+    bool unsplit() const { return range_sym >= 0 && range_sk == 1; }
   };
   std::map<const AssignStmt*, MmTiles> mm_tiles_;  // planMatmulGroups, per graph
   std::map<std::string, uint32_t> kv_ranges_;                         // lens slice, splits, spread -> part ranges
