@@ -10,7 +10,9 @@
 #   bash gpu-out/NAME.sh   (where $OUT names a folder, its output also goes to $OUT/ab_NAME.log)
 #
 # LABEL=FATBIN takes a fatbin compiled before (say by an older etcc, to time HEAD's code against
-# a previous commit's) instead of compiling MODEL: it must be MODEL's.
+# a previous commit's) instead of compiling MODEL: it must be MODEL's. Where FATBIN's name ends
+# in .fatbin and the same name ending in .prof.fatbin is beside it (its etcc --profile compile),
+# -T and -U trace it too.
 # LABEL:@OTHER.etir OPTIONS compiles OTHER.etir instead of MODEL: the same model written another
 # way (the same tensors; e.g. tools/gen_decode_sample.py --unsplit's projections).
 #
@@ -35,7 +37,9 @@
 #               timings (each compiled again with etcc --profile: LABEL.prof.fatbin), and print
 #               tools/trace_stages.py of each against the first variant's trace: where the time
 #               goes; under $OUT the traces stay there (trace_LABEL.json). LABEL=FATBIN variants
-#               are not traced.
+#               are traced only with a profiled fatbin beside them (above).
+#   -U LABELS   like -T, for these variants only (comma-separated): each traced one costs a second
+#               compile, minutes for a decode model on 2 cores
 #
 # Example: tools/gpu_ab.sh -p 511 -B 1,128 tiling samples/llama3_2_1b.etir base \
 #            'one:--device-define ETC_MM_LARGE_M_FM=0'
@@ -43,13 +47,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
-build=build batches=1,16,128 sym=B pos="" runs=20 rounds=2 arch=sm_90a weights="" budget=540 trace=0
+build=build batches=1,16,128 sym=B pos="" runs=20 rounds=2 arch=sm_90a weights="" budget=540 trace=0 trace_only=
 unset check  # -c '' is a check without extra arguments
-while getopts "b:B:s:p:n:r:a:c:t:w:Th" o; do
+while getopts "b:B:s:p:n:r:a:c:t:w:TU:h" o; do
   case $o in
     b) build=$OPTARG ;; B) batches=$OPTARG ;; s) sym=$OPTARG ;; p) pos=$OPTARG ;;
     n) runs=$OPTARG ;; r) rounds=$OPTARG ;; a) arch=$OPTARG ;; c) check=$OPTARG ;;
-    t) budget=$OPTARG ;; w) weights=$OPTARG ;; T) trace=1 ;;
+    t) budget=$OPTARG ;; w) weights=$OPTARG ;; T) trace=1 ;; U) trace=1 trace_only=$OPTARG ;;
     *) usage ;;
   esac
 done
@@ -93,6 +97,12 @@ for v in "$@"; do
     [ -f "$given" ] || die "variant '$label': cannot read '$given'"
     cp "$given" "$dir/$label.fatbin"
     echo "$label: $given (compiled before)" >>"$dir/variants.txt"
+    prof=${given%.fatbin}.prof.fatbin
+    if [ "$trace" = 1 ] && [[ $given == *.fatbin && -f $prof ]] &&
+       { [ -z "$trace_only" ] || [[ ",$trace_only," == *",$label,"* ]]; }; then
+      cp "$prof" "$dir/$label.prof.fatbin"
+      traced+=("$label")
+    fi
     continue
   fi
   src=$model
@@ -104,12 +114,15 @@ for v in "$@"; do
   # shellcheck disable=SC2086
   "$build/etcc" "$src" -arch "$arch" $opts -o "$dir/$label.fatbin" || die "variant '$label' did not compile"
   echo "$label: etcc $src -arch $arch${opts:+ $opts}" >>"$dir/variants.txt"
-  if [ "$trace" = 1 ]; then
+  if [ "$trace" = 1 ] && { [ -z "$trace_only" ] || [[ ",$trace_only," == *",$label,"* ]]; }; then
     # shellcheck disable=SC2086
     "$build/etcc" "$src" -arch "$arch" $opts --profile -o "$dir/$label.prof.fatbin" ||
       die "variant '$label' did not compile with --profile"
     traced+=("$label")
   fi
+done
+for l in ${trace_only//,/ }; do
+  [[ " ${traced[*]} " == *" $l "* ]] || die "-U names '$l', which is not a variant compiled here or given with its profiled fatbin"
 done
 strip -o "$dir/etc-run" "$build/tools/etc-run"
 tar -C gpu-out -cJf "gpu-out/$name.tar.xz" "$name"

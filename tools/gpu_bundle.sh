@@ -103,6 +103,9 @@ for n in $decode_models; do
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --unsplit >"gpu-bundle/${n}_small_unsplit.etir"
   spawn "$build/etcc" "gpu-bundle/${n}_small_unsplit.etir" -arch sm_90a --fold-norms-below 3 --fold-attention \
     -o "gpu-bundle/${n}_small_chain.fatbin"
+  # Its narrow tiles on wgmma, a's padding aliased (ETC_MM_WG_NARROW, ETC_MM_WG_ALIAS_A; opt-in).
+  spawn "$build/etcc" "gpu-bundle/${n}_small_unsplit.etir" -arch sm_90a --fold-norms-below 3 --fold-attention \
+    --device-define ETC_MM_WG_NARROW=1 --device-define ETC_MM_WG_ALIAS_A=1 -o "gpu-bundle/${n}_small_chainnarrow.fatbin"
   # The same layer below B = 3 only (etcc --unsplit-below 3), the default's grids from 3 on.
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --unsplit-below 3 --fold-norms-below 3 --fold-attention \
     -o "gpu-bundle/${n}_small_chaincut.fatbin"
@@ -177,10 +180,12 @@ spawn "$build/etcc" tests/gpu/resources/smem_too_large.etir -arch sm_90a -arch s
 # shape the FMA form admits in the second (8), none in the third (0: the staged and tensor-core
 # forms), and the previous defaults in the fourth. The third also keeps the matmul tiles under
 # 64 rows on mma.sync (ETC_MM_WGMMA_MIN_ROWS=33), the form sm_80 runs, which the default gives
-# only to the odd shapes on sm_90a. The variants are for sm_90a only.
+# only to the odd shapes on sm_90a. The fifth has the narrow wgmma tiles and a's aliased padding
+# (ETC_MM_WG_NARROW, ETC_MM_WG_ALIAS_A; opt-in). The variants are for sm_90a only.
 for t in device_ops_test:"" device_ops_test_warps:"-DETC_ATTN_MMA_WARPS=0 -DETC_ATTN_WARPS=8" \
          device_ops_test_staged:"-DETC_ATTN_MMA_WARPS=0 -DETC_ATTN_WARPS=0 -DETC_MM_WGMMA_MIN_ROWS=33" \
-         device_ops_test_nommawarps:-DETC_ATTN_MMA_WARPS=0; do
+         device_ops_test_nommawarps:-DETC_ATTN_MMA_WARPS=0 \
+         device_ops_test_narrow:"-DETC_MM_WG_NARROW=1 -DETC_MM_WG_ALIAS_A=1"; do
   bin=${t%%:*}
   wanted "$bin" || continue
   if [ ! -x "$build/gpu/$bin" ] ||

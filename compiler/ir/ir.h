@@ -25,9 +25,15 @@ enum class Schedule : uint8_t { Auto, Static, Dynamic };
 std::string_view scheduleName(Schedule s);
 std::optional<Schedule> parseSchedule(std::string_view name);
 
+// Passes decide some properties (which grids are empty, whether spans tile a tensor) by trying
+// every value of a sym whose range is at most this long: a batch's, not a sequence length's.
+constexpr int64_t kMaxTriedSymValues = 4096;
+
 struct Sym {
   std::string name;
   int64_t lo = 0, hi = 0;
+  // Whether its values are few enough to try each (kMaxTriedSymValues).
+  bool triable() const { return hi - lo < kMaxTriedSymValues; }
   Expr lo_expr, hi_expr;  // as written (may name consts); lo/hi are their values
   SourceRange range;
   SourceRange name_range, lo_range, hi_range;  // for diagnostics; may be invalid

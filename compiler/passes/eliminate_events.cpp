@@ -747,9 +747,8 @@ class Eliminator {
 
   // The pieces of graph g's one sym: maximal runs of its values over which each grid is empty
   // throughout or non-empty throughout, found by evaluating the extents at every value (at
-  // most kMaxPieceValues of them). None where the grids use another sym or read data, or where
+  // most kMaxTriedSymValues of them). None where the grids use another sym or read data, or where
   // every grid keeps its state over the whole range.
-  static constexpr int64_t kMaxPieceValues = 4096;
   void findPieces(const std::vector<uint32_t>& order) {
     pieces_.clear();
     std::set<uint32_t> syms;
@@ -763,7 +762,7 @@ class Eliminator {
     if (syms.size() != 1) return;
     const uint32_t sym = *syms.begin();
     const Sym& s = m_.syms[sym];
-    if (s.hi - s.lo >= kMaxPieceValues) return;
+    if (!s.triable()) return;
     SamplePoint point{std::vector<int64_t>(m_.syms.size(), 0), {}};  // the grids read only `sym`
     auto emptyAt = [&](int64_t v) {
       std::vector<bool> empty(m_.tasks.size(), false);

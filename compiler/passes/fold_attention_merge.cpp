@@ -71,10 +71,10 @@ class MergeFolder {
     const RangeEnv all = m_.symRanges();
     const Interval whole = bounds(e, all);
     if (syms.size() != 1) return whole.hi;
-    const Interval r = bounds(symRef(*syms.begin(), m_.syms[*syms.begin()].name), all);
-    if (r.hi - r.lo > 4096) return whole.hi;
+    const uint32_t s = *syms.begin();
+    if (!m_.syms[s].triable()) return whole.hi;
     int64_t best = std::numeric_limits<int64_t>::min();
-    for (int64_t v = r.lo; v <= r.hi; ++v) best = std::max(best, bounds(e, m_.symRangesWith(*syms.begin(), v, v)).hi);
+    for (int64_t v = m_.syms[s].lo; v <= m_.syms[s].hi; ++v) best = std::max(best, bounds(e, m_.symRangesWith(s, v, v)).hi);
     return best;
   }
 

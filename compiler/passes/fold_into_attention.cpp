@@ -46,9 +46,6 @@ struct Reader {
   SliceDim qcols, kcols;
 };
 
-// At most this many values of the sym that tileRowsAtEverySymValue tries (a batch's range).
-constexpr int64_t kMaxRowsSymValues = 4096;
-
 // A reader's rows of P: [off, off + extent), coordinate-free.
 struct Rows {
   Expr off, extent;
@@ -240,7 +237,7 @@ class Folder {
   // part a row for B < 32 and of 2, 4 and 8 heads a task above (each empty outside its range
   // of B), all from the same row on. Undecided (false) with more syms or too long a range.
   bool tileRowsAtEverySymValue(const std::vector<Rows>& spans, const Expr& total) const {
-    if (m_.syms.size() != 1 || m_.syms[0].hi - m_.syms[0].lo >= kMaxRowsSymValues) return false;
+    if (m_.syms.size() != 1 || !m_.syms[0].triable()) return false;
     for (int64_t v = m_.syms[0].lo; v <= m_.syms[0].hi; ++v) {
       Bindings b;
       b.sym = [v](uint32_t) -> std::optional<int64_t> { return v; };

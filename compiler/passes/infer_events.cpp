@@ -71,7 +71,7 @@ class Inference {
 
   // Whether at every sym value one of the two grids has no task, so that no tile of one ever
   // runs beside a tile of the other (attention's one-part grids for different cache heads a
-  // task, each empty outside its rows). Shown by some sym s of at most 4096 values: with s at
+  // task, each empty outside its rows). Shown by some sym s of few values (Sym::triable): with s at
   // each of its values, one grid has an extent whose upper bound over the other syms is 0.
   bool neverBothRun(const Task& p, const Task& c) const {
     std::vector<uint32_t> syms;
@@ -92,7 +92,7 @@ class Inference {
     };
     for (uint32_t s : syms) {
       const Sym& sym = m_.syms[s];
-      if (sym.hi - sym.lo >= 4096) continue;
+      if (!sym.triable()) continue;
       bool disjoint = true;
       for (int64_t v = sym.lo; v <= sym.hi && disjoint; ++v) disjoint = empty_at(p, s, v) || empty_at(c, s, v);
       if (disjoint) return true;
@@ -103,16 +103,15 @@ class Inference {
   // ---- writes of a whole tensor -------------------------------------------------------------
 
   // The sym values the coverage of a tensor is decided at: every value of the module's one sym
-  // (at most kMaxCoverValues), or the one point of a module without syms. Empty: undecided (the
+  // (Sym::triable), or the one point of a module without syms. Empty: undecided (the
   // rule is not used).
-  static constexpr int64_t kMaxCoverValues = 4096;
   void findSymValues() {
     sym_values_.clear();
     if (m_.syms.empty()) {
       sym_values_.push_back({});
       return;
     }
-    if (m_.syms.size() != 1 || m_.syms[0].hi - m_.syms[0].lo >= kMaxCoverValues) return;
+    if (m_.syms.size() != 1 || !m_.syms[0].triable()) return;
     for (int64_t v = m_.syms[0].lo; v <= m_.syms[0].hi; ++v) sym_values_.push_back({v});
   }
 

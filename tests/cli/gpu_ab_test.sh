@@ -96,6 +96,32 @@ if [ "$(grep -cE '^(trace (base|other) N=1 FAILED: .+|== trace base N=1|== trace
 fi
 grep -q "trace given" "$tmp/run" && fail "-T: a given fatbin was traced"
 
+# A given fatbin with its .prof.fatbin beside it is traced too.
+rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
+cp "$tmp/old.fatbin" "$tmp/old.prof.fatbin"
+tools/gpu_ab.sh -b "$build" -s N -B 1 -r 1 -U given "$name" samples/two_stage_sum.etir base "given=$tmp/old.fatbin" >"$tmp/out" 2>&1 ||
+  { fail "gpu_ab.sh -U given"; cat "$tmp/out"; }
+list=$(tar tJf "gpu-out/$name.tar.xz" 2>/dev/null | sort | tr '\n' ' ')
+[ "$list" = "$name/ $name/base.fatbin $name/etc-run $name/given.fatbin $name/given.prof.fatbin $name/variants.txt " ] ||
+  fail "-U given bundle lists: $list"
+grep -qF "trace_given.json" "gpu-out/$name.sh" || fail "-U given: the script does not trace the given fatbin"
+rm -f "$tmp/old.prof.fatbin"
+
+# -U LABELS traces only those: the others are compiled once; a label that is not a compiled
+# variant is refused, leaving nothing.
+rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
+tools/gpu_ab.sh -b "$build" -s N -B 1 -r 1 -U other "$name" samples/two_stage_sum.etir base \
+  "other:@$tmp/other.etir --device-define ETC_MM_RING_KIB=64" >"$tmp/out" 2>&1 || { fail "gpu_ab.sh -U"; cat "$tmp/out"; }
+list=$(tar tJf "gpu-out/$name.tar.xz" 2>/dev/null | sort | tr '\n' ' ')
+[ "$list" = "$name/ $name/base.fatbin $name/etc-run $name/other.fatbin $name/other.prof.fatbin $name/variants.txt " ] ||
+  fail "-U bundle lists: $list"
+grep -qF "trace_other.json" "gpu-out/$name.sh" || fail "-U: the script does not trace other"
+grep -qF "trace_base.json" "gpu-out/$name.sh" && fail "-U: the script traces base"
+rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
+tools/gpu_ab.sh -b "$build" -s N -U nope "$name" samples/two_stage_sum.etir base >"$tmp/err" 2>&1 && fail "-U nope was accepted"
+grep -qxF "gpu_ab.sh: -U names 'nope', which is not a variant compiled here or given with its profiled fatbin" "$tmp/err" || fail "no word of -U's label: $(cat "$tmp/err")"
+[ -z "$(leftovers)" ] || fail "left behind: $(leftovers)"
+
 # Failures leave nothing behind.
 rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
 tools/gpu_ab.sh -b "$build" -s N "$name" samples/two_stage_sum.etir base "old=$tmp/none.fatbin" >"$tmp/err" 2>&1 &&

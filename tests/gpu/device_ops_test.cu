@@ -1312,9 +1312,16 @@ int main() {
   static_assert(detail::MmGeom<bf16, 16, 128, 128>::STAGES == 3, "the wide ring holds 3 LM-head stages");
   static_assert(detail::MmGeom<bf16, 16, 64, 128>::STAGES == 4, "a 64-column tile keeps the 96 KiB ring");
   static_assert(detail::MmGeom<float, 16, 64, 128>::STAGES == 2, "f32 tiles keep the 96 KiB ring");
+#if !ETC_MM_WG_ALIAS_A
   static_assert(detail::MmWgGeom<bf16, 16, 128, 128>::STAGES == 3 && detail::MmWgGeom<bf16, 32, 128, 128>::STAGES == 3 &&
                     detail::MmWgGeom<bf16, 128, 128, 128>::STAGES == 2,
                 "wgmma LM-head tiles: 3 stages at 16 and 32 rows, 2 at 128");
+#else
+  // A stage of a's own rows (16: 36 KiB, 32: 40 KiB) in the same 144 KiB.
+  static_assert(detail::MmWgGeom<bf16, 16, 128, 128>::STAGES == 4 && detail::MmWgGeom<bf16, 32, 128, 128>::STAGES == 3 &&
+                    detail::MmWgGeom<bf16, 128, 128, 128>::STAGES == 2,
+                "aliased wgmma LM-head tiles: 4 stages at 16 rows, 3 at 32, 2 at 128");
+#endif
   // The large ring (144 KiB): 3 stages of the 128 x 64 x 128 tiles of a decode step at B > 32,
   // 4 of the gated 128 x 128 x 64 ones (the t_mm and t_mm_gated cases at 64 and 128 rows), and
   // 4 of a 16- or 32-row tile of 64 columns (32 KiB stages: the q/k/v, o and down tiles at B <= 32).
@@ -1333,6 +1340,27 @@ int main() {
   t_mm<16, 64, 128, f16, float>(4, 64, 512, true, 520, 512, 64, 8, 16, 0, 256);
   t_mm<32, 64, 128, bf16, bf16>(3, 64, 1024, true, 1024, 1024, 64, 0, 0, 0, 256, false, true);
   t_mm_gated<16, 128, 128, bf16, bf16>(4, 64, 2048, true, 256, true, true);
+  // Narrow tiles of 8 to 48 columns of b, all of K 256 deep (projections without split-K parts:
+  // tools/gen_decode_sample.py --unsplit, etcc --unsplit-below): mma.sync by default, wgmma with
+  // ETC_MM_WG_NARROW (device_ops_test_narrow, which aliases a's padding too: ETC_MM_WG_ALIAS_A):
+  // 8, 16 or 24 columns a warpgroup, or 8 and 24 over K's halves (KSPLIT). At 1, 2, 3, 17 and 100
+  // rows, ragged N, offsets and pitches, prefetched, called twice; the gated form's 16 + 16 columns.
+  static_assert(!ETC_MM_WG_NARROW || (detail::MmWgGeom<bf16, 16, 16, 256>::OK && detail::MmWgGeom<bf16, 16, 32, 256>::OK &&
+                                      detail::MmWgGeom<f16, 32, 32, 256>::OK && detail::MmWgGeom<bf16, 16, 48, 256>::NW == 24 &&
+                                      detail::MmWgGeom<bf16, 16, 8, 256>::KSPLIT && detail::MmWgGeom<bf16, 32, 24, 128>::KSPLIT &&
+                                      detail::MmWgGeom<bf16, 128, 24, 128>::OK && !detail::MmWgGeom<bf16, 128, 24, 128>::KSPLIT),
+                "ETC_MM_WG_NARROW: 8- to 48-column tiles take wgmma");
+  t_mm<16, 8, 256, bf16, bf16>(1, 8, 2048, true, 2048, 2048, 8, 0, 0, 0, 256, false, true, true);
+  t_mm<16, 24, 256, bf16, bf16>(2, 24, 8192, true, 8192, 8192, 24, 0, 0, 0, 256, false, false, true);
+  t_mm<32, 24, 128, f16, float>(17, 20, 1024, true, 1024, 1032, 20, 8, 16, 0, 256, false, true);
+  t_mm<128, 24, 128, bf16, bf16>(100, 24, 1024, true, 1024, 1024, 24, 0, 0, 0, 256);
+  t_mm<16, 48, 256, bf16, bf16>(1, 48, 2048, true, 2048, 2048, 48, 0, 0, 0, 256, false, true, true);
+  t_mm<16, 16, 256, bf16, bf16>(1, 16, 2048, true, 2048, 2048, 16, 0, 0, 0, 256, false, true, true);
+  t_mm<16, 16, 256, bf16, bf16>(2, 13, 8192, true, 8192, 8192, 13, 0, 0, 0, 256, false, false, true);
+  t_mm<16, 32, 256, bf16, float>(1, 32, 2048, true, 2048, 2048, 32, 0, 0, 0, 256, false, true, true);
+  t_mm<32, 32, 256, f16, f16>(17, 32, 1024, true, 1024, 1032, 32, 8, 16, 0, 256, false, false, true);
+  t_mm_gated<16, 32, 256, bf16, bf16>(1, 16, 2048, true, 256, true, true);
+  t_mm_gated<16, 32, 128, bf16, bf16>(3, 16, 1024, true, 256, false);
 
   // The gated matmul: Llama-3.2-1B's gate/up tiles (64 + 64 rows, 128 deep since session 47:
   // 3 stages of the wide ring on mma.sync, 3 of the large ring on wgmma) at

@@ -61,8 +61,8 @@ python3 tests/gpu/moe_router.py "$out/router.npy" 2>"$out/router.log" && router_
 # form of independent warps (ETC_ATTN_MMA_WARPS=0), decode attention in the FMA form of
 # independent warps wherever it applies (ETC_ATTN_WARPS=8), in its staged and tensor-core forms
 # throughout (ETC_ATTN_WARPS=0; and the matmul tiles under 64 rows on mma.sync), and in the
-# previous defaults.
-want ops && for t in device_ops_test device_ops_test_warps device_ops_test_staged device_ops_test_nommawarps; do
+# previous defaults; _narrow: the matmul's narrow wgmma tiles and aliased padding (opt-in knobs).
+want ops && for t in device_ops_test device_ops_test_warps device_ops_test_staged device_ops_test_nommawarps device_ops_test_narrow; do
   [ -x "$B/$t" ] || continue
   if "$B/$t" >"$out/$t.log" 2>&1; then
     row "${t//_/ } ($(grep -c '^PASS' "$out/$t.log") cases)" PASS ""
@@ -228,6 +228,10 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   # and 2, the narrow tiles alone from 3, 64 and 128 rows of them at 40 and 128.
   for b in 1 2 3 40 128; do
     [ -f "$B/${n}_small_chain.fatbin" ] && decode_check "${n}_small_chain" "$B/${n}_small_chain.fatbin" $b mixed
+  done
+  # The same with its narrow tiles on wgmma and a's padding aliased (opt-in device knobs).
+  for b in 1 2 7 40; do
+    [ -f "$B/${n}_small_chainnarrow.fatbin" ] && decode_check "${n}_small_chainnarrow" "$B/${n}_small_chainnarrow.fatbin" $b mixed
   done
   # That layer below B = 3 only (etcc --unsplit-below 3 with both folds): 1 and 2, then the
   # default's grids at 3 and 33.

@@ -100,6 +100,21 @@
 #ifndef ETC_MM_WGMMA_MIN_ROWS
 #define ETC_MM_WGMMA_MIN_ROWS 1
 #endif
+// 1: tiles of 8, 16, 24, 32 or 48 columns of b take wgmma too, instead of mma.sync: the narrow
+// tiles of projections without split-K parts (tools/gen_decode_sample.py --unsplit, etcc
+// --unsplit-below), which mma.sync streamed slower than the wgmma tiles (docs/benchmarks.md,
+// session 67). 16, 32 and 48 columns: 8, 16 or 24 a warpgroup; 8 and 24: each warpgroup all of
+// them over half of each stage's K (MmWgGeom::KSPLIT), the halves summed in the epilogue.
+#ifndef ETC_MM_WG_NARROW
+#define ETC_MM_WG_NARROW 0
+#endif
+// 1: a wgmma stage holds only a tile's own rows of a (16 or 32), not the m64 product's 64: the
+// product's other rows read whatever follows in shared memory (the next k atoms, b, the next
+// stage; slack past the ring's end), which only makes the rows of d that are never stored. A
+// B = 1 tile's stage then holds 4 KiB of a instead of 16 beside its 16 KiB of b.
+#ifndef ETC_MM_WG_ALIAS_A
+#define ETC_MM_WG_ALIAS_A 0
+#endif
 #ifndef ETC_MM_LARGE_M_FM
 #define ETC_MM_LARGE_M_FM 4
 #endif
@@ -131,27 +146,37 @@ __host__ __device__ constexpr int mm_ring_stages(int tmp, unsigned stage_bytes, 
 // the rest): stages 0 .. mm_prefetch_stages(S) - 1.
 __host__ __device__ constexpr int mm_prefetch_stages(int s) { return cmax(0, cmin(s - 1, ETC_MM_PREFETCH_STAGES)); }
 
+// Whether wgmma_ss has an m64nNk16 product of n columns that MmWgGeom uses.
+__host__ __device__ constexpr bool mm_wg_width(int n) {
+  return n == 32 || n == 64 || n == 128 || (ETC_MM_WG_NARROW && (n == 8 || n == 16 || n == 24));
+}
+
 // The wgmma form (sm_90a, 16-bit, 16, 32, 64 or 128 rows of a): each stage holds a's TMP rows and b's
 // TN rows unpadded, in TK / 64 atoms of the 128-byte swizzle (wgmma.cuh), the ring starting at
 // the first 1024-byte boundary of ctx.smem. A warpgroup (4 warps) computes 64 rows of a by NW
 // columns: the two warpgroups of a CTA take a's two halves of 64 rows (TMP 128), or b's two
-// halves of TN / 2 columns (TMP 64; in the gated matmul, the gate and the up product).
+// halves of TN / 2 columns (TMP 64; in the gated matmul, the gate and the up product), or where
+// TN / 2 has no product (ETC_MM_WG_NARROW's 8 and 24 columns) all TN over K's two halves (KSPLIT).
 template <class T, int TM, int TN, int TK>
 struct MmWgGeom {
   static constexpr int TMP = (TM + 15) / 16 * 16;
-  static constexpr int WTMP = TMP < 64 ? 64 : TMP;  // a's rows in a stage: the m64 products' (past TMP unread)
-  static constexpr int NW = TMP == 128 ? TN : TN / 2;
+  static constexpr int WTMP = TMP < 64 ? 64 : TMP;  // a's rows in the m64 products (past TMP unread)
+  // a's rows in a stage's k atom: WTMP, or TMP where the padding reads what follows (ETC_MM_WG_ALIAS_A).
+  static constexpr int AROWS = ETC_MM_WG_ALIAS_A ? TMP : WTMP;
+  static constexpr bool KSPLIT = TMP < 128 && !(TN % 16 == 0 && mm_wg_width(TN / 2)) && mm_wg_width(TN);
+  static constexpr int NW = TMP == 128 || KSPLIT ? TN : TN / 2;
   static constexpr bool OK = sizeof(T) == 2 &&
                              (TMP == 64 || TMP == 128 || ((TMP == 16 || TMP == 32) && ETC_MM_WGMMA_MIN_ROWS <= TMP)) &&
-                             TK % 64 == 0 && TN % 16 == 0 && (NW == 32 || NW == 64 || NW == 128);  // wgmma_ss's
-  static constexpr int A_ELEMS = WTMP * TK;
+                             TK % 64 == 0 && (TMP == 128 || KSPLIT || TN % 16 == 0) && mm_wg_width(NW);
+  static constexpr int A_ELEMS = AROWS * TK;
   static constexpr int B_ELEMS = TN * TK;
   static constexpr unsigned STAGE_BYTES = (unsigned)(A_ELEMS + B_ELEMS) * 2u;
   // The ring by the rows a stage holds (WTMP): a 16- or 32-row tile's stages are as large as a
   // 64-row one's, so it takes the large ring too (by TMP, the 32-row tiles' gated and LM-head
   // stages got 2 of the wide ring: Llama-3.2-1B at B = 20 to 32 4.2 to 4.7% slower, H200).
   static constexpr int STAGES = mm_ring_stages(WTMP, STAGE_BYTES, (unsigned)B_ELEMS * 2u);
-  static constexpr unsigned SMEM = OK && ETC_MM_WGMMA ? STAGES * STAGE_BYTES + 1024u : 0u;
+  // The 1024-byte alignment's slack, and the rows an aliased last stage's products read past the ring.
+  static constexpr unsigned SMEM = OK && ETC_MM_WGMMA ? STAGES * STAGE_BYTES + 1024u + (unsigned)(WTMP - AROWS) * 128u : 0u;
   // Whether this compilation has the form (sm_90a, not turned off).
   static constexpr bool ON = OK && ETC_MM_WGMMA && kHaveWgmma;
 };
@@ -546,7 +571,7 @@ __device__ __forceinline__ void mm_issue_wg(T* ring, int kt, int nk, const T* ap
     T* As = ring + (kt % W::STAGES) * (W::A_ELEMS + W::B_ELEMS);
     T* Bs = As + W::A_ELEMS;
     const long long k0 = (long long)kt * TK;
-    if (with_a) load_tile_sw<T, TK, false>(As, W::WTMP, 0, W::TMP, g.M, ap + k0, g.ams);
+    if (with_a) load_tile_sw<T, TK, false>(As, W::AROWS, 0, W::TMP, g.M, ap + k0, g.ams);
     constexpr int BN = PAIR ? TN / 2 : TN;
     if (with_b && ts != nullptr) {
       if constexpr (BN % kTmaBox == 0 && TK % kTmaBox == 0) {
@@ -620,7 +645,10 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
   }
   const int warp = threadIdx.x >> 5, wg = warp >> 2;
   const int row0 = W::TMP == 128 ? 64 * wg : 0;
-  const int col0 = W::TMP == 128 ? 0 : NW * wg;
+  const int col0 = W::TMP == 128 || W::KSPLIT ? 0 : NW * wg;
+  // A stage's k16 steps this warpgroup issues, from k0: all of them, or its half of K (KSPLIT).
+  constexpr int STEPS = W::KSPLIT ? TK / 32 : TK / 16;
+  const int k0 = W::KSPLIT ? wg * (TK / 2) : 0;
   const int nk = (int)(g.K / TK);
   float d[NW / 2];
 #pragma unroll
@@ -641,11 +669,11 @@ __device__ void mm_wgmma(const Ctx& ctx, const T* ap, const T* bp, const T* bp2,
     const T* Bs = As + W::A_ELEMS;
     wgmma_fence();
 #pragma unroll
-    for (int ka = 0; ka < TK / 64; ++ka)
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-        wgmma_ss<T, NW>(d, wgmma_desc(As + ka * (W::WTMP * 64) + row0 * 64 + kk * 16),
-                        wgmma_desc(Bs + ka * (TN * 64) + col0 * 64 + kk * 16));
+    for (int j = 0; j < STEPS; ++j) {
+      const int k = k0 + 16 * j;  // k's 64-element atom, then the 16 within it
+      wgmma_ss<T, NW>(d, wgmma_desc(As + (k >> 6) * (W::AROWS * 64) + row0 * 64 + (k & 63)),
+                      wgmma_desc(Bs + (k >> 6) * (TN * 64) + col0 * 64 + (k & 63)));
+    }
     wgmma_commit();
     wgmma_wait<0>();
     wgmma_fence_operands(d);
@@ -668,12 +696,33 @@ __device__ __forceinline__ void mm_wg_store(const Ctx& ctx, const float (&d)[MmW
   const int r = row0 + 16 * (warp & 3) + (lane >> 2);
   // Padded rows (a tile of 32 rows in m64 products: warps 2 and 3 of each warpgroup) have no
   // place in the f32 tile, which has the tile's rows.
-  if (W::WTMP == W::TMP || (warp & 3) < W::TMP / 16)
+  const bool real = W::WTMP == W::TMP || (warp & 3) < W::TMP / 16;
+  // With KSPLIT both warpgroups hold the whole tile over half of K: the second's sums go first,
+  // the first's are added to them.
+  const bool adds = W::KSPLIT && (warp >> 2) == 0;
+  if constexpr (W::KSPLIT) {
+    if (real && !adds)
+#pragma unroll
+      for (int j = 0; j < NW / 8; ++j) {
+        const int c = col0 + 8 * j + 2 * (lane & 3);
+        *reinterpret_cast<float2*>(cbuf + r * CP + c) = make_float2(d[4 * j], d[4 * j + 1]);
+        *reinterpret_cast<float2*>(cbuf + (r + 8) * CP + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+      }
+    __syncthreads();
+  }
+  if (real && (!W::KSPLIT || adds))
 #pragma unroll
     for (int j = 0; j < NW / 8; ++j) {
       const int c = col0 + 8 * j + 2 * (lane & 3);
-      *reinterpret_cast<float2*>(cbuf + r * CP + c) = make_float2(d[4 * j], d[4 * j + 1]);
-      *reinterpret_cast<float2*>(cbuf + (r + 8) * CP + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+      float2* lo = reinterpret_cast<float2*>(cbuf + r * CP + c);
+      float2* hi = reinterpret_cast<float2*>(cbuf + (r + 8) * CP + c);
+      if (adds) {
+        *lo = make_float2(lo->x + d[4 * j], lo->y + d[4 * j + 1]);
+        *hi = make_float2(hi->x + d[4 * j + 2], hi->y + d[4 * j + 3]);
+      } else {
+        *lo = make_float2(d[4 * j], d[4 * j + 1]);
+        *hi = make_float2(d[4 * j + 2], d[4 * j + 3]);
+      }
     }
   __syncthreads();
   if constexpr (PAIR) {
@@ -729,6 +778,7 @@ template <class T, int TM, int TN, int TK, class TY, bool PAIR>
 __device__ void mm_wgmma_stream(const Ctx& ctx, const T* ap, const MmArgs& g, TY* yp) {
   using W = MmWgGeom<T, TM, TN, TK>;
   constexpr int SA = kStreamAStages, NW = W::NW, UPS = TN / kStreamUnitRows;
+  constexpr int A_STAGE = W::WTMP * TK;  // whole m64 stages of a (its ring has no slack past its end)
   static_assert(W::TMP <= 64 && W::WTMP == 64 && TK == kStreamUnitK, "mm_wgmma_stream: tiles of at most 64 rows");
   StreamState& st = stream_state();
   T* aring = mm_wg_ring<T>(ctx);
@@ -745,7 +795,7 @@ __device__ void mm_wgmma_stream(const Ctx& ctx, const T* ap, const MmArgs& g, TY
   wgmma_fence_operands(d);
   auto issue_a = [&](int kt) {
     if (kt < nk)
-      load_tile_sw<T, TK, false>(aring + (kt % SA) * W::A_ELEMS, W::WTMP, 0, W::TMP, g.M, ap + (long long)kt * TK, g.ams);
+      load_tile_sw<T, TK, false>(aring + (kt % SA) * A_STAGE, W::WTMP, 0, W::TMP, g.M, ap + (long long)kt * TK, g.ams);
     cp_async_commit();
   };
 #pragma unroll 1
@@ -760,7 +810,7 @@ __device__ void mm_wgmma_stream(const Ctx& ctx, const T* ap, const MmArgs& g, TY
     __syncthreads();
     if (threadIdx.x == 0) st.consumed = n0;
     issue_a(kt + SA - 1);
-    const T* As = aring + (kt % SA) * W::A_ELEMS;
+    const T* As = aring + (kt % SA) * A_STAGE;
     const T* Bu = reinterpret_cast<const T*>(stream_unit(n0 + unit)) + urow * 64;
     wgmma_fence();
 #pragma unroll

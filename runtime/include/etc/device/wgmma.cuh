@@ -50,8 +50,9 @@ __device__ __forceinline__ void fence_proxy_async_smem() {
 #endif
 }
 
-// D += A B for one k16 step (T: __half or __nv_bfloat16, N: 16, 32, 64 or 128: the specializations
-// below; MmWgGeom's tiles take 32 to 128, tools/bench_prefetch.cu's swapped products 16).
+// D += A B for one k16 step (T: __half or __nv_bfloat16, N: 8, 16, 24, 32, 64 or 128: the
+// specializations below; MmWgGeom's tiles take 32 to 128, with ETC_MM_WG_NARROW 8 to 24 too;
+// tools/bench_prefetch.cu's swapped products 16).
 template <class T, int N>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
   static_assert(N < 0, "wgmma_ss: no m64nNk16 product of this N and dtype");
@@ -69,9 +70,15 @@ __device__ __forceinline__ void wgmma_fence_operands(float (&d)[R]) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // ETC_WGMMA_*R for the product of N = 2 R columns: its R accumulator registers (operands 0 ..
 // R - 1), then the two descriptors and the scale-d flag (1: D += A B) as operands R .. R + 2.
+#define ETC_WGMMA_D4 "{%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+#define ETC_WGMMA_SCALE4 "%6"
+#define ETC_WGMMA_OPS4 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 #define ETC_WGMMA_D8 "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
 #define ETC_WGMMA_SCALE8 "%10"
 #define ETC_WGMMA_OPS8 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+#define ETC_WGMMA_D12 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}, %12, %13, p, 1, 1, 0, 0;\n}\n"
+#define ETC_WGMMA_SCALE12 "%14"
+#define ETC_WGMMA_OPS12 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
 #define ETC_WGMMA_D16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
 #define ETC_WGMMA_SCALE16 "%18"
 #define ETC_WGMMA_OPS16 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
@@ -89,18 +96,28 @@ __device__ __forceinline__ void wgmma_fence_operands(float (&d)[R]) {
                  : ETC_WGMMA_OPS##R                                                                 \
                  : "l"(da), "l"(db), "r"(1));                                                       \
   }
+ETC_WGMMA_SS(__nv_bfloat16, "bf16", 8, 4)
 ETC_WGMMA_SS(__nv_bfloat16, "bf16", 16, 8)
+ETC_WGMMA_SS(__nv_bfloat16, "bf16", 24, 12)
 ETC_WGMMA_SS(__nv_bfloat16, "bf16", 32, 16)
 ETC_WGMMA_SS(__nv_bfloat16, "bf16", 64, 32)
 ETC_WGMMA_SS(__nv_bfloat16, "bf16", 128, 64)
+ETC_WGMMA_SS(__half, "f16", 8, 4)
 ETC_WGMMA_SS(__half, "f16", 16, 8)
+ETC_WGMMA_SS(__half, "f16", 24, 12)
 ETC_WGMMA_SS(__half, "f16", 32, 16)
 ETC_WGMMA_SS(__half, "f16", 64, 32)
 ETC_WGMMA_SS(__half, "f16", 128, 64)
 #undef ETC_WGMMA_SS
+#undef ETC_WGMMA_D4
+#undef ETC_WGMMA_SCALE4
+#undef ETC_WGMMA_OPS4
 #undef ETC_WGMMA_D8
 #undef ETC_WGMMA_SCALE8
 #undef ETC_WGMMA_OPS8
+#undef ETC_WGMMA_D12
+#undef ETC_WGMMA_SCALE12
+#undef ETC_WGMMA_OPS12
 #undef ETC_WGMMA_D16
 #undef ETC_WGMMA_SCALE16
 #undef ETC_WGMMA_OPS16
