@@ -448,7 +448,9 @@ int main(int argc, char** argv) {
                  "into K parts (a layer's q/k/v, o and down) takes tiles of a few weight rows over all of K instead, "
                  "a grid of its own (as many tasks: about 128), beside the split one for N rows and more; with "
                  "--fold-norms-below N and --fold-attention a decode layer is then 6 grids there instead of 9 "
-                 "(tools/gen_decode_sample.py --unsplit writes that form for every B); for measuring")
+                 "(tools/gen_decode_sample.py --unsplit writes that form for every B); for measuring (Llama-3.2-1B "
+                 "decode on an H100, N = 3 with both folds: 39% slower at B = 1, the narrow tiles streaming at half "
+                 "the rate)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_flag("--reuse-temps", opt.reuse_temps,
                "let temps of a graph whose lives do not overlap in its run order share one tensor (same dtype and "
