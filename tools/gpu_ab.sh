@@ -81,6 +81,8 @@ done_ok=0
 trap '[ $done_ok = 1 ] || rm -rf "$dir" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"' EXIT
 rm -rf "$dir" && mkdir -p "$dir"
 labels=() traced=()
+# Whether -T or -U asks for a trace of variant $1.
+traced_label() { [ "$trace" = 1 ] && { [ -z "$trace_only" ] || [[ ",$trace_only," == *",$1,"* ]]; }; }
 for v in "$@"; do
   given=""
   if [[ ${v%%=*} =~ ^[A-Za-z0-9_-]+$ && $v == *=* ]]; then
@@ -98,8 +100,7 @@ for v in "$@"; do
     cp "$given" "$dir/$label.fatbin"
     echo "$label: $given (compiled before)" >>"$dir/variants.txt"
     prof=${given%.fatbin}.prof.fatbin
-    if [ "$trace" = 1 ] && [[ $given == *.fatbin && -f $prof ]] &&
-       { [ -z "$trace_only" ] || [[ ",$trace_only," == *",$label,"* ]]; }; then
+    if traced_label "$label" && [[ $given == *.fatbin && -f $prof ]]; then
       cp "$prof" "$dir/$label.prof.fatbin"
       traced+=("$label")
     fi
@@ -114,7 +115,7 @@ for v in "$@"; do
   # shellcheck disable=SC2086
   "$build/etcc" "$src" -arch "$arch" $opts -o "$dir/$label.fatbin" || die "variant '$label' did not compile"
   echo "$label: etcc $src -arch $arch${opts:+ $opts}" >>"$dir/variants.txt"
-  if [ "$trace" = 1 ] && { [ -z "$trace_only" ] || [[ ",$trace_only," == *",$label,"* ]]; }; then
+  if traced_label "$label"; then
     # shellcheck disable=SC2086
     "$build/etcc" "$src" -arch "$arch" $opts --profile -o "$dir/$label.prof.fatbin" ||
       die "variant '$label' did not compile with --profile"
