@@ -697,33 +697,26 @@ __device__ __forceinline__ void mm_wg_store(const Ctx& ctx, const float (&d)[MmW
   // Padded rows (a tile of 32 rows in m64 products: warps 2 and 3 of each warpgroup) have no
   // place in the f32 tile, which has the tile's rows.
   const bool real = W::WTMP == W::TMP || (warp & 3) < W::TMP / 16;
-  // With KSPLIT both warpgroups hold the whole tile over half of K: the second's sums go first,
-  // the first's are added to them.
-  const bool adds = W::KSPLIT && (warp >> 2) == 0;
-  if constexpr (W::KSPLIT) {
-    if (real && !adds)
-#pragma unroll
-      for (int j = 0; j < NW / 8; ++j) {
-        const int c = col0 + 8 * j + 2 * (lane & 3);
-        *reinterpret_cast<float2*>(cbuf + r * CP + c) = make_float2(d[4 * j], d[4 * j + 1]);
-        *reinterpret_cast<float2*>(cbuf + (r + 8) * CP + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
-      }
-    __syncthreads();
-  }
-  if (real && (!W::KSPLIT || adds))
+  // d's pairs of columns into the f32 tile, or added to what is there.
+  auto put = [&](bool add) {
 #pragma unroll
     for (int j = 0; j < NW / 8; ++j) {
       const int c = col0 + 8 * j + 2 * (lane & 3);
       float2* lo = reinterpret_cast<float2*>(cbuf + r * CP + c);
       float2* hi = reinterpret_cast<float2*>(cbuf + (r + 8) * CP + c);
-      if (adds) {
-        *lo = make_float2(lo->x + d[4 * j], lo->y + d[4 * j + 1]);
-        *hi = make_float2(hi->x + d[4 * j + 2], hi->y + d[4 * j + 3]);
-      } else {
-        *lo = make_float2(d[4 * j], d[4 * j + 1]);
-        *hi = make_float2(d[4 * j + 2], d[4 * j + 3]);
-      }
+      *lo = add ? make_float2(lo->x + d[4 * j], lo->y + d[4 * j + 1]) : make_float2(d[4 * j], d[4 * j + 1]);
+      *hi = add ? make_float2(hi->x + d[4 * j + 2], hi->y + d[4 * j + 3]) : make_float2(d[4 * j + 2], d[4 * j + 3]);
     }
+  };
+  if constexpr (W::KSPLIT) {
+    // Both warpgroups hold the whole tile over half of K: the second's sums go first, the
+    // first's are added to them.
+    if (real && (warp >> 2) == 1) put(false);
+    __syncthreads();
+    if (real && (warp >> 2) == 0) put(true);
+  } else if (real) {
+    put(false);
+  }
   __syncthreads();
   if constexpr (PAIR) {
     mm_gated_store<TN>(cbuf, CP, g, yp);
