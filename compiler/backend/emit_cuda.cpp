@@ -1135,11 +1135,17 @@ class Emitter {
   // left out (whether the op runs is known only after the waits). The prefetch and the matmul get
   // views of the same slices and the same instantiation, so they choose the same device form
   // (mma.sync or wgmma, which lay out the ring differently): the matmul relies on it.
+  // With --weight-prefetch-after-chain, only a task whose waits are all on events that no task
+  // running a matmul notifies: while its producers (norms, attention, merges) run, the memory
+  // system streams no weights, so the prefetch does not queue ahead of another grid's weights.
   const CallStmt* prefetchableMatmul(const Task& t) const {
-    if (!weight_prefetch_ || dataDependent(t)) return nullptr;
+    if (weight_prefetch_ == WeightPrefetch::Off || dataDependent(t)) return nullptr;
     bool waited = false;
     for (const TaskStmt& st : t.body) {
-      if (std::holds_alternative<WaitStmt>(st)) waited = true;
+      if (const auto* w = std::get_if<WaitStmt>(&st)) {
+        waited = true;
+        if (weight_prefetch_ == WeightPrefetch::AfterChain && notifiedByMatmul(w->event.target)) return nullptr;
+      }
       if (const auto* c = std::get_if<CallStmt>(&st)) {
         if (!waited || c->call.op != "matmul") return nullptr;
         const DType at = m_.tensors[c->call.args[0].target].dtype;
@@ -1151,6 +1157,19 @@ class Emitter {
       }
     }
     return nullptr;
+  }
+
+  // Whether a task whose ops include a matmul (of any form) notifies event `e`.
+  bool notifiedByMatmul(uint32_t e) const {
+    for (const Task& t : m_.tasks) {
+      bool matmul = false, notifies = false;
+      for (const TaskStmt& st : t.body) {
+        if (const auto* c = std::get_if<CallStmt>(&st)) matmul |= c->call.op == "matmul" || c->call.op == "grouped_matmul";
+        if (const auto* n = std::get_if<NotifyStmt>(&st)) notifies |= n->event.target == e;
+      }
+      if (matmul && notifies) return true;
+    }
+    return false;
   }
 
   // The prefetch of a matmul's weights (the views a, b[, b_up] in the task): the matmul's tile
@@ -1575,7 +1594,7 @@ class Emitter {
   const Module& m_;
   DiagnosticEngine& diags_;
   const ProfileLayout* profile_;  // null: no profiling code at all
-  bool weight_prefetch_;          // etcc --weight-prefetch turns it on
+  WeightPrefetch weight_prefetch_;  // etcc --weight-prefetch, --weight-prefetch-after-chain
   bool inline_matmul_ = true;  // ETC_MM_INLINE (default 1): matmul task functions inlined, one call site a kernel
   bool stream_ = false;           // ETC_MM_STREAM: static megakernels that can stream weights across tasks
   bool parallel_waits_;           // etcc --parallel-waits

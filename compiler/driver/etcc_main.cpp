@@ -48,6 +48,7 @@ struct Options {
   bool dep_phony = false;                // -MP
   bool profile = false;                  // --profile
   bool weight_prefetch = false;          // --weight-prefetch
+  bool weight_prefetch_after_chain = false;  // --weight-prefetch-after-chain
   bool parallel_waits = false;           // --parallel-waits
   bool whole_program = false;            // --whole-program
   std::vector<std::string> device_defines;  // --device-define NAME=VALUE
@@ -181,7 +182,9 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   std::string cuda;
   auto emit_start = std::chrono::steady_clock::now();
   etc::backend::EmitOptions eo;
-  eo.weight_prefetch = opt.weight_prefetch;
+  eo.weight_prefetch = opt.weight_prefetch                ? etc::backend::WeightPrefetch::All
+                       : opt.weight_prefetch_after_chain ? etc::backend::WeightPrefetch::AfterChain
+                                                         : etc::backend::WeightPrefetch::Off;
   eo.parallel_waits = opt.parallel_waits;
   eo.share_task_code = opt.share_task_code;
   eo.derived_syms = opt.derived_syms;
@@ -384,6 +387,11 @@ int main(int argc, char** argv) {
                "load a matmul's first weight tiles before its task's event waits (static schedule): for measuring "
                "(Llama-3.2-1B decode on an H200: 2.0 to 2.7% slower than without at B = 1, 16 and 128; Qwen3-0.6B 0.8 "
                "to 4.4%)");
+  app.add_flag("--weight-prefetch-after-chain", opt.weight_prefetch_after_chain,
+               "--weight-prefetch only in the tasks whose waits are on tasks that run no matmul (a decode layer's "
+               "q/k/v after its norm, o after attention, gate/up after the post-attention norm; not down after "
+               "gate/up): for measuring")
+      ->excludes("--weight-prefetch");
   app.add_flag("--whole-program", opt.whole_program,
                "make each cubin with NVRTC, whose ptxas sees the whole program, rather than with nvJitLink, whose "
                "ptxas serializes the wgmma products of a megakernel that calls a task function: for measuring "

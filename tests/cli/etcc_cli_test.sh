@@ -521,6 +521,20 @@ run gated-matmul-cuda 0 --emit=cuda --weight-prefetch "$tmp/l2.etir" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul_prefetch<16, 128, 128>(ctx, a0, a1, a2, true);" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul<128, 128, 128>(ctx, a0, a1, a2, true, a3, prefetched);" &&
   stdout_has gated-matmul-cuda "(ctx, pa, pb, pc);"
+# --weight-prefetch-after-chain: only the tasks whose producers run no matmul prefetch (q/k/v
+# after the norm, o after attention, gate/up after the post-attention norm, the LM head), not
+# down after gate/up; it and --weight-prefetch exclude each other.
+no_prefetch_in() {  # NAME TASK: task TASK's function issues no prefetch
+  if awk -v t="task_$2(" 'index($0, "bool " t) {f = 1} f && /^}/ {exit} f && /etc_prefetched = true/ {found = 1} END {exit !found}' "$tmp/out"; then
+    fail "$1: @$2 prefetches"; else pass; fi
+}
+run prefetch-after-chain 0 --emit=cuda --weight-prefetch-after-chain "$tmp/l2.etir" &&
+  prefetch_before_wait prefetch-after-chain matmul_q_0 && prefetch_before_wait prefetch-after-chain matmul_attn_0 &&
+  prefetch_before_wait prefetch-after-chain matmul_act_0 && prefetch_before_wait prefetch-after-chain matmul_logits &&
+  no_prefetch_in prefetch-after-chain matmul_down_0 && no_prefetch_in prefetch-after-chain matmul_down_0_wide
+run prefetch-all-down 0 --emit=cuda --weight-prefetch "$tmp/l2.etir" && prefetch_before_wait prefetch-all-down matmul_down_0
+run prefetch-both 1 --emit=cuda --weight-prefetch --weight-prefetch-after-chain "$tmp/l2.etir" &&
+  stderr_has prefetch-both "--weight-prefetch excludes --weight-prefetch-after-chain"
 # tile_n = 24 (a multiple of 8, not a power of two): the device tile is the next power of two (32
 # columns, 32 + 32 for the gated form), its columns past 24 clipped; the fatbin builds.
 run tile-n-24 0 --emit=cuda tests/golden/passes/matmul_tile_n_24.etir &&

@@ -82,7 +82,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   require(reprinted == printed, kTarget, "the task-level module compiles to another task-level module");
 
   etc::backend::EmitOptions eo;
-  eo.weight_prefetch = h & (1u << 9);
+  eo.weight_prefetch = !(h & (1u << 9))  ? etc::backend::WeightPrefetch::Off
+                       : (h & (1u << 16)) ? etc::backend::WeightPrefetch::AfterChain
+                                          : etc::backend::WeightPrefetch::All;
   eo.parallel_waits = h & (1u << 10);
   eo.share_task_code = !(h & (1u << 11));
   eo.derived_syms = !(h & (1u << 12));
