@@ -47,8 +47,9 @@ struct Options {
   std::vector<std::string> dep_targets;  // -MT; default: the output
   bool dep_phony = false;                // -MP
   bool profile = false;                  // --profile
-  bool weight_prefetch = false;          // --weight-prefetch
-  bool weight_prefetch_after_chain = false;  // --weight-prefetch-after-chain
+  bool weight_prefetch = false;          // --weight-prefetch (every matmul task)
+  bool weight_prefetch_after_chain = false;  // --weight-prefetch-after-chain (the default, said)
+  bool no_weight_prefetch = false;       // --no-weight-prefetch
   bool parallel_waits = false;           // --parallel-waits
   bool whole_program = false;            // --whole-program
   std::vector<std::string> device_defines;  // --device-define NAME=VALUE
@@ -182,9 +183,9 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   std::string cuda;
   auto emit_start = std::chrono::steady_clock::now();
   etc::backend::EmitOptions eo;
-  eo.weight_prefetch = opt.weight_prefetch                ? etc::backend::WeightPrefetch::All
-                       : opt.weight_prefetch_after_chain ? etc::backend::WeightPrefetch::AfterChain
-                                                         : etc::backend::WeightPrefetch::Off;
+  eo.weight_prefetch = opt.weight_prefetch      ? etc::backend::WeightPrefetch::All
+                       : opt.no_weight_prefetch ? etc::backend::WeightPrefetch::Off
+                                                : etc::backend::WeightPrefetch::AfterChain;
   eo.parallel_waits = opt.parallel_waits;
   eo.share_task_code = opt.share_task_code;
   eo.derived_syms = opt.derived_syms;
@@ -383,15 +384,23 @@ int main(int argc, char** argv) {
   app.add_flag("--profile", opt.profile,
                "compile per-task timeline records into the megakernels (global timer, SM, coordinates, time "
                "waiting), for etc-run --trace; without it the kernels carry no profiling code");
-  app.add_flag("--weight-prefetch", opt.weight_prefetch,
-               "load a matmul's first weight tiles before its task's event waits (static schedule): for measuring "
-               "(Llama-3.2-1B decode on an H200: 2.0 to 2.7% slower than without at B = 1, 16 and 128; Qwen3-0.6B 0.8 "
-               "to 4.4%)");
-  app.add_flag("--weight-prefetch-after-chain", opt.weight_prefetch_after_chain,
-               "--weight-prefetch only in the tasks whose waits are on tasks that run no matmul (a decode layer's "
-               "q/k/v after its norm, o after attention, gate/up after the post-attention norm; not down after "
-               "gate/up): for measuring")
-      ->excludes("--weight-prefetch");
+  // The three forms of the weight prefetch (docs/backend.md, "Weight prefetch"); H100, session 70.
+  auto* prefetch_chain = app.add_flag(
+      "--weight-prefetch-after-chain", opt.weight_prefetch_after_chain,
+      "the default: in the static schedule, a matmul task of weights (params) loads its first weight tiles "
+      "before its event waits where the tasks it waits for run no matmul (a decode layer's q/k/v after its norm, "
+      "o after attention, gate/up after the post-attention norm, the LM head), not where they stream weights "
+      "themselves (down after gate/up). Against no prefetch on an H100: Llama-3.2-1B decode 3.4% faster at "
+      "B = 1, 3.0% at 16, 0.6% at 128; Qwen3-0.6B 3.6%, 1.0%, 1.1%");
+  auto* prefetch_all = app.add_flag(
+      "--weight-prefetch", opt.weight_prefetch,
+      "the weight prefetch in every such matmul task, down included: for measuring (against none, H100: "
+      "Llama-3.2-1B decode 3.4% faster at B = 1, 3.8% at 16, 0.8% at 128; Qwen3-0.6B 1.4%, 0.5%, 1.5%)");
+  auto* prefetch_off = app.add_flag("--no-weight-prefetch", opt.no_weight_prefetch,
+                                    "no weight prefetch: every matmul task loads its weights after its waits "
+                                    "(the default until session 70)");
+  prefetch_chain->excludes(prefetch_all)->excludes(prefetch_off);
+  prefetch_all->excludes(prefetch_off);
   app.add_flag("--whole-program", opt.whole_program,
                "make each cubin with NVRTC, whose ptxas sees the whole program, rather than with nvJitLink, whose "
                "ptxas serializes the wgmma products of a megakernel that calls a task function: for measuring "

@@ -203,7 +203,8 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
     decode_check "${n}_small" "$B/${n}_small.fatbin" "${bk%%:*}" "${bk##*:}"
   done
   [ -f "$B/${n}_small_dynamic.fatbin" ] && decode_check "${n}_small_dynamic" "$B/${n}_small_dynamic.fatbin" 7 mixed
-  # The weight prefetch before the waits (etcc --weight-prefetch, off by default): mma.sync and
+  # The weight prefetch before the waits in every matmul task, down included (etcc
+  # --weight-prefetch; the default form above prefetches only after the chain): mma.sync and
   # wgmma tiles.
   for b in 7 33; do
     [ -f "$B/${n}_small_prefetch.fatbin" ] && decode_check "${n}_small_prefetch" "$B/${n}_small_prefetch.fatbin" $b mixed
