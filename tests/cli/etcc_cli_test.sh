@@ -541,7 +541,7 @@ run prefetch-all-down 0 --emit=cuda --weight-prefetch "$tmp/l2.etir" && prefetch
 run prefetch-off-both 1 --emit=cuda --weight-prefetch-after-chain --no-weight-prefetch "$tmp/l2.etir" &&
   stderr_has prefetch-off-both "--weight-prefetch-after-chain excludes --no-weight-prefetch"
 run prefetch-both 1 --emit=cuda --weight-prefetch --weight-prefetch-after-chain "$tmp/l2.etir" &&
-  stderr_has prefetch-both "--weight-prefetch excludes --weight-prefetch-after-chain"
+  stderr_has prefetch-both "--weight-prefetch-after-chain excludes --weight-prefetch"
 # tile_n = 24 (a multiple of 8, not a power of two): the device tile is the next power of two (32
 # columns, 32 + 32 for the gated form), its columns past 24 clipped; the fatbin builds.
 run tile-n-24 0 --emit=cuda tests/golden/passes/matmul_tile_n_24.etir &&
