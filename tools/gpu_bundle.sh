@@ -85,6 +85,7 @@ for n in $decode_models; do
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a -o "gpu-bundle/${n}_small.fatbin"
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --schedule=dynamic -o "gpu-bundle/${n}_small_dynamic.fatbin"
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --weight-prefetch -o "gpu-bundle/${n}_small_prefetch.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --weight-prefetch-after-chain -o "gpu-bundle/${n}_small_pfchain.fatbin"
   # The weight stream by TMA (ETC_MM_TMA=1; the runtime makes the weights' tensor maps).
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_MM_TMA=1 -o "gpu-bundle/${n}_small_tma.fatbin"
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"

@@ -1135,7 +1135,7 @@ class Emitter {
   // left out (whether the op runs is known only after the waits). The prefetch and the matmul get
   // views of the same slices and the same instantiation, so they choose the same device form
   // (mma.sync or wgmma, which lay out the ring differently): the matmul relies on it.
-  // By default (--weight-prefetch-after-chain), only a task whose waits are all on events that no task
+  // With --weight-prefetch-after-chain, only a task whose waits are all on events that no task
   // running a matmul notifies: while its producers (norms, attention, merges) run, the memory
   // system streams no weights, so the prefetch does not queue ahead of another grid's weights.
   const CallStmt* prefetchableMatmul(const Task& t) const {

@@ -19,13 +19,13 @@ struct ProfileLayout;
 // What etcc's options change in the CUDA (docs/backend.md).
 // Which static-schedule matmul tasks load their first weight tiles before their waits.
 enum class WeightPrefetch {
-  Off,         // none (--no-weight-prefetch)
+  Off,         // none (the default; --no-weight-prefetch)
   All,         // every matmul of params after a wait (--weight-prefetch)
-  AfterChain,  // only those whose waits are on tasks that run no matmul (the default)
+  AfterChain,  // only those whose waits are on tasks that run no matmul (--weight-prefetch-after-chain)
 };
 
 struct EmitOptions {
-  WeightPrefetch weight_prefetch = WeightPrefetch::AfterChain;
+  WeightPrefetch weight_prefetch = WeightPrefetch::Off;
   bool parallel_waits = false;       // a static task's consecutive waits checked as one group
   bool share_task_code = true;       // one function per distinct task code ("Shared task code")
   bool derived_syms = true;          // sym-only divisions, mins and maxes once per binding ("Derived syms")

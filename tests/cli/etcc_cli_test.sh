@@ -88,8 +88,10 @@ run prefetch 0 --emit=cuda --weight-prefetch samples/mlp.etir && stdout_has pref
   prefetch_before_wait prefetch matmul_down &&
   if awk '/bool task_silu_mul_act\(/ {f = 1} f && /^}/ {exit} f && /prefetch/ {found = 1} END {exit !found}' "$tmp/out"; then
     fail "prefetch: @silu_mul_act prefetches"; else pass; fi
-run no-prefetch 0 --emit=cuda --no-weight-prefetch samples/mlp.etir &&
-  if grep -q matmul_prefetch "$tmp/out"; then fail "no-prefetch: the CUDA prefetches with --no-weight-prefetch"; else pass; fi
+for flags in "" --no-weight-prefetch; do
+  run "no-prefetch$flags" 0 --emit=cuda $flags samples/mlp.etir &&
+    if grep -q matmul_prefetch "$tmp/out"; then fail "no-prefetch$flags: the CUDA prefetches"; else pass; fi
+done
 # --parallel-waits: a static task's run of waits becomes one WaitGroup (a check per event element,
 # one join), the dynamic schedule's debug checks stay waits; without it, no group. The paged
 # llama layer's attention task waits on two events (kv_append's and kv_ranges', each a counter
@@ -521,9 +523,9 @@ run gated-matmul-cuda 0 --emit=cuda --weight-prefetch "$tmp/l2.etir" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul_prefetch<16, 128, 128>(ctx, a0, a1, a2, true);" &&
   stdout_has gated-matmul-cuda "etc::dev::matmul_silu_mul<128, 128, 128>(ctx, a0, a1, a2, true, a3, prefetched);" &&
   stdout_has gated-matmul-cuda "(ctx, pa, pb, pc);"
-# --weight-prefetch-after-chain, the default: only the tasks whose producers run no matmul
-# prefetch (q/k/v after the norm, o after attention, gate/up after the post-attention norm, the
-# LM head), not down after gate/up; the three forms exclude each other.
+# --weight-prefetch-after-chain: only the tasks whose producers run no matmul prefetch (q/k/v
+# after the norm, o after attention, gate/up after the post-attention norm, the LM head), not
+# down after gate/up; the three forms exclude each other.
 no_prefetch_in() {  # NAME TASK: task TASK's function issues no prefetch
   if awk -v t="task_$2(" 'index($0, "bool " t) {f = 1} f && /^}/ {exit} f && /etc_prefetched = true/ {found = 1} END {exit !found}' "$tmp/out"; then
     fail "$1: @$2 prefetches"; else pass; fi
@@ -532,11 +534,8 @@ run prefetch-after-chain 0 --emit=cuda --weight-prefetch-after-chain "$tmp/l2.et
   prefetch_before_wait prefetch-after-chain matmul_q_0 && prefetch_before_wait prefetch-after-chain matmul_attn_0 &&
   prefetch_before_wait prefetch-after-chain matmul_act_0 && prefetch_before_wait prefetch-after-chain matmul_logits &&
   no_prefetch_in prefetch-after-chain matmul_down_0 && no_prefetch_in prefetch-after-chain matmul_down_0_wide
-run prefetch-default 0 --emit=cuda "$tmp/l2.etir" &&
-  prefetch_before_wait prefetch-default matmul_q_0 && prefetch_before_wait prefetch-default matmul_act_0 &&
-  no_prefetch_in prefetch-default matmul_down_0_wide
-run default-prefetch-mlp 0 --emit=cuda samples/mlp.etir && prefetch_before_wait default-prefetch-mlp matmul_act &&
-  no_prefetch_in default-prefetch-mlp matmul_down
+run prefetch-after-chain-mlp 0 --emit=cuda --weight-prefetch-after-chain samples/mlp.etir &&
+  prefetch_before_wait prefetch-after-chain-mlp matmul_act && no_prefetch_in prefetch-after-chain-mlp matmul_down
 run prefetch-all-down 0 --emit=cuda --weight-prefetch "$tmp/l2.etir" && prefetch_before_wait prefetch-all-down matmul_down_0
 run prefetch-off-both 1 --emit=cuda --weight-prefetch-after-chain --no-weight-prefetch "$tmp/l2.etir" &&
   stderr_has prefetch-off-both "--weight-prefetch-after-chain excludes --no-weight-prefetch"

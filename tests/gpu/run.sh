@@ -203,11 +203,15 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
     decode_check "${n}_small" "$B/${n}_small.fatbin" "${bk%%:*}" "${bk##*:}"
   done
   [ -f "$B/${n}_small_dynamic.fatbin" ] && decode_check "${n}_small_dynamic" "$B/${n}_small_dynamic.fatbin" 7 mixed
-  # The weight prefetch before the waits in every matmul task, down included (etcc
-  # --weight-prefetch; the default form above prefetches only after the chain): mma.sync and
-  # wgmma tiles.
+  # The weight prefetch before the waits (off by default): in every matmul task, down included
+  # (etcc --weight-prefetch), mma.sync and wgmma tiles; only after the chain (etcc
+  # --weight-prefetch-after-chain), at B = 1 too, where o's tiles are all prefetched, and at 128.
   for b in 7 33; do
     [ -f "$B/${n}_small_prefetch.fatbin" ] && decode_check "${n}_small_prefetch" "$B/${n}_small_prefetch.fatbin" $b mixed
+  done
+  for bk in 1:long 1:mixed 7:mixed 33:short 128:mixed; do
+    [ -f "$B/${n}_small_pfchain.fatbin" ] &&
+      decode_check "${n}_small_pfchain" "$B/${n}_small_pfchain.fatbin" "${bk%%:*}" "${bk##*:}"
   done
   # The merge inside the o projection (etcc --fold-attention-merge): 8 parts a row at B = 1, 2
   # at 15, none at 16 (the o projection's merge of no rows).
