@@ -26,6 +26,11 @@
 #   -a ARCH     etcc -arch (default sm_90a: the lent GPUs are Hopper)
 #   -c ARGS     also check each variant against the CPU interpreter once, at the first batch
 #               size, with these extra etc-run arguments (for example '--random-outputs')
+#   -x OUTPUTS  also run each variant once at the first batch size with the timings' inputs and
+#               a random past (--random-outputs, one seed for all), write these outputs
+#               (comma-separated, e.g. logits,next_token) and compare each variant's with the
+#               first variant's (tools/npy_diff.py: bit-equal, or by how much they differ):
+#               seconds a variant where -c's CPU reference of a decode model takes minutes
 #   -t SECONDS  the script's budget (default 540), counted from its start: it starts no timing
 #               that would end past it, judged by the last timing's length (a lent GPU machine's
 #               command limit is 600 s), then prints the table (tools/ab_summary.py) of what it timed
@@ -48,12 +53,13 @@ cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 build=build batches=1,16,128 sym=B pos="" runs=20 rounds=2 arch=sm_90a weights="" budget=540 trace=0 trace_only=
+cross=""
 unset check  # -c '' is a check without extra arguments
-while getopts "b:B:s:p:n:r:a:c:t:w:TU:h" o; do
+while getopts "b:B:s:p:n:r:a:c:t:w:x:TU:h" o; do
   case $o in
     b) build=$OPTARG ;; B) batches=$OPTARG ;; s) sym=$OPTARG ;; p) pos=$OPTARG ;;
     n) runs=$OPTARG ;; r) rounds=$OPTARG ;; a) arch=$OPTARG ;; c) check=$OPTARG ;;
-    t) budget=$OPTARG ;; w) weights=$OPTARG ;; T) trace=1 ;; U) trace=1 trace_only=$OPTARG ;;
+    t) budget=$OPTARG ;; w) weights=$OPTARG ;; x) cross=$OPTARG ;; T) trace=1 ;; U) trace=1 trace_only=$OPTARG ;;
     *) usage ;;
   esac
 done
@@ -67,6 +73,8 @@ die() { echo "gpu_ab.sh: $*" >&2; exit 1; }
 [[ $batches =~ ^[0-9]+(,[0-9]+)*$ ]] || die "-B takes batch sizes like 1,16,128: '$batches'"
 for n in "$runs" "$rounds"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "-n and -r take positive integers: '$n'"; done
 [[ $budget =~ ^[0-9]+$ ]] || die "-t takes whole seconds: '$budget'"
+[ -z "$cross" ] || [[ $cross =~ ^[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*$ ]] ||
+  die "-x takes output names, comma-separated: '$cross'"
 [ -z "$pos" ] || [[ $pos =~ ^[0-9]+$ ]] || die "-p takes a position: '$pos'"
 if [ -n "$weights" ]; then
   known=$(python3 -c 'import sys; sys.path.insert(0, "tools"); from gen_decode_sample import MODELS; print(*sorted(MODELS))') ||
@@ -158,6 +166,21 @@ tar -C gpu-out -cJf "gpu-out/$name.tar.xz" "$name"
       echo "if [ \$rc -eq 0 ]; then echo \"check $l $sym=\$b passed: \$(grep -oE 'rel L2 [0-9.e+-]+' /tmp/ab_check.log | sort -u | tr '\\n' ' ')\";" \
         "else echo \"check $l $sym=\$b FAILED (exit \$rc): \$(why /tmp/ab_check.log)\"; fi"
     done
+  fi
+  if [ -n "$cross" ]; then
+    # Each variant's outputs against the first's: same inputs, weights and random past.
+    b0=${batches%%,*} first=${labels[0]} outs=""
+    for o in ${cross//,/ }; do outs+=" --out $o=/tmp/ab_x_\${v}_$o.npy"; done
+    echo "b=$b0; rm -f /tmp/ab_x_*.npy"
+    echo "for v in ${labels[*]}; do"
+    echo "  timeout 120 \$R \$D/\$v.fatbin --sym $sym=\$b $in $timing_inputs --random-outputs$outs >/tmp/ab_x.log 2>&1 ||" \
+         "echo \"cross-check \$v $sym=\$b FAILED: \$(why /tmp/ab_x.log)\""
+    echo "  [ \$v = $first ] && continue"
+    for o in ${cross//,/ }; do
+      echo "  [ -f /tmp/ab_x_${first}_$o.npy ] && [ -f /tmp/ab_x_\${v}_$o.npy ] &&" \
+           "echo \"cross-check \$v $sym=\$b $o against $first: \$(python3 tools/npy_diff.py /tmp/ab_x_${first}_$o.npy /tmp/ab_x_\${v}_$o.npy)\""
+    done
+    echo "done"
   fi
   # The budget counts from the script's start (checks and weights included); a timing starts
   # only if one as long as the last would end within it.

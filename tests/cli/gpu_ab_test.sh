@@ -53,6 +53,23 @@ grep -qF ": no timings" "$tmp/run" || { fail "-t 0: the summary did not say ther
 tools/gpu_ab.sh -b "$build" -s N -t 1s "$name" samples/two_stage_sum.etir base >"$tmp/err" 2>&1 && fail "-t 1s was accepted"
 grep -qF "gpu_ab.sh: -t takes whole seconds: '1s'" "$tmp/err" || fail "no word of the bad budget: $(cat "$tmp/err")"
 
+# -x OUTPUTS: each variant runs once and its outputs are compared with the first variant's
+# (tools/npy_diff.py); without a GPU each run says why it failed. A bad output list is refused.
+rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
+tools/gpu_ab.sh -b "$build" -s N -B 1 -r 1 -t 0 -x out "$name" samples/two_stage_sum.etir base \
+  'ring:--device-define ETC_MM_RING_KIB=64' >"$tmp/out" 2>&1 || { fail "gpu_ab.sh -x"; cat "$tmp/out"; }
+bash -n "gpu-out/$name.sh" || fail "-x: the script is not valid bash"
+grep -qF -- "--seed 5 --random-outputs --out out=/tmp/ab_x_\${v}_out.npy >/tmp/ab_x.log" "gpu-out/$name.sh" ||
+  fail "-x: the script does not write the output"
+grep -qF "python3 tools/npy_diff.py /tmp/ab_x_base_out.npy /tmp/ab_x_\${v}_out.npy" "gpu-out/$name.sh" ||
+  fail "-x: the script does not compare with the first variant"
+timeout 300 bash "gpu-out/$name.sh" >"$tmp/run" 2>&1
+n=$(grep -cE '^cross-check (base|ring) N=1 FAILED: .+$|^cross-check ring N=1 out against base: (bit-equal|differ) ' "$tmp/run")
+[ "$n" -ge 1 ] || { fail "-x: cross-check lines"; cat "$tmp/run"; }
+rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
+tools/gpu_ab.sh -b "$build" -s N -x 'out,' "$name" samples/two_stage_sum.etir base >"$tmp/err" 2>&1 && fail "-x 'out,' was accepted"
+grep -qxF "gpu_ab.sh: -x takes output names, comma-separated: 'out,'" "$tmp/err" || fail "no word of -x's list: $(cat "$tmp/err")"
+
 # LABEL=FATBIN: a fatbin compiled before travels as that variant, beside the compiled ones.
 rm -rf "gpu-out/$name" "gpu-out/$name.tar.xz" "gpu-out/$name.sh"
 "$build/etcc" samples/two_stage_sum.etir -arch sm_90a --weight-prefetch -o "$tmp/old.fatbin" || fail "etcc did not compile two_stage_sum"
