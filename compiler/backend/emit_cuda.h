@@ -16,7 +16,6 @@ namespace etc::backend {
 
 struct ProfileLayout;
 
-// What etcc's options change in the CUDA (docs/backend.md).
 // Which static-schedule matmul tasks load their first weight tiles before their waits.
 enum class WeightPrefetch {
   Off,         // none (the default; --no-weight-prefetch)
@@ -24,6 +23,7 @@ enum class WeightPrefetch {
   AfterChain,  // only those whose waits are on tasks that run no matmul (--weight-prefetch-after-chain)
 };
 
+// What etcc's options change in the CUDA (docs/backend.md).
 struct EmitOptions {
   WeightPrefetch weight_prefetch = WeightPrefetch::Off;
   bool parallel_waits = false;       // a static task's consecutive waits checked as one group
