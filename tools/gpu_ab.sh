@@ -40,8 +40,9 @@
 #               draws no billion random numbers before each)
 #   -T          also trace each compiled variant once at the first batch size, after the
 #               timings (each compiled again with etcc --profile: LABEL.prof.fatbin), and print
-#               tools/trace_stages.py of each against the first variant's trace: where the time
-#               goes; under $OUT the traces stay there (trace_LABEL.json). LABEL=FATBIN variants
+#               tools/trace_stages.py of each against the first variant's trace (where the time
+#               goes) and its --layer 5 (a decode layer's grids by their first op); under $OUT
+#               the traces stay there (trace_LABEL.json). LABEL=FATBIN variants
 #               are traced only with a profiled fatbin beside them (above).
 #   -U LABELS   like -T, for these variants only (comma-separated): each traced one costs a second
 #               compile, minutes for a decode model on 2 cores
@@ -198,8 +199,9 @@ tar -C gpu-out -cJf "gpu-out/$name.tar.xz" "$name"
   echo "done"
   echo "python3 tools/ab_summary.py /tmp/ab_$name.log"
   if [ ${#traced[@]} -gt 0 ]; then
-    # Where the time goes: a trace of each at the first batch size, against the first one's.
-    b0=${batches%%,*} first=${traced[0]}
+    # Where the time goes: a trace of each at the first batch size, against the first one's, and
+    # one layer's grids by their first op (layer 5: a decode model's, past the first layers).
+    b0=${batches%%,*} first=${traced[0]} layer=5
     echo "b=$b0; T=\${OUT:-/tmp}"
     for l in "${traced[@]}"; do
       echo "if [ \$((SECONDS + 60)) -ge $budget ]; then echo \"the budget ($budget s) is spent: $l not traced\"; else"
@@ -207,9 +209,11 @@ tar -C gpu-out -cJf "gpu-out/$name.tar.xz" "$name"
            "echo \"trace $l $sym=\$b FAILED: \$(why /tmp/ab_trace.log)\""
       if [ "$l" = "$first" ]; then
         echo "  [ -f \$T/trace_$l.json ] && echo \"== trace $l $sym=\$b\" && python3 tools/trace_stages.py \$T/trace_$l.json --top 30 | tail -32"
+        echo "  [ -f \$T/trace_$l.json ] && python3 tools/trace_stages.py \$T/trace_$l.json --layer $layer"
       else
         echo "  [ -f \$T/trace_$l.json ] && [ -f \$T/trace_$first.json ] && echo \"== trace $l against $first, $sym=\$b\" &&" \
              "python3 tools/trace_stages.py \$T/trace_$l.json --against \$T/trace_$first.json | head -60"
+        echo "  [ -f \$T/trace_$l.json ] && python3 tools/trace_stages.py \$T/trace_$l.json --layer $layer"
       fi
       echo "fi"
     done

@@ -19,6 +19,11 @@ behind the one before that. `lag`: the median of each run's wake less the last e
 before it (the launch's start where none has ended), whichever grid that was: on a chain, how
 long after its producer finished a grid's runs saw it.
 
+`--layer N` lists the grids of decode layer N (a grid's layer number as `--against` reads it:
+`add_rmsnorm_h_7`, the input norm, and `matmul_down_7_wide` are layer 7's) in order of their
+first op: when each one's first op began and its last run ended, in us from the first op of the
+layer's first grid, and the layer's time, to the first op of layer N + 1 where the trace has it.
+
 `--against OTHER.json` compares the launch with another (say the same model compiled two ways),
 by grid family: a grid's name without its layer number (`matmul_q_5` and `matmul_q_12` are
 `matmul_q`; `attention_decode_o_5_whole` is `attention_decode_o_whole`). Per family: the sum of
@@ -106,6 +111,36 @@ def compare(rows, other_rows):
     return "\n".join(lines)
 
 
+def layer_number(name):
+    """The layer number of a grid's name (the first `_<digits>` part), or None."""
+    m = re.search(r"_(\d+)(?=_|$)", name)
+    return int(m.group(1)) if m else None
+
+
+def layer_table(events, n):
+    """The lines of --layer N: layer n's grids by their first op, and the layer's time."""
+    first_op, end = {}, {}
+    for e in events:
+        if e.get("ph") != "X" or layer_number(e["name"]) not in (n, n + 1):
+            continue
+        name = e["name"]
+        op = e["ts"] + e["args"].get("ops_begin_us", e["args"].get("wait_us", 0.0))
+        first_op[name] = min(first_op.get(name, float("inf")), op)
+        end[name] = max(end.get(name, 0.0), e["ts"] + e["dur"])
+    mine = sorted((g for g in first_op if layer_number(g) == n), key=lambda g: first_op[g])
+    if not mine:
+        return [f"no grid of layer {n} in the trace"]
+    t0 = first_op[mine[0]]
+    lines = [f"layer {n}, us from its first grid's first op:", f"{'grid':32} {'first op':>9} {'last end':>9}"]
+    lines += [f"{g[:32]:32} {first_op[g] - t0:9.1f} {end[g] - t0:9.1f}" for g in mine]
+    following = [first_op[g] for g in first_op if layer_number(g) == n + 1 and first_op[g] > t0]
+    if following:
+        lines.append(f"layer {n}: {min(following) - t0:.1f} us to layer {n + 1}'s first op")
+    else:
+        lines.append(f"layer {n}: {max(end[g] for g in mine) - t0:.1f} us to its last grid's end")
+    return lines
+
+
 def load_rows(path):
     with open(path) as f:
         doc = json.load(f)
@@ -138,10 +173,15 @@ def main():
     ap.add_argument("--cold", action="store_true",
                     help="per op: median work of each SM's first run of that op against its later runs "
                          "(a cold instruction cache shows as a slower first run)")
+    ap.add_argument("--layer", type=int, metavar="N",
+                    help="list decode layer N's grids by their first op, and the layer's time")
     ap.add_argument("--against", metavar="OTHER",
                     help="compare with another trace by grid family (layer numbers dropped): spans and ops")
     a = ap.parse_args()
     events, rows = load_rows(a.trace)
+    if a.layer is not None:
+        print("\n".join(layer_table(events, a.layer)))
+        return
     if a.against:
         print(compare(rows, load_rows(a.against)[1]))
         return

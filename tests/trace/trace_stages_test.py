@@ -108,6 +108,27 @@ class TraceStages(unittest.TestCase):
         line = next(l for l in out.splitlines() if l.startswith("consumer"))
         self.assertEqual(line.split()[-3:], ["17.5", "18.0", "2.5"])  # woke at 22 and 23
 
+    def test_layer_lists_its_grids_by_first_op(self):
+        def op_at(e, begin):
+            e["args"]["ops_begin_us"] = begin
+            return e
+        # Layer 1: its norm (first op at 20 + 0.5), q (two runs, the first op at 22 + 1), then
+        # layer 2's norm (first op at 40 + 2); layer 0 and the unnumbered head are not listed.
+        trace = [x(0, "rmsnorm_h_0", "rmsnorm", 0.0, 10.0), op_at(x(0, "add_rmsnorm_h_1", "add_rmsnorm", 20.0, 4.0), 0.5),
+                 op_at(x(1, "matmul_q_1", "matmul", 22.0, 10.0, 1.0), 1.0),
+                 op_at(x(2, "matmul_q_1", "matmul", 23.0, 12.0, 3.0), 3.0),
+                 op_at(x(0, "add_rmsnorm_h_2", "add_rmsnorm", 40.0, 5.0, 2.0), 2.0), x(3, "matmul_logits", "matmul", 50.0, 9.0)]
+        self.assertEqual(ts.layer_table(trace, 1), [
+            "layer 1, us from its first grid's first op:",
+            f"{'grid':32} {'first op':>9} {'last end':>9}",
+            f"{'add_rmsnorm_h_1':32} {0.0:9.1f} {3.5:9.1f}",
+            f"{'matmul_q_1':32} {2.5:9.1f} {14.5:9.1f}",
+            "layer 1: 21.5 us to layer 2's first op"])
+        # The last layer: to its last grid's end; a layer that is not there says so.
+        self.assertEqual(ts.layer_table(trace, 2)[-1], "layer 2: 3.0 us to its last grid's end")
+        self.assertEqual(ts.layer_table(trace, 9), ["no grid of layer 9 in the trace"])
+        self.assertEqual(run_cli(trace, "--layer", "1").splitlines()[-1], "layer 1: 21.5 us to layer 2's first op")
+
 
 if __name__ == "__main__":
     unittest.main()
