@@ -209,12 +209,11 @@ tar -C gpu-out -cJf "gpu-out/$name.tar.xz" "$name"
            "echo \"trace $l $sym=\$b FAILED: \$(why /tmp/ab_trace.log)\""
       if [ "$l" = "$first" ]; then
         echo "  [ -f \$T/trace_$l.json ] && echo \"== trace $l $sym=\$b\" && python3 tools/trace_stages.py \$T/trace_$l.json --top 30 | tail -32"
-        echo "  [ -f \$T/trace_$l.json ] && python3 tools/trace_stages.py \$T/trace_$l.json --layer $layer"
       else
         echo "  [ -f \$T/trace_$l.json ] && [ -f \$T/trace_$first.json ] && echo \"== trace $l against $first, $sym=\$b\" &&" \
              "python3 tools/trace_stages.py \$T/trace_$l.json --against \$T/trace_$first.json | head -60"
-        echo "  [ -f \$T/trace_$l.json ] && python3 tools/trace_stages.py \$T/trace_$l.json --layer $layer"
       fi
+      echo "  [ -f \$T/trace_$l.json ] && python3 tools/trace_stages.py \$T/trace_$l.json --layer $layer"
       echo "fi"
     done
   fi

@@ -80,9 +80,13 @@ def spans_of(rows):
     return out
 
 
+# A grid's layer number: its name's first `_<digits>` part (`matmul_q_5`, `matmul_down_5_wide`).
+LAYER = re.compile(r"_(\d+)(?=_|$)")
+
+
 def family(name):
-    """A grid's name without its layer number: the first `_<digits>` part."""
-    return re.sub(r"_\d+(?=_|$)", "", name, count=1)
+    """A grid's name without its layer number."""
+    return LAYER.sub("", name, count=1)
 
 
 def families(rows):
@@ -112,8 +116,8 @@ def compare(rows, other_rows):
 
 
 def layer_number(name):
-    """The layer number of a grid's name (the first `_<digits>` part), or None."""
-    m = re.search(r"_(\d+)(?=_|$)", name)
+    """A grid's layer number, or None."""
+    m = LAYER.search(name)
     return int(m.group(1)) if m else None
 
 
