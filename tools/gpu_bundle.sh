@@ -74,6 +74,11 @@ sed 's/{ head_dim = HEAD }/{ head_dim = HEAD, heads_per_task = 0 }/' samples/lla
 for sched in static dynamic; do
   spawn "$build/etcc" gpu-bundle/llama_layer_heads0.etir --schedule=$sched -o gpu-bundle/llama_layer_heads0_$sched.fatbin
 done
+# Tasks run by their last notifier (etcc --run-by-last-notifier, opt-in): two_stage_sum's final
+# sum, the layer's merge and (B = 1) norm, the MoE block's routing tasks.
+for n in two_stage_sum llama_layer moe_block; do
+  spawn "$build/etcc" samples/$n.etir --schedule=static --run-by-last-notifier -o "gpu-bundle/${n}_lastnotifier.fatbin"
+done
 # Profiled builds (etcc --profile) for etc-run --trace.
 for n in mlp two_stage_sum moe_block llama_layer; do
   spawn "$build/etcc" samples/$n.etir --profile -o "gpu-bundle/${n}_profile.fatbin"
@@ -86,6 +91,8 @@ for n in $decode_models; do
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --schedule=dynamic -o "gpu-bundle/${n}_small_dynamic.fatbin"
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --weight-prefetch -o "gpu-bundle/${n}_small_prefetch.fatbin"
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --weight-prefetch-after-chain -o "gpu-bundle/${n}_small_pfchain.fatbin"
+  # The merges, and at B = 1 the kv_appends and norms, run by their last notifier.
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --run-by-last-notifier -o "gpu-bundle/${n}_small_lastnotifier.fatbin"
   # The weight stream by TMA (ETC_MM_TMA=1; the runtime makes the weights' tensor maps).
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_MM_TMA=1 -o "gpu-bundle/${n}_small_tma.fatbin"
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"

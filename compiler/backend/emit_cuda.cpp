@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "compiler/backend/chained_tasks.h"
 #include "compiler/backend/cuda_expr.h"
 #include "compiler/backend/derived_syms.h"
 #include "compiler/backend/descriptor.h"
@@ -57,6 +58,14 @@ class Emitter {
     tma_tensors_ = tmaTensors(m, options.defines);
     stream_ = defineOn(options.defines, "ETC_MM_STREAM");
     inline_matmul_ = defineOn(options.defines, "ETC_MM_INLINE", true);
+    if (options.run_by_last_notifier) {
+      std::vector<bool> static_mega(m.tasks.size(), false), other(m.tasks.size(), false);
+      for (size_t k = 0; k < m.kernels.size(); ++k)
+        for (uint32_t t : m.kernels[k].tasks)
+          if (m.kernels[k].mega) (sched_[k].offset < 0 ? static_mega : other)[t] = true;
+      for (size_t t = 0; t < m.tasks.size(); ++t) static_mega[t] = static_mega[t] && !other[t];
+      chained_ = chainedTasks(m, static_mega);
+    }
   }
 
   bool run(const DescriptorFn& descriptor, std::string& out) {
@@ -79,7 +88,9 @@ class Emitter {
     out_ += "// How a task function runs: in its own kernel (no events), in a megakernel with the static\n"
             "// schedule (waits spin), or with the dynamic schedule (a task runs only once ready);\n"
             "// kProduce: only the weight stream's description of its matmul (etc/device/stream.cuh).\n"
-            "constexpr int kUnfused = 0, kStatic = 1, kDynamic = 2, kProduce = 3;\n\n";
+            "// kChained: a chained task run by the kernel after its last notifier (no waits).\n"
+            "constexpr int kUnfused = 0, kStatic = 1, kDynamic = 2, kProduce = 3, kChained = 4;\n\n";
+    if (!chained_.empty()) out_ += chainQueueDecls();
     out_ += "// Makes the waiters of a completed event element pending (dynamic schedules), per kernel.\n"
             "template <int kKernel>\n__device__ void etc_ready(const EtcParams& p, int event, const long long* e);\n\n";
     out_ += "// Per kernel, the first task number after each of its grids (in order), written by thread 0\n"
@@ -96,6 +107,11 @@ class Emitter {
     out_.insert(ops_at, op_functions_);
     for (uint32_t k = 0; k < m_.kernels.size(); ++k)
       if (sched_[k].offset >= 0 && !emitReady(k)) return false;
+    if (!chained_.empty()) {
+      std::set<uint32_t> instances;
+      for (uint32_t k = 0; k < m_.kernels.size(); ++k)
+        if (m_.kernels[k].mega && sched_[k].offset < 0 && instances.insert(kernelInstance(k)).second) emitChain(kernelInstance(k));
+    }
     out_ += "}  // namespace\n\n";
     bool streamed = false;
     for (uint32_t k = 0; k < m_.kernels.size(); ++k) streamed |= emitKernel(k);
@@ -230,6 +246,110 @@ class Emitter {
     return open + fmt::format("{}const long long lin = {};\n", indent, lin) + indent + body + "\n" + close;
   }
 
+  // ---- tasks run by their last notifier (chained_tasks.h) -----------------------------------
+
+  // Whether the chaining of event ev holds at the launch's syms (its limits all at most 1).
+  std::string chainCond(uint32_t ev) {
+    const ChainedTask& c = chained_.at(ev);
+    CudaNames names = namesWith([](uint32_t) { return std::string("0LL"); });
+    std::string cond;
+    for (const Expr& l : c.limits) cond += fmt::format("{}({}) <= 1LL", cond.empty() ? "" : " && ", cudaExpr(m_, l, names));
+    return cond.empty() ? "true" : cond;
+  }
+
+  // A chained task in the static schedule: where its element has notifiers (a non-zero count),
+  // the last of them queues the task, and its own turn here ends at once. Debug runs (checked
+  // notifies, which queue nothing) and launches whose syms break the chaining wait as usual.
+  std::string chainedSkip(uint32_t ti, const CudaNames& names) {
+    auto found = std::find_if(chained_.begin(), chained_.end(), [&](const auto& c) { return c.second.task == ti; });
+    if (found == chained_.end()) return "";
+    const auto& w = std::get<WaitStmt>(m_.tasks[ti].body[0]);
+    const std::string skip = fmt::format("if ((unsigned)({}) != 0u) return true;", initAt(m_.events[found->first]));
+    return fmt::format("  if constexpr (kMode == kStatic) {{\n    if (!(p.flags & ETC_FLAG_DEBUG) && {}) {{\n", chainCond(found->first)) +
+           eventLoops(w.event, names, false, skip) + "    }\n  }\n";
+  }
+
+  // Statements that may queue a chained task: task ti's notifies of chained events.
+  size_t chainPushes(uint32_t ti) const {
+    size_t n = 0;
+    for (const TaskStmt& st : m_.tasks[ti].body)
+      if (const auto* nt = std::get_if<NotifyStmt>(&st)) n += chained_.count(nt->event.target);
+    return n;
+  }
+
+  // The queue's capacity: running task x from the queue (last in, first out) leaves at most
+  // grow(x) = pushes(x) + max(0, grow(y) - 1) over the chained tasks y it may queue more entries.
+  size_t chainCapacity() const {
+    std::map<uint32_t, size_t> memo;
+    std::function<size_t(uint32_t)> grow = [&](uint32_t ti) -> size_t {
+      if (auto it = memo.find(ti); it != memo.end()) return it->second;
+      memo[ti] = 0;  // the task graph is acyclic (verify-schedule); this only stops a wrong one
+      size_t deeper = 0;
+      for (const TaskStmt& st : m_.tasks[ti].body)
+        if (const auto* nt = std::get_if<NotifyStmt>(&st); nt && chained_.count(nt->event.target))
+          deeper = std::max(deeper, grow(chained_.at(nt->event.target).task));
+      return memo[ti] = chainPushes(ti) + (deeper > 0 ? deeper - 1 : 0);
+    };
+    size_t cap = 1;
+    for (uint32_t ti = 0; ti < m_.tasks.size(); ++ti) cap = std::max(cap, grow(ti));
+    return cap;
+  }
+
+  std::string chainQueueDecls() const {
+    const size_t cap = chainCapacity();
+    return fmt::format(
+        "// Chained tasks (etcc --run-by-last-notifier) that this CTA's notifies completed, which the\n"
+        "// kernel runs after the task that notified (so that no task function calls another): their\n"
+        "// events and elements, last in first out; {0} entries hold the deepest run of queueing.\n"
+        "struct EtcChainQueue {{\n  int n;\n  int event[{0}];\n  long long e[{0}][ETC_MAX_RANK];\n}};\n"
+        "__device__ __forceinline__ EtcChainQueue& etc_chain_queue() {{ __shared__ EtcChainQueue q; return q; }}\n"
+        "// By every thread, once notify_last() said that the element is complete; thread 0 queues it.\n"
+        "__device__ __forceinline__ void etc_chain_push(int event, const long long* e, int rank) {{\n"
+        "  if (threadIdx.x != 0) return;\n  EtcChainQueue& q = etc_chain_queue();\n  q.event[q.n] = event;\n"
+        "  for (int d = 0; d < rank; ++d) q.e[q.n][d] = e[d];\n  ++q.n;\n}}\n"
+        "template <int kKernel>\n__device__ bool etc_chain(const EtcParams& p, const etc::dev::Ctx& ctx, int event, "
+        "const long long* e);\n"
+        "// Runs the queued chained tasks, and those that they complete.\n"
+        "template <int kKernel>\n__device__ __forceinline__ bool etc_chain_drain(const EtcParams& p, const etc::dev::Ctx& ctx) {{\n"
+        "  EtcChainQueue& q = etc_chain_queue();\n  for (;;) {{\n    __syncthreads();\n    const int n = q.n;\n"
+        "    if (n == 0) return true;\n    const int event = q.event[n - 1];\n    long long e[ETC_MAX_RANK];\n"
+        "    for (int d = 0; d < ETC_MAX_RANK; ++d) e[d] = q.e[n - 1][d];\n    __syncthreads();\n"
+        "    if (threadIdx.x == 0) q.n = n - 1;\n    if (!etc_chain<kKernel>(p, ctx, event, e)) return false;\n  }}\n}}\n\n",
+        cap);
+  }
+
+  // etc_chain<K>: the chained task of an event's completed element e, run (kChained: no waits).
+  // An element that no task waits for (a fixed index it does not have, a coordinate past the
+  // grid) runs nothing.
+  void emitChain(uint32_t instance) {
+    std::string out = fmt::format("template <>\n__device__ __noinline__ bool etc_chain<{}>(const EtcParams& p, "
+                                  "const etc::dev::Ctx& ctx, int event, const long long* e) {{\n",
+                                  instance);
+    out += symLocals(m_, "  ");
+    out += "  (void)e;\n  switch (event) {\n";
+    CudaNames names = namesWith([](uint32_t) { return std::string("0LL"); });
+    for (const auto& [ev, c] : chained_) {
+      const Task& t = m_.tasks[c.task];
+      out += fmt::format("    case {}: {{  // @{}\n", ev, t.name);
+      for (size_t d = 0; d < c.fixed_index.size(); ++d)
+        if (c.fixed_index[d]) out += fmt::format("      if (e[{}] != {}) return true;\n", d, cudaExpr(m_, c.fixed_index[d], names));
+      std::string lin = "0LL";
+      for (size_t k = 0; k < t.grid.size(); ++k) {
+        out += fmt::format("      const long long g{0} = {1};\n      const long long c{0} = {2};\n"
+                           "      if (c{0} < 0 || c{0} >= g{0}) return true;\n",
+                           k, extent(t, k, true), c.coord_dim[k] >= 0 ? fmt::format("e[{}]", c.coord_dim[k]) : "0LL");
+        lin = fmt::format("({}) * g{} + c{}", lin, k, k);
+      }
+      out += fmt::format("      const long long t = {};\n", lin);
+      const TaskCall& tc = task_calls_[c.task];
+      const std::string call = fmt::format("      if (!{}<kChained, {}>(p, ctx, t{})) return false;\n", tc.function, instance, tc.args);
+      out += profile_ ? profiled(c.task, "      ", call) : call;
+      out += "      return true;\n    }\n";
+    }
+    out += "    default:\n      return true;\n  }\n}\n\n";
+    out_ += out;
+  }
+
   // The element's count in a megakernel: data-dependent terms at their bounds (dataBound).
   std::string initAt(const Event& e) {
     CudaNames names = namesWith([](uint32_t id) { return fmt::format("e{}", id); });
@@ -350,6 +470,7 @@ class Emitter {
       const bool follows_call = std::exchange(after_call, std::holds_alternative<CallStmt>(st));
       if (std::holds_alternative<WaitStmt>(st)) {
         closeOps();
+        if (si == 0) body += chainedSkip(ti, names);
         // The run of waits that starts here: with --parallel-waits the static schedule checks
         // them as one group (etc::dev::WaitGroup), one thread an event element, one barrier.
         // A wait whose slice loads a tensor is a group of its own, checked after the group
@@ -396,7 +517,7 @@ class Emitter {
         // runs' checked notifies in a branch of their own. A task runs on a cold SM once a
         // layer; with each statement's debug code between its adds, the fast path's
         // instructions were spread over the whole function's length.
-        std::string checked_all, plain_all, dynamic_all;
+        std::string checked_all, plain_all, chained_all, dynamic_all;
         std::string fence = std::exchange(fenced, true) ? "" : "    etc::dev::notify_fence();\n";
         size_t end = si;
         while (end < t.body.size() && std::holds_alternative<NotifyStmt>(t.body[end])) {
@@ -411,7 +532,20 @@ class Emitter {
           // Each statement's loops in a scope of their own: a single-element dimension declares its
           // coordinate as a local.
           for (unsigned k = 0; k < times; ++k) checked_all += "    {\n" + eventLoops(n.event, names, false, checked) + "    }\n";
-          plain_all += "    {\n" + eventLoops(n.event, names, true, plain) + "    }\n";
+          if (chained_.count(n.event.target)) {
+            // After the task's other notifies: the element that this add completes is queued for
+            // its waiting task, which the kernel runs next (chained_tasks.h).
+            std::string coords;
+            for (size_t d = 0; d < e.shape.size(); ++d) coords += fmt::format("{}e{}", d ? ", " : "", d);
+            const std::string push = fmt::format(
+                "if (etc::dev::notify_last(p.events + lin, {}u, (unsigned)({}))) {{ const long long ee[] = {{{}}}; "
+                "etc_chain_push({}, ee, {}); }}",
+                times, initAt(e), coords, n.event.target, e.shape.size());
+            chained_all += fmt::format("    if ({}) {{\n", chainCond(n.event.target)) + eventLoops(n.event, names, false, push) +
+                           "    } else {\n" + eventLoops(n.event, names, true, plain) + "    }\n";
+          } else {
+            plain_all += "    {\n" + eventLoops(n.event, names, true, plain) + "    }\n";
+          }
           // Dynamic: the innermost dimension's elements split among the threads (notify_range);
           // inside the lambdas e{r-1} is the element's own coordinate.
           const size_t r = e.shape.size();
@@ -428,8 +562,8 @@ class Emitter {
           for (unsigned k = 0; k < times; ++k) dynamic_all += "  {\n" + eventLoops(n.event, names, true, dyn) + "  }\n";
           end += times;
         }
-        body += "  if constexpr (kMode == kStatic) {\n    if (!(p.flags & ETC_FLAG_DEBUG)) {\n" + fence + plain_all +
-                "    } else {\n" + checked_all + "    }\n  }\n";
+        body += "  if constexpr (kMode == kStatic || kMode == kChained) {\n    if (!(p.flags & ETC_FLAG_DEBUG)) {\n" + fence +
+                plain_all + chained_all + "    } else {\n" + checked_all + "    }\n  }\n";
         body += "  if constexpr (kMode == kDynamic) {\n" + dynamic_all + "  }\n";
         si = end - 1;
       } else {
@@ -526,7 +660,7 @@ class Emitter {
     while (i < fn.size()) {
       bool matched = false;
       for (std::string_view prefix : {std::string_view("p.tensor["), std::string_view("WaitSite{"),
-                                      std::string_view("etc_ready<kKernel>(p, ")}) {
+                                      std::string_view("etc_ready<kKernel>(p, "), std::string_view("etc_chain_push(")}) {
         if (fn.compare(i, prefix.size(), prefix) != 0) continue;
         out.skeleton += prefix;
         i += prefix.size();
@@ -1379,6 +1513,17 @@ class Emitter {
     return out + "  return false;\n}\n\n";
   }
 
+  // The kKernel of kernel ki's task code: its own index, or for a static megakernel the first
+  // static megakernel of its graph (see emitKernel); 0 for an unfused kernel.
+  uint32_t kernelInstance(uint32_t ki) const {
+    const Kernel& k = m_.kernels[ki];
+    if (!k.mega) return 0;
+    if (sched_[ki].offset < 0)
+      for (uint32_t j = 0; j < ki; ++j)
+        if (m_.kernels[j].mega && m_.kernels[j].graph == k.graph && sched_[j].offset < 0) return j;
+    return ki;
+  }
+
   // Returns whether the kernel streams its weights across tasks (ETC_MM_STREAM).
   bool emitKernel(uint32_t ki) {
     const Kernel& k = m_.kernels[ki];
@@ -1389,13 +1534,7 @@ class Emitter {
     // the first where the schedule is static (kKernel only names the dynamic schedule's
     // etc_ready): one copy of the task code, as without ranges (Llama-3.2-1B's sm_90a fatbin of 5
     // ranges: 5.1 MB instead of 6.4).
-    uint32_t instance = k.mega ? ki : 0;
-    if (k.mega && !dynamic)
-      for (uint32_t j = 0; j < ki; ++j)
-        if (m_.kernels[j].mega && m_.kernels[j].graph == k.graph && sched_[j].offset < 0) {
-          instance = j;
-          break;
-        }
+    const uint32_t instance = kernelInstance(ki);
     std::string need = "etc::dev::kSmallOpSmem";
     for (uint32_t t : k.tasks) {
       bool ok = true;
@@ -1458,10 +1597,16 @@ class Emitter {
       // and a barrier on a decode step's chain of dependent tasks. A CTA still stops soon after
       // an error: a wait that has to spin checks for one, and a task that does not wait ends.
       if (stream) out_ += fmt::format("  etc::dev::stream_start(etc_ring, &p, etc_describe_{}, total);\n", ki);
+      const std::string on_fail = stream ? "{ etc::dev::stream_drain(); return; }" : "return;";
+      // The chained tasks that a task's notifies queued run after it (etcc --run-by-last-notifier).
+      bool chains = false;
+      for (uint32_t t : k.tasks) chains = chains || chainPushes(t) > 0;
+      if (chains) out_ += "  if (threadIdx.x == 0) etc_chain_queue().n = 0;\n";
       out_ += "  for (long long g = blockIdx.x; g < total; g += gridDim.x) {\n";
       out_ += "    while (g >= ends[kind]) ++kind;\n";
       if (stream) out_ += "    if (threadIdx.x == 0) etc::dev::stream_issue();\n";
-      out_ += dispatch("    ", stream ? "{ etc::dev::stream_drain(); return; }" : "return;");
+      out_ += dispatch("    ", on_fail);
+      if (chains) out_ += fmt::format("    if (!etc_chain_drain<{}>(p, ctx)) {}\n", instance, on_fail);
       out_ += "  }\n}\n\n";
       return stream;
     }
@@ -1598,6 +1743,7 @@ class Emitter {
   bool inline_matmul_ = true;  // ETC_MM_INLINE (default 1): matmul task functions inlined, one call site a kernel
   bool stream_ = false;           // ETC_MM_STREAM: static megakernels that can stream weights across tasks
   bool parallel_waits_;           // etcc --parallel-waits
+  std::map<uint32_t, ChainedTask> chained_;  // etcc --run-by-last-notifier: by event
   bool share_task_code_;          // etcc --share-task-code
   bool derived_syms_;             // etcc --no-derived-syms turns it off
   const std::vector<std::string>& defines_;  // etcc --device-define NAME=VALUE

@@ -27,6 +27,7 @@ enum class WeightPrefetch {
 struct EmitOptions {
   WeightPrefetch weight_prefetch = WeightPrefetch::Off;
   bool parallel_waits = false;       // a static task's consecutive waits checked as one group
+  bool run_by_last_notifier = false; // chained tasks (chained_tasks.h), run by their last notifier's CTA
   bool share_task_code = true;       // one function per distinct task code ("Shared task code")
   bool derived_syms = true;          // sym-only divisions, mins and maxes once per binding ("Derived syms")
   std::vector<std::string> defines;  // NAME=VALUE before the device headers (--device-define)

@@ -51,6 +51,7 @@ struct Options {
   bool weight_prefetch_after_chain = false;  // --weight-prefetch-after-chain
   bool no_weight_prefetch = false;       // --no-weight-prefetch (the default, said)
   bool parallel_waits = false;           // --parallel-waits
+  bool run_by_last_notifier = false;     // --run-by-last-notifier
   bool whole_program = false;            // --whole-program
   std::vector<std::string> device_defines;  // --device-define NAME=VALUE
   bool share_task_code = true;           // --share-task-code (default) / --no-share-task-code
@@ -187,6 +188,7 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
                        : opt.weight_prefetch_after_chain ? etc::backend::WeightPrefetch::AfterChain
                                                          : etc::backend::WeightPrefetch::Off;
   eo.parallel_waits = opt.parallel_waits;
+  eo.run_by_last_notifier = opt.run_by_last_notifier;
   eo.share_task_code = opt.share_task_code;
   eo.derived_syms = opt.derived_syms;
   eo.defines = opt.device_defines;
@@ -411,6 +413,12 @@ int main(int argc, char** argv) {
                "check a task's consecutive event waits in parallel, one thread an event element and one barrier "
                "(static schedule), instead of one after another: for measuring (Llama-3.2-1B decode on an H200: level "
                "with the default at B = 1, 16 and 128)");
+  app.add_flag("--run-by-last-notifier", opt.run_by_last_notifier,
+               "in the static schedule, a task whose one wait is on an event element that no other task waits "
+               "for, and that runs no matmul, runs in the CTA of the task whose notify completes that element, "
+               "right after it, instead of in a CTA of its own that spins on the element (a decode layer's merge "
+               "after its split-KV attention at every B; at B = 1 also its q/k/v sums and kv_append and the norm "
+               "after each projection): opt-in, untimed");
   app.add_option("--specialize", opt.specialize,
                  "SYM=C1,C2,...: one megakernel per range of the sym between the cuts ([lo, C1 - 1], [C1, C2 - 1], "
                  "..., [Cn, hi]), each without the task grids that have no task in its range; the runtime launches "

@@ -485,6 +485,35 @@ run share-task-code-default 0 --emit=cuda "$tmp/l2.etir" &&
   stdout_has share-task-code-default "// the code of 6 tasks: @matmul_q_0 @matmul_k_0 @matmul_v_0 @matmul_q_1 @matmul_k_1 @matmul_v_1"
 run no-share-task-code 0 --emit=cuda --no-share-task-code "$tmp/l2.etir" &&
   if grep -q "// the code of" "$tmp/out"; then fail "no-share-task-code: tasks share code"; else pass; fi
+# --run-by-last-notifier: a task whose one wait is on an element no other task waits for runs in
+# the CTA of the notifier that completes it. In the 2-layer decode sample: each layer's merge (at
+# every B), and where B <= 1 its kv_append, the norms after its o (layer 1: layer 0's waits on two
+# events) and down projections and the final norm; not attention (its notifier completes a row of
+# 8 heads at once). The chained task's static turn ends at once where its element has notifiers;
+# the notifiers add with notify_last and queue it; the kernel runs the queue after each task.
+chained_cases() {  # NAME TASKS...: etc_chain's cases are exactly these tasks
+  local name=$1; shift
+  local got want
+  got=$(grep -oE "^    case [0-9]+: \{  // @[a-z_0-9]+$" "$tmp/out" | sed 's/.*@//' | sort | tr '\n' ' ')
+  want=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
+  if [ "$got" = "$want" ]; then pass; else fail "$name: chained tasks '$got', expected '$want'"; fi
+}
+run chained-decode 0 --emit=cuda --run-by-last-notifier "$tmp/l2.etir" &&
+  chained_cases chained-decode attention_merge_o_0 attention_merge_o_1 kv_append_k_cache_0 kv_append_k_cache_1 \
+    add_rmsnorm_h_1 add_rmsnorm_h2_1 add_rmsnorm_hn &&
+  stdout_has chained-decode "    if ((etc_s0) <= 1LL) {" &&
+  stdout_has chained-decode "if (!etc_chain_drain<0>(p, ctx)) return;" &&
+  stdout_has chained-decode "if (!task_attention_merge_o_0<kChained, 0>(p, ctx, t, "
+run chained-sum 0 --emit=cuda --run-by-last-notifier samples/two_stage_sum.etir &&
+  chained_cases chained-sum final &&
+  stdout_has chained-sum "if (etc::dev::notify_last(p.events + lin, 1u, (unsigned)(" &&
+  if awk '/bool task_final\(/ {f = 1} f && /return true;/ {r = NR} f && /etc::dev::wait\(/ {w = NR; exit}
+          END {exit !(r && w && r < w)}' "$tmp/out"; then pass; else fail "chained-sum: @final's turn does not end before its wait"; fi
+run chained-off 0 --emit=cuda samples/two_stage_sum.etir &&
+  if grep -q "etc_chain\|notify_last" "$tmp/out"; then fail "chained-off: chaining without --run-by-last-notifier"; else pass; fi
+# NVRTC compiles the chain (the queue, etc_chain's call of the kChained task), with --profile too.
+LIMIT=300 run chained-nvrtc 0 samples/two_stage_sum.etir -arch sm_90a --run-by-last-notifier --profile -o "$tmp/chain.fatbin" &&
+  if [ -s "$tmp/chain.fatbin" ]; then pass; else fail "chained-nvrtc: no fatbin"; fi
 # Derived syms (the default): sym-only index math that divides or takes a min or max is read from
 # the kernel parameters, which the runtime fills once per binding (the descriptor's "derived"), in
 # locals of each function that uses them; --no-derived-syms keeps it in the code.

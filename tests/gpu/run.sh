@@ -48,7 +48,8 @@ row() {
 # takes DECODE_MODELS too (both models' checks take longer than a lent machine's 600 s command,
 # with the check section before them, unless CHECK_JOBS=16 runs them and the check section's 16
 # at once), and DECODECHECK_MATCH (an extended regex: only the rows whose name matches, e.g.
-# those a call's time limit cut short).
+# those a call's time limit cut short); CHECK_MATCH does the same for the check and moe sections'
+# rows ("check NAME SYM", e.g. 'lastnotifier').
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
 # Log names carry sym values: keep them to letters, digits, '.', '_' and '-'.
@@ -103,7 +104,10 @@ rows_drain() {
     if [ "$jobs_max" -le 1 ]; then row "$name" "$status" "$detail"; else row "$name" "$status" "$detail" >/dev/null; fi
   done
 }
-check() { parallel_row check_run "$@"; }  # name fatbin sym [extra etc-run args]
+check() {  # name fatbin sym [extra etc-run args]
+  [ -z "${CHECK_MATCH:-}" ] || [[ "check $1 $3" =~ $CHECK_MATCH ]] || return 0
+  parallel_row check_run "$@"
+}
 check_run() {
   local slot=$1; shift
   local log; log=$(logname "check_$1_$3.log")
@@ -137,11 +141,19 @@ want check && for sched in static dynamic; do
       --in page_table="$ptf" --random-outputs
   done
 done
+# Tasks run by their last notifier (etcc --run-by-last-notifier): one partial sum (N = 1) and
+# many; the layer's merge at B = 8, and its norm and kv_append too at B = 1.
+if want check && [ -f "$B/two_stage_sum_lastnotifier.fatbin" ]; then
+  for n in 1 1025 1000000; do check two_stage_sum_lastnotifier "$B/two_stage_sum_lastnotifier.fatbin" "N=$n"; done
+  for b in 1 8; do check llama_layer_lastnotifier "$B/llama_layer_lastnotifier.fatbin" "B=$b" --sym S=4096 --random-outputs; done
+fi
 rows_drain
 # The MoE block (data-dependent expert grids) with uneven routing, both schedules.
 if want moe && [ -f "$B/moe_block_static.fatbin" ] && [ "$router_ok" = 1 ]; then
-  for sched in static dynamic; do
+  for sched in static dynamic lastnotifier; do
+    [ -f "$B/moe_block_$sched.fatbin" ] || continue
     for t in 1 2 8 33 128; do
+      [ -z "${CHECK_MATCH:-}" ] || [[ "check moe_block_$sched T=$t" =~ $CHECK_MATCH ]] || continue
       log="$out/check_moe_${sched}_T$t.log"
       if "$B/etc-run" "$B/moe_block_$sched.fatbin" --sym "T=$t" --check --mode all --seed 3 --param w_router="$out/router.npy" >"$log" 2>&1; then
         row "check moe_block_$sched T=$t uneven (mega, unfused, graph)" PASS "$(grep -o 'L2 [0-9.e+-]*' "$log" | tr '\n' ' ')"
@@ -212,6 +224,12 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for bk in 1:long 1:mixed 7:mixed 33:short 128:mixed; do
     [ -f "$B/${n}_small_pfchain.fatbin" ] &&
       decode_check "${n}_small_pfchain" "$B/${n}_small_pfchain.fatbin" "${bk%%:*}" "${bk##*:}"
+  done
+  # Tasks run by their last notifier (etcc --run-by-last-notifier): the merges at every B below
+  # 16, and at B = 1 the kv_appends and the norms after the o and down projections too.
+  for bk in 1:long 1:mixed 7:mixed 33:short; do
+    [ -f "$B/${n}_small_lastnotifier.fatbin" ] &&
+      decode_check "${n}_small_lastnotifier" "$B/${n}_small_lastnotifier.fatbin" "${bk%%:*}" "${bk##*:}"
   done
   # The merge inside the o projection (etcc --fold-attention-merge): 8 parts a row at B = 1, 2
   # at 15, none at 16 (the o projection's merge of no rows).

@@ -88,6 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   eo.parallel_waits = h & (1u << 10);
   eo.share_task_code = !(h & (1u << 11));
   eo.derived_syms = !(h & (1u << 12));
+  eo.run_by_last_notifier = h & (1u << 17);
   std::string cuda;
   const bool emitted =
       etc::backend::generateCuda(*tasks, etc::backend::defaultTargets(), cuda, diags, h & (1u << 13), eo);

@@ -98,6 +98,25 @@ __device__ __forceinline__ void notify_add(unsigned int* counter, unsigned int n
     asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(counter + i), "r"(times) : "memory");
 }
 
+// A static notify of an element whose one waiting task its last notifier runs (etcc
+// --run-by-last-notifier), after notify_fence(): thread 0 adds `times` with a relaxed atomic
+// that returns the old count, and the add that completes the element (old + times == target)
+// fences again. That fence is the acquire half of the pattern whose release half is every other
+// notifier's fence before its add, as a waiter's acquire load is: the CTA, which runs the
+// waiting task next, sees what they wrote. Called by every thread; all get the same answer.
+__device__ __forceinline__ bool notify_last(unsigned int* counter, unsigned int times, unsigned int target) {
+  int last = 0;
+  if (threadIdx.x == 0) {
+    unsigned old;
+    asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(counter), "r"(times) : "memory");
+    if (old + times == target) {
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");
+      last = 1;
+    }
+  }
+  return __syncthreads_or(last) != 0;
+}
+
 // notify() that also checks, from each add's old value, that no element goes past its initial
 // count (the same `initial` for every element of the range). Reports ETC_ERR_OVER_NOTIFY with
 // site (site.element = the element of counter[0]) and returns false in every thread if any
