@@ -120,8 +120,10 @@ std::optional<ChainedTask> chainOf(const Module& m, uint32_t ti, const WaitStmt&
       c.fixed_index[d] = sd.lo;
     }
   }
-  for (size_t k = 0; k < t.coords.size(); ++k)
-    if (c.coord_dim[k] < 0) c.limits.push_back(t.grid[k]);
+  for (size_t k = 0; k < t.coords.size(); ++k) {
+    const Interval g = bounds(t.grid[k], m.symRanges());
+    if (c.coord_dim[k] < 0 && (g.upperUnbounded() || g.hi > 1)) c.limits.push_back(t.grid[k]);
+  }
   return c;
 }
 
