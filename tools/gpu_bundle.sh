@@ -90,7 +90,8 @@ for n in $decode_models; do
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a -o "gpu-bundle/${n}_small.fatbin"
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --schedule=dynamic -o "gpu-bundle/${n}_small_dynamic.fatbin"
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --weight-prefetch -o "gpu-bundle/${n}_small_prefetch.fatbin"
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --weight-prefetch-after-chain -o "gpu-bundle/${n}_small_pfchain.fatbin"
+  # Without the weight prefetch (the default from session 35 to 70; --no-weight-prefetch).
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --no-weight-prefetch -o "gpu-bundle/${n}_small_noprefetch.fatbin"
   # The merges, and at B = 1 the kv_appends and norms, run by their last notifier.
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --run-by-last-notifier -o "gpu-bundle/${n}_small_lastnotifier.fatbin"
   # The weight stream by TMA (ETC_MM_TMA=1; the runtime makes the weights' tensor maps).

@@ -1269,8 +1269,8 @@ class Emitter {
   // left out (whether the op runs is known only after the waits). The prefetch and the matmul get
   // views of the same slices and the same instantiation, so they choose the same device form
   // (mma.sync or wgmma, which lay out the ring differently): the matmul relies on it.
-  // With --weight-prefetch-after-chain, only a task whose waits are all on events that no task
-  // running a matmul notifies: while its producers (norms, attention, merges) run, the memory
+  // By default (--weight-prefetch-after-chain), only a task whose waits are all on events that no
+  // task running a matmul notifies: while its producers (norms, attention, merges) run, the memory
   // system streams no weights, so the prefetch does not queue ahead of another grid's weights.
   const CallStmt* prefetchableMatmul(const Task& t) const {
     if (weight_prefetch_ == WeightPrefetch::Off || dataDependent(t)) return nullptr;
@@ -1739,7 +1739,7 @@ class Emitter {
   const Module& m_;
   DiagnosticEngine& diags_;
   const ProfileLayout* profile_;  // null: no profiling code at all
-  WeightPrefetch weight_prefetch_;  // etcc --weight-prefetch, --weight-prefetch-after-chain
+  WeightPrefetch weight_prefetch_;  // after the chain (default), --weight-prefetch, --no-weight-prefetch
   bool inline_matmul_ = true;  // ETC_MM_INLINE (default 1): matmul task functions inlined, one call site a kernel
   bool stream_ = false;           // ETC_MM_STREAM: static megakernels that can stream weights across tasks
   bool parallel_waits_;           // etcc --parallel-waits

@@ -18,14 +18,14 @@ struct ProfileLayout;
 
 // Which static-schedule matmul tasks load their first weight tiles before their waits.
 enum class WeightPrefetch {
-  Off,         // none (the default; --no-weight-prefetch)
+  Off,         // none (--no-weight-prefetch)
   All,         // every matmul of params after a wait (--weight-prefetch)
-  AfterChain,  // only those whose waits are on tasks that run no matmul (--weight-prefetch-after-chain)
+  AfterChain,  // only those whose waits are on tasks that run no matmul (the default)
 };
 
 // What etcc's options change in the CUDA (docs/backend.md).
 struct EmitOptions {
-  WeightPrefetch weight_prefetch = WeightPrefetch::Off;
+  WeightPrefetch weight_prefetch = WeightPrefetch::AfterChain;
   bool parallel_waits = false;       // a static task's consecutive waits checked as one group
   bool run_by_last_notifier = false; // chained tasks (chained_tasks.h), run by their last notifier's CTA
   bool share_task_code = true;       // one function per distinct task code ("Shared task code")

@@ -10,7 +10,7 @@
 //     goes: C first computes, per task, the slice of T that it reads, from the slice of R's
 //     input that holds it. Taken only when that slice is small (kInlineReduceElements at the
 //     largest sym values): a reader that covers a whole logits row would serialize what R
-//     spread over many tasks. Readers that are matmuls are left alone (etcc --weight-prefetch
+//     spread over many tasks. Readers that are matmuls are left alone (the weight prefetch
 //     needs the matmul first).
 //  2. A grid P merges into a later grid C over the same grid when C depends on P and every
 //     access of the two to a tensor that one of them writes has the same tile in both, so task

@@ -77,9 +77,9 @@ run schedule-bad 1 --schedule=fast samples/mlp.etir && stderr_has schedule-bad "
 # The dynamic megakernel: its queue loop and readiness code in the CUDA; compiled by NVRTC.
 run dynamic-cuda 0 --emit=cuda --schedule=dynamic samples/mlp.etir && stdout_has dynamic-cuda "etc::dev::sched_pop(p, s, (unsigned)total, claimed)" &&
   stdout_has dynamic-cuda "__device__ __noinline__ void etc_ready<0>" && stdout_has dynamic-cuda "unsigned waits_matmul_down(const EtcParams& p, long long t)"
-# Weight prefetch (--weight-prefetch, off by default: slower on an H200): a matmul of a param
-# starts loading its weights before its task's first wait (the static schedule spins there); the
-# silu_mul task (no matmul) prefetches nothing.
+# Weight prefetch (--weight-prefetch: in every matmul task; by default only after the chain,
+# below): a matmul of a param starts loading its weights before its task's first wait (the static
+# schedule spins there); the silu_mul task (no matmul) prefetches nothing.
 prefetch_before_wait() {  # NAME TASK: in task TASK's function, the prefetch precedes the first wait
   if awk -v t="task_$2(" 'index($0, "bool " t) {f = 1} f && /etc_prefetched = true/ {p = NR} f && /etc::dev::wait\(/ {w = NR; exit}
        END {exit !(p && w && p < w)}' "$tmp/out"; then pass; else fail "$1: no weight prefetch before the first wait of @$2"; fi
@@ -88,10 +88,8 @@ run prefetch 0 --emit=cuda --weight-prefetch samples/mlp.etir && stdout_has pref
   prefetch_before_wait prefetch matmul_down &&
   if awk '/bool task_silu_mul_act\(/ {f = 1} f && /^}/ {exit} f && /prefetch/ {found = 1} END {exit !found}' "$tmp/out"; then
     fail "prefetch: @silu_mul_act prefetches"; else pass; fi
-for flags in "" --no-weight-prefetch; do
-  run "no-prefetch$flags" 0 --emit=cuda $flags samples/mlp.etir &&
-    if grep -q matmul_prefetch "$tmp/out"; then fail "no-prefetch$flags: the CUDA prefetches"; else pass; fi
-done
+run no-prefetch 0 --emit=cuda --no-weight-prefetch samples/mlp.etir &&
+  if grep -q matmul_prefetch "$tmp/out"; then fail "no-prefetch: the CUDA prefetches"; else pass; fi
 # --parallel-waits: a static task's run of waits becomes one WaitGroup (a check per event element,
 # one join), the dynamic schedule's debug checks stay waits; without it, no group. The paged
 # llama layer's attention task waits on two events (kv_append's and kv_ranges', each a counter
@@ -563,8 +561,11 @@ run prefetch-after-chain 0 --emit=cuda --weight-prefetch-after-chain "$tmp/l2.et
   prefetch_before_wait prefetch-after-chain matmul_q_0 && prefetch_before_wait prefetch-after-chain matmul_attn_0 &&
   prefetch_before_wait prefetch-after-chain matmul_act_0 && prefetch_before_wait prefetch-after-chain matmul_logits &&
   no_prefetch_in prefetch-after-chain matmul_down_0 && no_prefetch_in prefetch-after-chain matmul_down_0_wide
-run prefetch-after-chain-mlp 0 --emit=cuda --weight-prefetch-after-chain samples/mlp.etir &&
-  prefetch_before_wait prefetch-after-chain-mlp matmul_act && no_prefetch_in prefetch-after-chain-mlp matmul_down
+# The default is the after-chain form, said or not.
+for flags in "" --weight-prefetch-after-chain; do
+  run "prefetch-after-chain-mlp$flags" 0 --emit=cuda $flags samples/mlp.etir &&
+    prefetch_before_wait "prefetch-after-chain-mlp$flags" matmul_act && no_prefetch_in "prefetch-after-chain-mlp$flags" matmul_down
+done
 run prefetch-all-down 0 --emit=cuda --weight-prefetch "$tmp/l2.etir" && prefetch_before_wait prefetch-all-down matmul_down_0
 run prefetch-off-both 1 --emit=cuda --weight-prefetch-after-chain --no-weight-prefetch "$tmp/l2.etir" &&
   stderr_has prefetch-off-both "--weight-prefetch-after-chain excludes --no-weight-prefetch"

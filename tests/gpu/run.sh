@@ -149,7 +149,7 @@ if want check && [ -f "$B/two_stage_sum_lastnotifier.fatbin" ]; then
 fi
 rows_drain
 # The MoE block (data-dependent expert grids) with uneven routing, both schedules.
-if want moe && [ -f "$B/moe_block_static.fatbin" ] && [ "$router_ok" = 1 ]; then
+if want moe && ls "$B"/moe_block_*.fatbin >/dev/null 2>&1 && [ "$router_ok" = 1 ]; then
   for sched in static dynamic lastnotifier; do
     [ -f "$B/moe_block_$sched.fatbin" ] || continue
     for t in 1 2 8 33 128; do
@@ -215,15 +215,15 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
     decode_check "${n}_small" "$B/${n}_small.fatbin" "${bk%%:*}" "${bk##*:}"
   done
   [ -f "$B/${n}_small_dynamic.fatbin" ] && decode_check "${n}_small_dynamic" "$B/${n}_small_dynamic.fatbin" 7 mixed
-  # The weight prefetch before the waits (off by default): in every matmul task, down included
-  # (etcc --weight-prefetch), mma.sync and wgmma tiles; only after the chain (etcc
-  # --weight-prefetch-after-chain), at B = 1 too, where o's tiles are all prefetched, and at 128.
+  # The weight prefetch before the waits (by default only after the chain, which the rows above
+  # check): in every matmul task, down included (etcc --weight-prefetch), mma.sync and wgmma
+  # tiles; and none (etcc --no-weight-prefetch, the default of sessions 35 to 70).
   for b in 7 33; do
     [ -f "$B/${n}_small_prefetch.fatbin" ] && decode_check "${n}_small_prefetch" "$B/${n}_small_prefetch.fatbin" $b mixed
   done
-  for bk in 1:long 1:mixed 7:mixed 33:short 128:mixed; do
-    [ -f "$B/${n}_small_pfchain.fatbin" ] &&
-      decode_check "${n}_small_pfchain" "$B/${n}_small_pfchain.fatbin" "${bk%%:*}" "${bk##*:}"
+  for bk in 1:long 7:mixed 33:short; do
+    [ -f "$B/${n}_small_noprefetch.fatbin" ] &&
+      decode_check "${n}_small_noprefetch" "$B/${n}_small_noprefetch.fatbin" "${bk%%:*}" "${bk##*:}"
   done
   # Tasks run by their last notifier (etcc --run-by-last-notifier): the merges at every B below
   # 16, and at B = 1 the kv_appends and the norms after the o and down projections too.

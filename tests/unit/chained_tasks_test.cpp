@@ -9,6 +9,7 @@
 #include <string>
 
 #include "compiler/frontend/frontend.h"
+#include "tests/unit/parsed_module.h"
 
 namespace etc {
 namespace {
@@ -16,21 +17,9 @@ namespace {
 using backend::ChainedTask;
 using backend::chainedTasks;
 
-struct Parsed {
-  SourceManager sources;
-  DiagnosticEngine diags{sources};
-  std::unique_ptr<ir::Module> module;
-};
+using Parsed = test::ParsedModule;
 
-std::unique_ptr<Parsed> parse(const std::string& text) {
-  auto p = std::make_unique<Parsed>();
-  p->diags.setCollect(true);
-  p->module = parseAndVerifyBuffer(p->sources.addBuffer("test.etir", text), LoadOptions{}, p->sources, p->diags);
-  std::string errors;
-  for (const Diagnostic& d : p->diags.collected()) errors += p->diags.render(d);
-  EXPECT_TRUE(p->module) << errors;
-  return p;
-}
+std::unique_ptr<Parsed> parse(std::string text) { return test::parseVerified(std::move(text)); }
 
 // A producer grid @prod over `prod_grid` (coordinate i) that fills x and notifies `notify`, and a
 // consumer @cons over `cons_grid` (coordinate b) whose body is `cons_body`; `extra` adds

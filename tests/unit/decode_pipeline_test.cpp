@@ -29,6 +29,7 @@
 #include "compiler/ir/ops.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/pipeline.h"
+#include "tests/unit/parsed_module.h"
 
 namespace etc {
 namespace {
@@ -37,25 +38,9 @@ using interp::HostTensor;
 using interp::TensorMap;
 using Syms = std::map<std::string, int64_t>;
 
-struct Parsed {
-  SourceManager sources;
-  DiagnosticEngine diags{sources};
-  std::unique_ptr<ir::Module> module;
-  std::string errors() {
-    std::string out;
-    for (const Diagnostic& d : diags.collected()) out += diags.render(d);
-    return out;
-  }
-};
+using Parsed = test::ParsedModule;
 
-std::unique_ptr<Parsed> parse(std::string text) {
-  auto p = std::make_unique<Parsed>();
-  p->diags.setCollect(true);
-  uint32_t id = p->sources.addBuffer("test.etir", std::move(text));
-  p->module = parseAndVerifyBuffer(id, LoadOptions{}, p->sources, p->diags);
-  EXPECT_TRUE(p->module) << p->errors();
-  return p;
-}
+std::unique_ptr<Parsed> parse(std::string text) { return test::parseVerified(std::move(text)); }
 
 // `text` parsed and run through the whole pipeline with `opts`; the module is null (and the
 // test has failed) where either step reports an error.

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "compiler/frontend/frontend.h"
+#include "tests/unit/parsed_module.h"
 
 namespace etc {
 namespace {
@@ -18,21 +19,9 @@ namespace {
 using backend::FusedRows;
 using backend::matchFusedRows;
 
-struct Parsed {
-  SourceManager sources;
-  DiagnosticEngine diags{sources};
-  std::unique_ptr<ir::Module> module;
-};
+using Parsed = test::ParsedModule;
 
-std::unique_ptr<Parsed> parse(const std::string& text) {
-  auto p = std::make_unique<Parsed>();
-  p->diags.setCollect(true);
-  p->module = parseAndVerifyBuffer(p->sources.addBuffer("test.etir", text), LoadOptions{}, p->sources, p->diags);
-  std::string errors;
-  for (const Diagnostic& d : p->diags.collected()) errors += p->diags.render(d);
-  EXPECT_TRUE(p->module) << errors;
-  return p;
-}
+std::unique_ptr<Parsed> parse(std::string text) { return test::parseVerified(std::move(text)); }
 
 std::optional<FusedRows> matchTask(const Parsed& p, const std::string& name) {
   for (const ir::Task& t : p.module->tasks)

@@ -12,26 +12,14 @@
 
 #include "compiler/frontend/frontend.h"
 #include "compiler/interp/interpreter.h"
+#include "tests/unit/parsed_module.h"
 
 namespace etc::interp {
 namespace {
 
-struct Parsed {
-  SourceManager sources;
-  DiagnosticEngine diags{sources};
-  std::unique_ptr<ir::Module> module;
-};
+using Parsed = test::ParsedModule;
 
-std::unique_ptr<Parsed> parse(std::string text) {
-  auto p = std::make_unique<Parsed>();
-  p->diags.setCollect(true);
-  uint32_t id = p->sources.addBuffer("test.etir", std::move(text));
-  p->module = parseAndVerifyBuffer(id, LoadOptions{}, p->sources, p->diags);
-  std::string errors;
-  for (const Diagnostic& d : p->diags.collected()) errors += p->diags.render(d);
-  EXPECT_TRUE(p->module) << errors;
-  return p;
-}
+std::unique_ptr<Parsed> parse(std::string text) { return test::parseVerified(std::move(text)); }
 
 std::string readSample(const std::string& name) {
   auto path = std::filesystem::path(ETC_SOURCE_DIR) / "samples" / name;

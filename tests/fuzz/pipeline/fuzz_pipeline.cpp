@@ -82,8 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   require(reprinted == printed, kTarget, "the task-level module compiles to another task-level module");
 
   etc::backend::EmitOptions eo;
-  eo.weight_prefetch = !(h & (1u << 9))  ? etc::backend::WeightPrefetch::Off  // the default
-                       : (h & (1u << 16)) ? etc::backend::WeightPrefetch::AfterChain
+  eo.weight_prefetch = !(h & (1u << 9))  ? etc::backend::WeightPrefetch::AfterChain  // the default
+                       : (h & (1u << 16)) ? etc::backend::WeightPrefetch::Off
                                           : etc::backend::WeightPrefetch::All;
   eo.parallel_waits = h & (1u << 10);
   eo.share_task_code = !(h & (1u << 11));
