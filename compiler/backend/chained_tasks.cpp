@@ -3,6 +3,8 @@
 #include <optional>
 #include <set>
 
+#include "compiler/ir/prover.h"
+
 namespace etc::backend {
 
 using namespace etc::ir;
@@ -76,11 +78,13 @@ std::optional<int64_t> step(const Expr& e, uint32_t c) {
   }
 }
 
-// Whether a notify range [lo, hi) of a task over `grid` holds at most one element: by its
-// bounds, or as hi = lo one step of a coordinate on, lo growing by at most 1 a step.
-bool atMostOne(const Module& m, const Task& p, const Expr& lo, const Expr& hi) {
-  const Interval len = bounds(sub(hi, lo), m.gridRanges(p.grid));
-  if (!len.upperUnbounded() && len.hi <= 1) return true;
+// Whether a notify range [lo, hi) of task p holds at most one element: proved over p's
+// coordinates, or as hi = lo one step of a coordinate on, lo growing by at most 1 a step.
+bool atMostOne(Prover& prover, const Task& p, const Expr& lo, const Expr& hi) {
+  prover.setTask(&p);
+  const bool proved = prover.lessEqual(sub(hi, lo), intConst(1)).proved();
+  prover.setTask(nullptr);
+  if (proved) return true;
   for (uint32_t c = 0; c < p.coords.size(); ++c) {
     if (!usesCoord(lo, c)) continue;
     const Expr next = substitute(lo, [&](const ExprNode& leaf) -> Expr {
@@ -100,7 +104,7 @@ bool hasMatmulCall(const Task& t) {
 }
 
 // The chaining of the task waiting on event `ev` with wait `w`, or nullopt.
-std::optional<ChainedTask> chainOf(const Module& m, uint32_t ti, const WaitStmt& w) {
+std::optional<ChainedTask> chainOf(const Module& m, const Prover& prover, uint32_t ti, const WaitStmt& w) {
   const Task& t = m.tasks[ti];
   const Event& e = m.events[w.event.target];
   ChainedTask c;
@@ -120,10 +124,8 @@ std::optional<ChainedTask> chainOf(const Module& m, uint32_t ti, const WaitStmt&
       c.fixed_index[d] = sd.lo;
     }
   }
-  for (size_t k = 0; k < t.coords.size(); ++k) {
-    const Interval g = bounds(t.grid[k], m.symRanges());
-    if (c.coord_dim[k] < 0 && (g.upperUnbounded() || g.hi > 1)) c.limits.push_back(t.grid[k]);
-  }
+  for (size_t k = 0; k < t.coords.size(); ++k)
+    if (c.coord_dim[k] < 0 && !prover.lessEqual(t.grid[k], intConst(1)).proved()) c.limits.push_back(t.grid[k]);
   return c;
 }
 
@@ -144,6 +146,7 @@ std::map<uint32_t, ChainedTask> chainedTasks(const Module& m, const std::vector<
       if (const auto* n = std::get_if<NotifyStmt>(&s)) notifiers[n->event.target].push_back(ti);
     }
   std::map<uint32_t, ChainedTask> out;
+  Prover prover(m);  // over the syms' ranges; inside atMostOne, a notifier's coordinates too
   for (uint32_t ti = 0; ti < m.tasks.size(); ++ti) {
     const Task& t = m.tasks[ti];
     if (!static_mega[ti] || t.body.empty() || hasMatmulCall(t)) continue;
@@ -155,7 +158,7 @@ std::map<uint32_t, ChainedTask> chainedTasks(const Module& m, const std::vector<
     for (const TaskStmt& s : t.body) nwaits += std::holds_alternative<WaitStmt>(s);
     const uint32_t ev = w->event.target;
     if (nwaits != 1 || waiters[ev].size() != 1) continue;
-    std::optional<ChainedTask> c = chainOf(m, ti, *w);
+    std::optional<ChainedTask> c = chainOf(m, prover, ti, *w);
     if (!c) continue;
     const Event& e = m.events[ev];
     bool ok = !notifiers[ev].empty();
@@ -174,7 +177,7 @@ std::map<uint32_t, ChainedTask> chainedTasks(const Module& m, const std::vector<
           if (hasLoad(lo) || (!whole && range && hasLoad(n->event.dims[d].hi))) ok = false;
           if (!ok || !range) continue;
           const Expr hi = whole ? e.shape[d] : n->event.dims[d].hi;
-          if (atMostOne(m, p, lo, hi)) continue;
+          if (atMostOne(prover, p, lo, hi)) continue;
           const Expr len = sub(hi, lo);
           if (hasCoord(len) || hasLoad(len)) ok = false;
           else addLimit(c->limits, len);
@@ -183,10 +186,7 @@ std::map<uint32_t, ChainedTask> chainedTasks(const Module& m, const std::vector<
     }
     // A limit above 1 at every value of the syms (a notify of a whole row of heads) never lets
     // the chaining hold.
-    for (const Expr& l : c->limits) {
-      const Interval v = bounds(l, m.symRanges());
-      ok = ok && (v.lowerUnbounded() || v.lo <= 1);
-    }
+    for (const Expr& l : c->limits) ok = ok && !prover.lessEqual(intConst(2), l).proved();
     if (ok) out.emplace(ev, std::move(*c));
   }
   return out;

@@ -541,8 +541,11 @@ class Emitter {
                 "if (etc::dev::notify_last(p.events + lin, {}u, (unsigned)({}))) {{ const long long ee[] = {{{}}}; "
                 "etc_chain_push({}, ee, {}); }}",
                 times, initAt(e), coords, n.event.target, e.shape.size());
-            chained_all += fmt::format("    if ({}) {{\n", chainCond(n.event.target)) + eventLoops(n.event, names, false, push) +
-                           "    } else {\n" + eventLoops(n.event, names, true, plain) + "    }\n";
+            // Where no limit applies, the chaining holds at every launch: no plain adds beside it.
+            const std::string cond = chainCond(n.event.target);
+            chained_all += cond == "true" ? "    {\n" + eventLoops(n.event, names, false, push) + "    }\n"
+                                          : "    if (" + cond + ") {\n" + eventLoops(n.event, names, false, push) +
+                                                "    } else {\n" + eventLoops(n.event, names, true, plain) + "    }\n";
           } else {
             plain_all += "    {\n" + eventLoops(n.event, names, true, plain) + "    }\n";
           }
