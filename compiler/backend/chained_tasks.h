@@ -38,7 +38,7 @@ struct ChainedTask {
 //   tasks from a queue after each task, so no task function calls another);
 // - every wait index is a point: a coordinate of the task (each at most once) or
 //   coordinate-free;
-// - each notify range of the event covers at most one element, proved (its bounds, or its end
+// - each notify range of the event covers at most one element, proved (by ir::Prover, or its end
 //   being its start one coordinate step on, with a start that grows by at most 1 a step) or
 //   checked at run time (a sym-only length, in `limits`).
 std::map<uint32_t, ChainedTask> chainedTasks(const ir::Module& m, const std::vector<bool>& static_mega);
