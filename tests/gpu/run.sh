@@ -62,8 +62,11 @@ python3 tests/gpu/moe_router.py "$out/router.npy" 2>"$out/router.log" && router_
 # form of independent warps (ETC_ATTN_MMA_WARPS=0), decode attention in the FMA form of
 # independent warps wherever it applies (ETC_ATTN_WARPS=8), in its staged and tensor-core forms
 # throughout (ETC_ATTN_WARPS=0; and the matmul tiles under 64 rows on mma.sync), and in the
-# previous defaults; _narrow: the matmul's narrow wgmma tiles and aliased padding (opt-in knobs).
-want ops && for t in device_ops_test device_ops_test_warps device_ops_test_staged device_ops_test_nommawarps device_ops_test_narrow; do
+# previous defaults; _narrow: the matmul's narrow wgmma tiles and aliased padding (opt-in knobs);
+# _ksplit: each stage's K split between the warpgroups in the tiles of 32 rows and of 128 columns
+# too (the default splits the 16-row tiles of at most 64 columns).
+want ops && for t in device_ops_test device_ops_test_warps device_ops_test_staged device_ops_test_nommawarps \
+                     device_ops_test_narrow device_ops_test_ksplit; do
   [ -x "$B/$t" ] || continue
   if "$B/$t" >"$out/$t.log" 2>&1; then
     row "${t//_/ } ($(grep -c '^PASS' "$out/$t.log") cases)" PASS ""

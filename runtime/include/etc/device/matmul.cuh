@@ -118,6 +118,24 @@
 #ifndef ETC_MM_LARGE_M_FM
 #define ETC_MM_LARGE_M_FM 4
 #endif
+// Tiles of fewer than this many rows of a (0: none) and at most ETC_MM_WG_KSPLIT_MAX_N columns of
+// b split each stage's K between the two warpgroups, each computing all of the tile's columns
+// over its half (KSPLIT, the halves summed in the epilogue), instead of each computing half of
+// the columns over all of it. ptxas serializes the products of etcc's megakernels (nvJitLink's
+// relocatable code, docs/backend.md), so a stage costs its warpgroup's chain of products one
+// after another: 8 m64n32k16 for a q/k/v tile at B = 1, 4 m64n64k16 split so. The default, the
+// 16-row tiles of 64 columns (a decode layer's q/k/v up to B = 16): H100, Llama-3.2-1B decode,
+// B = 1 1365.7 -> 1354.6 us (-0.8%), B = 16 -0.5%. Also the 32-row tiles (ROWS 64) cost B = 128
+// 0.7% (the B >= 32 kernel has them, for B = 32: its code changes), and 128 columns too (the o,
+// down, gate/up and LM-head tiles: m64n128 products) +2.3% at B = 1 (docs/benchmarks.md, session 72).
+// The weight stream across tasks (ETC_MM_STREAM) keeps every tile unsplit: its units are laid
+// out for the column halves.
+#ifndef ETC_MM_WG_KSPLIT_ROWS
+#define ETC_MM_WG_KSPLIT_ROWS 17
+#endif
+#ifndef ETC_MM_WG_KSPLIT_MAX_N
+#define ETC_MM_WG_KSPLIT_MAX_N 64
+#endif
 
 namespace etc {
 namespace dev {
@@ -163,7 +181,10 @@ struct MmWgGeom {
   static constexpr int WTMP = TMP < 64 ? 64 : TMP;  // a's rows in the m64 products (past TMP unread)
   // a's rows in a stage's k atom: WTMP, or TMP where the padding reads what follows (ETC_MM_WG_ALIAS_A).
   static constexpr int AROWS = ETC_MM_WG_ALIAS_A ? TMP : WTMP;
-  static constexpr bool KSPLIT = TMP < 128 && !(TN % 16 == 0 && mm_wg_width(TN / 2)) && mm_wg_width(TN);
+  static constexpr bool KSPLIT = TMP < 128 && mm_wg_width(TN) &&
+                                 (!(TN % 16 == 0 && mm_wg_width(TN / 2)) ||
+                                  (!ETC_MM_STREAM && TMP < ETC_MM_WG_KSPLIT_ROWS && TN <= ETC_MM_WG_KSPLIT_MAX_N &&
+                                   TK % 32 == 0));
   static constexpr int NW = TMP == 128 || KSPLIT ? TN : TN / 2;
   static constexpr bool OK = sizeof(T) == 2 &&
                              (TMP == 64 || TMP == 128 || ((TMP == 16 || TMP == 32) && ETC_MM_WGMMA_MIN_ROWS <= TMP)) &&
@@ -738,7 +759,8 @@ __device__ __forceinline__ bool mm_stream_of(const T* ap, const T* bp, const T* 
                                              TmaB m1, TmaB m2, StreamDesc& d) {
   using W = MmWgGeom<T, TM, TN, TK>;
   d.nk = 0;
-  if constexpr (!W::ON || W::TMP > 64 || TK != kStreamUnitK || (TN != 64 && TN != 128) || (PAIR && TN != 128)) {
+  if constexpr (!W::ON || W::TMP > 64 || W::KSPLIT || TK != kStreamUnitK || (TN != 64 && TN != 128) ||
+                (PAIR && TN != 128)) {
     return false;
   } else {
     if (!mm_use_wgmma<T, TM, TN, TK>(ap, bp, bp2, tb, g) || m1.map == nullptr || (PAIR && m2.map == nullptr))
@@ -833,8 +855,8 @@ __device__ __forceinline__ void mm_streamed(const Ctx& ctx, const T* ap, const T
                                             const MmArgs& g, TY* yp, TmaB m1, TmaB m2) {
   StreamDesc sd;
   if (!mm_stream_of<T, TM, TN, TK, PAIR>(ap, bp, bp2, tb, g, m1, m2, sd)) __trap();
-  if constexpr (MmWgGeom<T, TM, TN, TK>::ON && MmWgGeom<T, TM, TN, TK>::TMP <= 64 && TK == kStreamUnitK &&
-                (TN == 64 || TN == 128) && (!PAIR || TN == 128))
+  if constexpr (MmWgGeom<T, TM, TN, TK>::ON && MmWgGeom<T, TM, TN, TK>::TMP <= 64 && !MmWgGeom<T, TM, TN, TK>::KSPLIT &&
+                TK == kStreamUnitK && (TN == 64 || TN == 128) && (!PAIR || TN == 128))
     mm_wgmma_stream<T, TM, TN, TK, TY, PAIR>(ctx, ap, g, yp);
 }
 

@@ -277,7 +277,9 @@ __device__ __forceinline__ bool rope_row(const Ctx&, const View<TQ>& q, const Vi
 // their number follows the batch), W and head_dim D known when compiling: each thread merges
 // output elements of one head with its P weights in registers (the generic op stages them in
 // shared memory and divides by head_dim at run time). Parts past np weigh exp(-inf) = 0, which
-// adds nothing to any sum: the bits are those of the np parts alone.
+// adds nothing to any sum: the bits are those of the np parts alone. A thread loads its parts
+// with their weights, before it knows which weigh 0 (such a part is loaded, not added): one
+// round trip to L2 on the decode chain where loading them after the weights took two.
 template <int P, int W, int D, class TP, class TL, class TO>
 __device__ __forceinline__ bool attention_merge_row(const Ctx&, const View<TP>& op, const View<TL>& lp,
                                                     const View<TO>& o, const View<float>& lse) {
@@ -291,16 +293,16 @@ __device__ __forceinline__ bool attention_merge_row(const Ctx&, const View<TP>& 
   const float ninf = __int_as_float(0xff800000);
   for (int i = threadIdx.x; i < W; i += kRowThreads) {
     const int h = i / D;
-    float w[P];
+    float w[P], v[P];
 #pragma unroll
-    for (int p = 0; p < P; ++p) w[p] = p < np ? to_f32(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1])) : ninf;
+    for (int p = 0; p < P; ++p) {
+      w[p] = p < np ? to_f32(ld(lp.ptr + p * lp.stride[0] + h * lp.stride[1])) : ninf;
+      v[p] = p < np ? to_f32(ld(op.ptr + p * op.stride[0] + i)) : 0.0f;
+    }
     float mx;
     const float total = detail::merge_total(P, [&](long long p) { return w[p]; }, mx);
 #pragma unroll
     for (int p = 0; p < P; ++p) w[p] = mx != ninf ? expf(w[p] - total) : 0.0f;
-    float v[P];
-#pragma unroll
-    for (int p = 0; p < P; ++p) v[p] = w[p] != 0.0f ? to_f32(ld(op.ptr + p * op.stride[0] + i)) : 0.0f;
     float acc = 0.0f;
 #pragma unroll
     for (int p = 0; p < P; ++p)
