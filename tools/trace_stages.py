@@ -24,6 +24,11 @@ long after its producer finished a grid's runs saw it.
 first op: when each one's first op began and its last run ended, in us from the first op of the
 layer's first grid, and the layer's time, to the first op of layer N + 1 where the trace has it.
 
+`--runs GRID` lists when the runs of one grid started, woke (their waits ended), began and ended
+their ops, and ended: the least, median and largest of each over the runs, in us from the launch's
+first task, or with `--after OTHER` from the last end of grid OTHER (say the norm that a q/k/v
+grid waits for: whether its runs start their ops right after it and how long the ops then take).
+
 `--against OTHER.json` compares the launch with another (say the same model compiled two ways),
 by grid family: a grid's name without its layer number (`matmul_q_5` and `matmul_q_12` are
 `matmul_q`; `attention_decode_o_5_whole` is `attention_decode_o_whole`). Per family: the sum of
@@ -145,6 +150,35 @@ def layer_table(events, n):
     return lines
 
 
+def runs_table(events, grid, after=None):
+    """The lines of --runs GRID [--after OTHER]: each phase's least, median and largest time over the
+    grid's runs, from the launch's first task or from OTHER's last end."""
+    runs = [e for e in events if e.get("ph") == "X" and e["name"] == grid]
+    if not runs:
+        return [f"no run of {grid} in the trace"]
+    if after is None:
+        t0 = min(e["ts"] for e in events if e.get("ph") == "X")
+        since = "the launch's first task"
+    else:
+        ends = [e["ts"] + e["dur"] for e in events if e.get("ph") == "X" and e["name"] == after]
+        if not ends:
+            return [f"no run of {after} in the trace"]
+        t0, since = max(ends), f"{after}'s last end"
+
+    def phases_at(e):
+        a = e["args"]
+        woke = e["ts"] + a.get("wait_us", 0.0)
+        begin = e["ts"] + a.get("ops_begin_us", a.get("wait_us", 0.0))
+        end = e["ts"] + e["dur"]
+        return e["ts"], woke, begin, begin + a.get("ops_us", end - begin), end
+
+    cols = list(zip(*(phases_at(e) for e in runs)))
+    lines = [f"{grid}: {len(runs)} runs, us from {since}:", f"{'':10} {'least':>8} {'median':>8} {'largest':>8}"]
+    for label, col in zip(("start", "woke", "ops begin", "ops end", "end"), cols):
+        lines.append(f"{label:10} {min(col) - t0:8.2f} {statistics.median(col) - t0:8.2f} {max(col) - t0:8.2f}")
+    return lines
+
+
 def load_rows(path):
     with open(path) as f:
         doc = json.load(f)
@@ -181,8 +215,16 @@ def main():
                     help="list decode layer N's grids by their first op, and the layer's time")
     ap.add_argument("--against", metavar="OTHER",
                     help="compare with another trace by grid family (layer numbers dropped): spans and ops")
+    ap.add_argument("--runs", metavar="GRID",
+                    help="when GRID's runs started, woke, began and ended their ops, and ended (least, median, largest)")
+    ap.add_argument("--after", metavar="OTHER", help="with --runs: times from grid OTHER's last end")
     a = ap.parse_args()
+    if a.after and not a.runs:
+        ap.error("--after goes with --runs")
     events, rows = load_rows(a.trace)
+    if a.runs:
+        print("\n".join(runs_table(events, a.runs, a.after)))
+        return
     if a.layer is not None:
         print("\n".join(layer_table(events, a.layer)))
         return

@@ -129,6 +129,27 @@ class TraceStages(unittest.TestCase):
         self.assertEqual(ts.layer_table(trace, 9), ["no grid of layer 9 in the trace"])
         self.assertEqual(run_cli(trace, "--layer", "1").splitlines()[-1], "layer 1: 21.5 us to layer 2's first op")
 
+    def test_runs_gives_each_phase_from_the_producers_end(self):
+        # matmul_y's runs after rmsnorm_h (ended at 10): started at 1 and 10, woke at 1 + 9 and
+        # 10 + 0, the first with op marks (ops 11 .. 26), the second without (its ops from its
+        # wake to its end, 34).
+        first = x(1, "matmul_y", "matmul", 1.0, 29.0, 9.0)
+        first["args"].update({"ops_begin_us": 10.0, "ops_us": 15.0})
+        trace = [EVENTS[1], first, EVENTS[3]]
+        self.assertEqual(ts.runs_table(trace, "matmul_y", "rmsnorm_h"), [
+            "matmul_y: 2 runs, us from rmsnorm_h's last end:",
+            f"{'':10} {'least':>8} {'median':>8} {'largest':>8}",
+            f"{'start':10} {-9.0:8.2f} {-4.5:8.2f} {0.0:8.2f}",
+            f"{'woke':10} {0.0:8.2f} {0.0:8.2f} {0.0:8.2f}",
+            f"{'ops begin':10} {0.0:8.2f} {0.5:8.2f} {1.0:8.2f}",
+            f"{'ops end':10} {16.0:8.2f} {20.0:8.2f} {24.0:8.2f}",
+            f"{'end':10} {20.0:8.2f} {22.0:8.2f} {24.0:8.2f}"])
+        # Without --after, from the launch's first task (the rmsnorm's start, 0).
+        self.assertEqual(ts.runs_table(trace, "matmul_y")[0], "matmul_y: 2 runs, us from the launch's first task:")
+        self.assertEqual(ts.runs_table(trace, "nope"), ["no run of nope in the trace"])
+        self.assertEqual(ts.runs_table(trace, "matmul_y", "nope"), ["no run of nope in the trace"])
+        self.assertIn("ops end       16.00    20.00    24.00", run_cli(trace, "--runs", "matmul_y", "--after", "rmsnorm_h"))
+
 
 if __name__ == "__main__":
     unittest.main()
