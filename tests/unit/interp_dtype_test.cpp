@@ -72,6 +72,47 @@ TEST(InterpDType, F16AgreesWithTheCompilersFloat16) {
 }
 #endif
 
+// Every pair of neighbouring finite values of a 16-bit format (f: bits -> double, to: double ->
+// bits), and the doubles at, next to and between their midpoint: a double rounds to the nearer
+// neighbour, a midpoint to the one whose bits are even. Both signs; the largest finite value's
+// upper neighbour is inf.
+template <class ToBits, class ToDouble>
+void expectNeighboursRoundRight(ToBits to, ToDouble f, uint16_t inf_bits) {
+  std::mt19937_64 rng(5);
+  for (uint32_t b = 0; b < inf_bits; ++b) {
+    const uint16_t lo = static_cast<uint16_t>(b), hi = static_cast<uint16_t>(b + 1);
+    const double vlo = f(lo);
+    // Above the largest finite value rounding goes to inf from the midpoint with the next
+    // binade's first value, as if the exponent range went on.
+    const double vhi = hi == inf_bits ? vlo + (vlo - f(static_cast<uint16_t>(b - 1))) : f(hi);
+    const double mid = (vlo + vhi) / 2;  // exact: the neighbours are 1 ulp of the format apart
+    const uint16_t even = (lo & 1) ? hi : lo;
+    for (double sgn : {1.0, -1.0}) {
+      const uint16_t s = sgn < 0 ? 0x8000 : 0;
+      ASSERT_EQ(to(sgn * vlo), s | lo) << std::hex << b;
+      ASSERT_EQ(to(sgn * mid), s | even) << std::hex << b;
+      ASSERT_EQ(to(sgn * std::nextafter(mid, 0.0)), s | lo) << std::hex << b;
+      ASSERT_EQ(to(sgn * std::nextafter(mid, HUGE_VAL)), s | hi) << std::hex << b;
+      const double t = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+      const double below = vlo + (mid - vlo) * t, above = mid + (vhi - mid) * t;
+      if (below != mid) {
+        ASSERT_EQ(to(sgn * below), s | lo) << std::hex << b << " " << below;
+      }
+      if (above != mid && above != vhi) {
+        ASSERT_EQ(to(sgn * above), s | hi) << std::hex << b << " " << above;
+      }
+    }
+  }
+}
+
+TEST(InterpDType, Bf16RoundsEveryNeighbourPairRight) {
+  expectNeighboursRoundRight(doubleToBf16, bf16ToDouble, 0x7F80);
+}
+
+TEST(InterpDType, F16RoundsEveryNeighbourPairRight) {
+  expectNeighboursRoundRight(doubleToF16, f16ToDouble, 0x7C00);
+}
+
 TEST(InterpDType, F32IsTheIeeeConversion) {
   EXPECT_EQ(doubleToF32(1.0 + std::ldexp(1, -24)), 1.0f);
   EXPECT_EQ(doubleToF32(1.0 + 3 * std::ldexp(1, -24)), 1.0f + std::ldexp(1.0f, -22));
