@@ -2,6 +2,7 @@
 //
 // The 16-bit formats are rounded directly from double (one rounding, to nearest even), not
 // through f32, so that a result the reference computes exactly is rounded exactly once.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,52 +15,36 @@ namespace etc::interp {
 namespace {
 
 // A binary float format with `mant` stored mantissa bits and exponent bias `bias`
-// (f16: 10, 15; bf16: 7, 127). Rounds x to it, to nearest even, and returns its bits.
+// (f16: 10, 15; bf16: 7, 127). Rounds x to it, to nearest even, and returns its bits. Works on
+// the double's bits: its 53-bit significand shifted to units of the format's last place at the
+// result's exponent (the smallest normal one for a subnormal result), the bits shifted out
+// deciding the rounding. No libm calls: a decode test rounds tens of millions of random values.
 uint16_t roundToHalfFormat(double x, int mant, int bias) {
   const int ebits = 15 - mant;
   const uint16_t exp_all = static_cast<uint16_t>(((1 << ebits) - 1) << mant);
-  uint16_t sign = std::signbit(x) ? 0x8000 : 0;
-  // A value whose exponent is a normal one of the format: the rounding below, on the double's
-  // bits (its 53-bit significand shifted to the format's mant + 1 bits, to nearest even), without
-  // the libm calls that made a decode test's random caches cost more than its arithmetic.
   uint64_t bits;
   std::memcpy(&bits, &x, sizeof bits);
+  const uint16_t sign = (bits >> 63) ? 0x8000 : 0;
   const int dexp = static_cast<int>((bits >> 52) & 0x7FF);
-  if (dexp != 0 && dexp != 0x7FF && dexp - 1023 >= 1 - bias && dexp - 1023 <= bias) {
-    const int shift = 52 - mant;
-    const uint64_t sig = (bits & ((uint64_t{1} << 52) - 1)) | (uint64_t{1} << 52);
-    uint64_t q = sig >> shift;
-    const uint64_t rem = sig & ((uint64_t{1} << shift) - 1), half = uint64_t{1} << (shift - 1);
-    if (rem > half || (rem == half && (q & 1))) ++q;
-    int ex = dexp - 1023;
-    if (q == (uint64_t{1} << (mant + 1))) {  // rounded up into the next binade
-      q >>= 1;
-      ++ex;
-    }
-    if (ex > bias) return sign | exp_all;  // overflow: inf
-    return static_cast<uint16_t>(sign | ((ex + bias) << mant) | (q - (uint64_t{1} << mant)));
-  }
-  if (std::isnan(x)) return static_cast<uint16_t>(sign | exp_all | (1 << (mant - 1)));  // quiet NaN
-  double a = std::fabs(x);
-  if (std::isinf(a)) return sign | exp_all;
-  if (a == 0) return sign;
-  const int emin = 1 - bias;      // exponent of the smallest normal
-  const int emax = bias;          // exponent of the largest finite
-  int e;
-  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1): the unbiased exponent is e - 1
-  int ex = std::max(e - 1, emin);
-  // The value in units of the format's last place at exponent ex: rounding it to an integer
-  // (nearbyint rounds to nearest even in the default mode) is the format's rounding. Scaling by
-  // a power of two is exact in double for every value these formats can hold.
-  double units = std::nearbyint(std::ldexp(a, mant - ex));
-  if (units >= std::ldexp(1.0, mant + 1)) {  // rounded up into the next binade
-    units /= 2;
+  const uint64_t frac = bits & ((uint64_t{1} << 52) - 1);
+  if (dexp == 0x7FF) return static_cast<uint16_t>(sign | exp_all | (frac ? 1 << (mant - 1) : 0));  // quiet NaN, inf
+  // Zero, and a subnormal double: far below half of the format's smallest subnormal.
+  if (dexp == 0) return sign;
+  const int e = dexp - 1023;            // x = sig * 2^(e - 52)
+  int ex = std::max(e, 1 - bias);       // the result's exponent (1 - bias: of the smallest normal)
+  const int shift = 52 - mant + (ex - e);
+  if (shift > 54) return sign;  // below half of the smallest subnormal: rounds to zero
+  const uint64_t sig = frac | (uint64_t{1} << 52);
+  uint64_t q = sig >> shift;
+  const uint64_t rem = sig & ((uint64_t{1} << shift) - 1), half = uint64_t{1} << (shift - 1);
+  if (rem > half || (rem == half && (q & 1))) ++q;
+  if (q == (uint64_t{1} << (mant + 1))) {  // rounded up into the next binade
+    q >>= 1;
     ++ex;
   }
-  if (ex > emax) return sign | exp_all;  // overflow: inf
-  uint32_t u = static_cast<uint32_t>(units);
-  if (u < (1u << mant)) return static_cast<uint16_t>(sign | u);  // subnormal (ex == emin)
-  return static_cast<uint16_t>(sign | ((ex + bias) << mant) | (u - (1u << mant)));
+  if (ex > bias) return sign | exp_all;                                  // overflow: inf
+  if (q < (uint64_t{1} << mant)) return static_cast<uint16_t>(sign | q);  // subnormal
+  return static_cast<uint16_t>(sign | ((ex + bias) << mant) | (q - (uint64_t{1} << mant)));
 }
 
 double halfFormatToDouble(uint16_t bits, int mant, int bias) {
