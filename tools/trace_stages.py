@@ -48,12 +48,18 @@ def work(e):
     return e["dur"] - e["args"].get("wait_us", 0.0)
 
 
+def ops_window(e):
+    """A run's ops as (begin, length) in us from its start; without op marks in the trace, from the
+    end of its wait to its end."""
+    a = e["args"]
+    begin = a.get("ops_begin_us", a.get("wait_us", 0.0))
+    return begin, a.get("ops_us", e["dur"] - begin)
+
+
 def phases(e):
     """(before the ops less the wait, the ops, after the ops) of a run, in us."""
-    a = e["args"]
-    dur, wait = e["dur"], a.get("wait_us", 0.0)
-    begin = a.get("ops_begin_us", wait)
-    ops = a.get("ops_us", dur - begin)
+    dur, wait = e["dur"], e["args"].get("wait_us", 0.0)
+    begin, ops = ops_window(e)
     return max(0.0, begin - wait), ops, max(0.0, dur - begin - ops)
 
 
@@ -133,7 +139,7 @@ def layer_table(events, n):
         if e.get("ph") != "X" or layer_number(e["name"]) not in (n, n + 1):
             continue
         name = e["name"]
-        op = e["ts"] + e["args"].get("ops_begin_us", e["args"].get("wait_us", 0.0))
+        op = e["ts"] + ops_window(e)[0]
         first_op[name] = min(first_op.get(name, float("inf")), op)
         end[name] = max(end.get(name, 0.0), e["ts"] + e["dur"])
     mine = sorted((g for g in first_op if layer_number(g) == n), key=lambda g: first_op[g])
@@ -166,11 +172,8 @@ def runs_table(events, grid, after=None):
         t0, since = max(ends), f"{after}'s last end"
 
     def phases_at(e):
-        a = e["args"]
-        woke = e["ts"] + a.get("wait_us", 0.0)
-        begin = e["ts"] + a.get("ops_begin_us", a.get("wait_us", 0.0))
-        end = e["ts"] + e["dur"]
-        return e["ts"], woke, begin, begin + a.get("ops_us", end - begin), end
+        begin, ops = ops_window(e)
+        return e["ts"], e["ts"] + e["args"].get("wait_us", 0.0), e["ts"] + begin, e["ts"] + begin + ops, e["ts"] + e["dur"]
 
     cols = list(zip(*(phases_at(e) for e in runs)))
     lines = [f"{grid}: {len(runs)} runs, us from {since}:", f"{'':10} {'least':>8} {'median':>8} {'largest':>8}"]
