@@ -46,8 +46,9 @@ std::string advice(const ir::Module& m, size_t kernel, const std::vector<CubinKe
 
 // Where ptxas says (an info line of its verbose report) it serialized the wgmma products of a
 // megakernel (one of `megas`) or of a task function: "etc_main_mega (due to the presence of
-// Extern calls)". The unfused kernels' out-of-line matmuls are serialized by design (a call
-// crosses their pipeline) and are left out.
+// Extern calls)". The unfused kernels' out-of-line matmuls are left out: whole-program code
+// serializes them by design (a call crosses their pipeline, C7510), and in nvJitLink's code they
+// make no call (tests/cli/etcc_cli_test.sh, mm_leaf).
 std::vector<std::string> serializedWgmma(const std::string& log, const std::set<std::string>& megas) {
   static const std::regex line(
       R"(wgmma\.mma_async instructions are serialized due to ([^\n]*?) in the function '([A-Za-z_$][\w$]*)')");

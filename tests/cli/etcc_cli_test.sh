@@ -351,6 +351,23 @@ mm_groups mm-whole-program 'HGMMA 8 groups 2' '' --whole-program
 mm_groups mm-whole-program-outlined 'HGMMA 4 groups 4 serialized' \
   '  wgmma products serialized by ptxas in task_matmul_h (due to wgmma pipeline crossing function boundary at a function call)' \
   --whole-program --device-define ETC_MM_INLINE=0
+# In nvJitLink's relocatable code a function that makes no call keeps its products grouped; a
+# 64-bit integer division, or an f32 division's slow path, is a call in ptxas's code (C7509).
+# So the matmul's epilogues index their tiles in 32 bits and silu divides without div.rn.f32
+# (etc/device/common.cuh, div_rn_by_ge1): mlp's gated and down matmuls, out of line (the
+# unfused kernels' `_outlined` task functions; every instantiation with ETC_MM_INLINE=0), each
+# stage's products one group. NAME FUNCTIONS [etcc options]: how many functions with products.
+mm_leaf() {
+  local name=$1 want=$2 got; shift 2
+  LIMIT=300 run "$name" 0 samples/mlp.etir -arch sm_90a --emit=cubin -o "$tmp/leaf.cubin" "$@" || return
+  python3 tools/sass_wgmma.py "$tmp/leaf.cubin" | grep -v '^etc_main_' >"$tmp/leaf.txt"
+  got=$(grep -c ' HGMMA ' "$tmp/leaf.txt")
+  if [ "$got" != "$want" ] || grep -q 'serialized' "$tmp/leaf.txt"; then
+    fail "$name: $got functions with products (expected $want), serialized:"; grep serialized "$tmp/leaf.txt" | cut -c1-160
+  else pass; fi
+}
+mm_leaf mm-leaf-outlined-tasks 2
+mm_leaf mm-leaf-instantiations 8 --device-define ETC_MM_INLINE=0
 # The weight stream by TMA (ETC_MM_TMA=1, etc/device/tma.cuh): the matmuls get their weights'
 # tensor maps and the descriptor lists the weights ("tmaps"); without the knob, neither.
 run tma-off 0 --emit=cuda samples/mlp.etir &&

@@ -420,6 +420,52 @@ static void t_bin(const char* what, std::vector<long long> pext, HV av, HV bv, H
   report(err < tol<TY>() && untouched_outside(y, yv), name, err);
 }
 
+// div_rn_by_ge1 (silu's division without div.rn.f32's subroutine call) against div.rn.f32,
+// bit for bit: every thread takes a splitmix draw as g's bits, then divides it by 1 + expf(-g)
+// (silu's denominator), by a random d >= 1 and by the special values; a NaN matches any NaN.
+__global__ void k_div_rn(unsigned long long seed, int per_thread, unsigned long long* bad, unsigned* first) {
+  const float specials[] = {1.0f, 1.0000001f, 1.5f, 3.0f, 1e30f, 3.4028235e38f, INFINITY};
+  unsigned long long x = seed + 0x9e3779b97f4a7c15ull * (blockIdx.x * blockDim.x + threadIdx.x + 1);
+  auto next = [&] {
+    unsigned long long z = (x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  auto check = [&](float g, float d) {
+    const float want = __fdiv_rn(g, d), got = etc::dev::div_rn_by_ge1(g, d);
+    if (__float_as_uint(want) != __float_as_uint(got) && !(isnan(want) && isnan(got))) {
+      if (atomicAdd(bad, 1ull) == 0) first[0] = __float_as_uint(g), first[1] = __float_as_uint(d);
+    }
+  };
+  for (int i = 0; i < per_thread; ++i) {
+    const unsigned long long r = next();
+    const float g = __uint_as_float((unsigned)r);
+    check(g, 1.0f + expf(-g));
+    const float d = fabsf(__uint_as_float((unsigned)(r >> 32)));
+    if (d >= 1.0f) check(g, d);
+    check(g, specials[i % 7]);
+  }
+  const float edges[] = {0.0f, -0.0f, 1e-45f, -1e-45f, 1.2e-38f, INFINITY, -INFINITY, NAN, 88.7f, -88.7f, -104.0f};
+  for (int i = 0; i < 11; ++i) check(edges[i], 1.0f + expf(-edges[i]));
+}
+
+static void t_div_rn() {
+  unsigned long long* bad;
+  unsigned* first;
+  CK(cudaMallocManaged(&bad, sizeof *bad));
+  CK(cudaMallocManaged(&first, 2 * sizeof *first));
+  *bad = 0;
+  first[0] = first[1] = 0;
+  const int blocks = 528, threads = 256, per = 512;  // 69 M draws, three divisions each
+  k_div_rn<<<blocks, threads>>>(0x5eedull, per, bad, first);
+  CK(cudaDeviceSynchronize());
+  if (*bad) std::printf("  first: g bits %08x, d bits %08x\n", first[0], first[1]);
+  report(*bad == 0, "div_rn_by_ge1_bits", (double)*bad);
+  CK(cudaFree(bad));
+  CK(cudaFree(first));
+}
+
 // ---- reductions ---------------------------------------------------------------------------------
 
 template <bool MAX, class TX, class TY>
@@ -1218,6 +1264,8 @@ int main() {
   t_cast<int, bf16>("dense", {800}, hv(0, {800}, {1}), hv(0, {800}, {1}));
   t_cast<long long, float>("dense", {800}, hv(0, {800}, {1}), hv(0, {800}, {1}));
   t_cast<int, long long>("dense", {800}, hv(0, {800}, {1}), hv(0, {800}, {1}));
+
+  t_div_rn();
 
   // add / mul / silu_mul
   t_bin<0, bf16, bf16>("dense", {16, 512}, hv(0, {16, 512}, {512, 1}), hv(0, {16, 512}, {512, 1}), hv(0, {16, 512}, {512, 1}));

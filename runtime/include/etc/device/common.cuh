@@ -153,10 +153,27 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(flo
   return __float2bfloat16_rn(x);
 }
 
+// g / d for d >= 1 (or NaN), with the bits of div.rn.f32 but no call: ptxas lowers that
+// division's slow path to a subroutine call, and in nvJitLink's relocatable code any call
+// serializes the wgmma products of the function that makes it (ptxas info C7509; the gated
+// matmul's epilogue divides). A double reciprocal refined twice gives g / d within about 2^-52
+// relative, and an f32 quotient is never within 2^-48 of a midpoint between two floats (nor
+// on one), so rounding that to float is the correctly rounded quotient. d = inf: g * 0, which
+// is g / inf (a zero of g's sign, NaN for an infinite g).
+__device__ __forceinline__ float div_rn_by_ge1(float g, float d) {
+  if (isinf(d)) return g * 0.0f;
+  const double dd = d;
+  double r;
+  asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(dd));
+  r = fma(r, fma(-dd, r, 1.0), r);
+  r = fma(r, fma(-dd, r, 1.0), r);
+  return (float)((double)g * r);
+}
+
 // silu(g) * u with silu(g) = g / (1 + exp(-g)): silu_mul, its row form and the gated matmul
 // share it, so that every path gives the same bits. expf keeps it within a few ulp of the
 // reference.
-__device__ __forceinline__ float silu_mul_f32(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+__device__ __forceinline__ float silu_mul_f32(float g, float u) { return div_rn_by_ge1(g, 1.0f + expf(-g)) * u; }
 
 // Integers travel as long long (wrapping arithmetic is done on the unsigned form).
 __device__ __forceinline__ long long to_i64(int x) { return x; }
