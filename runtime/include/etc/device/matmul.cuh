@@ -310,12 +310,11 @@ __device__ __forceinline__ void load_tile(T* sdst, int pitch, int R, long long v
   }
 }
 
-// Operand geometry shared by both paths.
-// The epilogues index a tile's elements in 32 bits (at most 128 x 256 of them): ptxas makes a
-// 64-bit division a subroutine call, per element there, and in nvJitLink's relocatable code a
-// call serializes the wgmma products of the function that makes it (C7509). H100, the
-// epilogues' o / N in 64 bits -> 32: Llama-3.2-1B decode B = 16 -1.4%, B = 128 -4.8%; Qwen3-0.6B
-// -1.8%, -4.3%; B = 1 level (docs/benchmarks.md, session 73).
+// Operand geometry shared by both paths. The epilogues index a tile's elements in 32 bits (at
+// most 128 x 256 of them): ptxas makes a 64-bit division a subroutine call, per element there,
+// and in nvJitLink's relocatable code a call serializes the wgmma products of the function that
+// makes it (C7509). H100, the epilogues' o / N in 64 bits -> 32: Llama-3.2-1B decode B = 16
+// -1.4%, B = 128 -4.8%; Qwen3-0.6B -1.8%, -4.3%; B = 1 level (docs/benchmarks.md, session 73).
 struct MmArgs {
   long long M, N, K;
   long long ams, aks;  // a: row (m) and k strides
