@@ -156,10 +156,11 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(flo
 // g / d for d >= 1 (or NaN), with the bits of div.rn.f32 but no call: ptxas lowers that
 // division's slow path to a subroutine call, and in nvJitLink's relocatable code any call
 // serializes the wgmma products of the function that makes it (ptxas info C7509; the gated
-// matmul's epilogue divides). A double reciprocal refined twice gives g / d within about 2^-52
-// relative, and an f32 quotient is never within 2^-48 of a midpoint between two floats (nor
-// on one), so rounding that to float is the correctly rounded quotient. d = inf: g * 0, which
-// is g / inf (a zero of g's sign, NaN for an infinite g).
+// matmul's epilogue divides). A double reciprocal refined twice gives g / d within about 2^-51
+// relative; an f32 quotient is never on a midpoint between two floats, nor within 2^-49 of one
+// relative (a - b * m, m a 25-bit odd significand, is a nonzero multiple of b's ulp times m's),
+// nor within 2^-174 absolute among the subnormals, so rounding that to float is the correctly
+// rounded quotient. d = inf: g * 0, which is g / inf (a zero of g's sign, NaN for an infinite g).
 __device__ __forceinline__ float div_rn_by_ge1(float g, float d) {
   if (isinf(d)) return g * 0.0f;
   const double dd = d;
