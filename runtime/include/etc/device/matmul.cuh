@@ -755,16 +755,23 @@ __device__ __forceinline__ void mm_wg_store(const Ctx& ctx, const float (&d)[MmW
   }
 }
 
+// Whether a tile's shape can stream its weights: the wgmma form of at most 64 rows of a, its
+// columns unsplit (not KSPLIT: the stream's units are laid out for the column halves), 128-deep
+// stages of 64 or 128 columns of b (the gated form: 64 of each weight).
+template <class T, int TM, int TN, int TK, bool PAIR>
+__device__ __forceinline__ constexpr bool mm_streamable() {
+  using W = MmWgGeom<T, TM, TN, TK>;
+  return W::ON && W::TMP <= 64 && !W::KSPLIT && TK == kStreamUnitK && (TN == 64 || TN == 128) && (!PAIR || TN == 128);
+}
+
 // Whether this product streams its weights across tasks (stream.cuh), and its stages if so
-// (d.nk = 0 if not): the wgmma form of at most 64 rows of a, 128-deep stages of 64 or 128 columns
-// of b (the gated form: 64 of each weight), b's (and b_up's) tensor maps there. matmul_describe and the matmul agree through it.
+// (d.nk = 0 if not): a streamable shape (above) whose b (and b_up) have tensor maps there.
+// matmul_describe and the matmul agree through it.
 template <class T, int TM, int TN, int TK, bool PAIR>
 __device__ __forceinline__ bool mm_stream_of(const T* ap, const T* bp, const T* bp2, bool tb, const MmArgs& g,
                                              TmaB m1, TmaB m2, StreamDesc& d) {
-  using W = MmWgGeom<T, TM, TN, TK>;
   d.nk = 0;
-  if constexpr (!W::ON || W::TMP > 64 || W::KSPLIT || TK != kStreamUnitK || (TN != 64 && TN != 128) ||
-                (PAIR && TN != 128)) {
+  if constexpr (!mm_streamable<T, TM, TN, TK, PAIR>()) {
     return false;
   } else {
     if (!mm_use_wgmma<T, TM, TN, TK>(ap, bp, bp2, tb, g) || m1.map == nullptr || (PAIR && m2.map == nullptr))
@@ -859,9 +866,7 @@ __device__ __forceinline__ void mm_streamed(const Ctx& ctx, const T* ap, const T
                                             const MmArgs& g, TY* yp, TmaB m1, TmaB m2) {
   StreamDesc sd;
   if (!mm_stream_of<T, TM, TN, TK, PAIR>(ap, bp, bp2, tb, g, m1, m2, sd)) __trap();
-  if constexpr (MmWgGeom<T, TM, TN, TK>::ON && MmWgGeom<T, TM, TN, TK>::TMP <= 64 && !MmWgGeom<T, TM, TN, TK>::KSPLIT &&
-                TK == kStreamUnitK && (TN == 64 || TN == 128) && (!PAIR || TN == 128))
-    mm_wgmma_stream<T, TM, TN, TK, TY, PAIR>(ctx, ap, g, yp);
+  if constexpr (mm_streamable<T, TM, TN, TK, PAIR>()) mm_wgmma_stream<T, TM, TN, TK, TY, PAIR>(ctx, ap, g, yp);
 }
 
 template <int TM, int TN, int TK, class TY>
