@@ -217,6 +217,14 @@ class Module:
         _check(lib.etc_module_bind(self._h, name.encode(), int(ptr), _capi.DTYPES.index(dtype), len(shape), dims))
         self._bound.pop(name, None)
 
+    def unbind(self, *names):
+        """Forgets the bindings of `names` (default: every input, output and param) and drops
+        the module's references to them, so that their memory can be freed; a launch fails until
+        they are bound again."""
+        for name in names or [t.name for t in self.tensors if t.role != "temp"]:
+            _check(lib.etc_module_unbind(self._h, name.encode()))
+            self._bound.pop(name, None)
+
     # ---- the device ---------------------------------------------------------------------------
     def load_device(self, device=None):
         """Loads the fatbin on a GPU (default: the bound tensors' GPU, else 0). launch() does it when needed."""

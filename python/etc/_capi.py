@@ -92,6 +92,7 @@ _SIG = {
     "etc_module_workspace_bytes": (_S, [_P, ctypes.POINTER(ctypes.c_uint64)]),
     "etc_module_bind": (_S, [_P, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_int, ctypes.c_int,
                              ctypes.POINTER(ctypes.c_int64)]),
+    "etc_module_unbind": (_S, [_P, ctypes.c_char_p]),
     "etc_module_load_device": (_S, [_P, ctypes.c_int]),
     "etc_module_device_info": (_S, [_P, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int),
                                     ctypes.POINTER(ctypes.c_int)]),

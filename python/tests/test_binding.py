@@ -8,6 +8,7 @@ shapes, and the checks made before anything reaches the device.
 import os
 import sys
 import unittest
+import weakref
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import etc  # noqa: E402
@@ -94,6 +95,21 @@ class BindingTest(unittest.TestCase):
         self.assertStatus("BAD_BINDING", self.m.bind_pointer, "a", 0x7F0000002000, "i32", (10,))
         with self.assertRaisesRegex(ValueError, "dtype 'f64'"):
             self.m.bind_pointer("a", 0x7F0000002000, "f64", (10,))
+
+    def test_unbind_drops_the_modules_references(self):
+        self.m.set_syms(N=10)
+        a, out = FakeCudaArray((10,)), FakeCudaArray((1,))
+        self.m.bind(a=a, out=out)
+        ref_a, ref_out = weakref.ref(a), weakref.ref(out)
+        del a, out
+        self.assertIsNotNone(ref_a())  # the module keeps what it may launch on
+        self.m.unbind("a")
+        self.assertIsNone(ref_a())
+        self.assertIsNotNone(ref_out())
+        self.m.unbind()  # every input, output and param
+        self.assertIsNone(ref_out())
+        self.assertStatus("BAD_BINDING", self.m.unbind, "p")  # a temp
+        self.assertStatus("NOT_FOUND", self.m.unbind, "nope")
 
     def test_bind_refuses_what_is_not_a_contiguous_cuda_tensor(self):
         self.m.set_syms(N=4)

@@ -312,6 +312,14 @@ etc_status etc_module_bind(etc_module m, const char* name, etc_devptr ptr, etc_d
   });
 }
 
+etc_status etc_module_unbind(etc_module m, const char* name) {
+  return guarded([&] {
+    need(m, "the module");
+    need(name, "the tensor name");
+    m->syms->unbind(name);
+  });
+}
+
 etc_status etc_module_load_device(etc_module m, int device) {
   return guarded([&] {
     need(m, "the module");

@@ -105,11 +105,17 @@ void SymState::checkBinding(size_t tensor, const Binding& b) const {
                                      " for these syms, the buffer bound to it has shape " + shapeToText(b.shape));
 }
 
-void SymState::bind(std::string_view name, etc_devptr ptr, etc_dtype dtype, std::vector<int64_t> shape) {
+size_t SymState::bindable(std::string_view name) const {
   int i = d_.findTensor(name);
   if (i < 0) fail(ETC_STATUS_NOT_FOUND, "no tensor named '" + std::string(name) + "'");
+  if (d_.tensors[i].role == ETC_ROLE_TEMP)
+    fail(ETC_STATUS_BAD_BINDING, "tensor " + d_.tensors[i].name + " is a temp: the runtime allocates it");
+  return static_cast<size_t>(i);
+}
+
+void SymState::bind(std::string_view name, etc_devptr ptr, etc_dtype dtype, std::vector<int64_t> shape) {
+  size_t i = bindable(name);
   const TensorDesc& t = d_.tensors[i];
-  if (t.role == ETC_ROLE_TEMP) fail(ETC_STATUS_BAD_BINDING, "tensor " + t.name + " is a temp: the runtime allocates it");
   if (ptr == 0) fail(ETC_STATUS_BAD_BINDING, "tensor " + t.name + ": the device pointer is null");
   Binding b{true, ptr, dtype, std::move(shape)};
   bool syms_known = true;
@@ -118,6 +124,11 @@ void SymState::bind(std::string_view name, etc_devptr ptr, etc_dtype dtype, std:
   else if (b.dtype != t.dtype)
     fail(ETC_STATUS_BAD_BINDING, "tensor " + t.name + " is " + dtypeName(t.dtype) + ", the buffer bound to it is " + dtypeName(b.dtype));
   bindings_[i] = std::move(b);
+  ++version_;
+}
+
+void SymState::unbind(std::string_view name) {
+  bindings_[bindable(name)] = Binding{};
   ++version_;
 }
 

@@ -35,6 +35,8 @@ class SymState {
 
   // Checks dtype and shape now when the syms it needs are set (and always at launch).
   void bind(std::string_view name, etc_devptr ptr, etc_dtype dtype, std::vector<int64_t> shape);
+  // Forgets a binding, so that its memory may be freed: a launch then fails until it is bound again.
+  void unbind(std::string_view name);
   // Every input, output and param bound, with the dtype and shape the current syms give.
   void checkBindings() const;
   const Binding& binding(size_t tensor) const { return bindings_[tensor]; }
@@ -47,6 +49,7 @@ class SymState {
   // then, since a launch after any change evaluates every tensor's shape.
   std::vector<int64_t> evalShape(const std::vector<nlohmann::json>& shape, const char* kind, const std::string& name) const;
   void checkBinding(size_t tensor, const Binding& b) const;
+  size_t bindable(std::string_view name) const;  // an input, output or param's index, or throws
 
   const Descriptor& d_;
   std::vector<std::optional<int64_t>> syms_;

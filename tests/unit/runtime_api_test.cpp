@@ -140,6 +140,11 @@ TEST(RuntimeApi, SymsShapesBindingsAndWorkspace) {
   EXPECT_STREQ(etc_last_error_message(), "tensor x is bf16, the buffer bound to it is f16");
   EXPECT_EQ(etc_module_bind(o.m, "x", 0x1000, ETC_DTYPE_BF16, 2, xs), ETC_STATUS_OK);
   EXPECT_EQ(etc_module_bind(o.m, "x", 0x1000, ETC_DTYPE_BF16, 5, xs), ETC_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(etc_module_unbind(o.m, "x"), ETC_STATUS_OK);
+  EXPECT_EQ(etc_module_unbind(o.m, "nope"), ETC_STATUS_NOT_FOUND);
+  EXPECT_STREQ(etc_last_error_message(), "no tensor named 'nope'");
+  EXPECT_EQ(etc_module_unbind(o.m, nullptr), ETC_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(etc_module_unbind(nullptr, "x"), ETC_STATUS_INVALID_ARGUMENT);
 }
 
 TEST(RuntimeApi, DeviceCallsBeforeLoadingSaySo) {

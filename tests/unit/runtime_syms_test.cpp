@@ -120,6 +120,29 @@ TEST_F(RuntimeSyms, VersionCountsEveryAcceptedChange) {
   st.tensorShape(0);
   errorOf([&] { st.checkBindings(); }, ETC_STATUS_BAD_BINDING);  // reading changes nothing
   EXPECT_EQ(st.version(), v4);
+  st.unbind("x");
+  EXPECT_GT(st.version(), v4);
+}
+
+// Unbinding lets a caller free a buffer (a KV cache before a larger one): the next launch must
+// refuse to run rather than use the freed pointer.
+TEST_F(RuntimeSyms, UnboundTensorFailsTheLaunchUntilBoundAgain) {
+  st.setSym("B", 4);
+  st.setSym("N", 16);
+  st.bind("x", 0x1000, ETC_DTYPE_BF16, {4, 64});
+  st.bind("w", 0x2000, ETC_DTYPE_F32, {64, 32});
+  st.bind("y", 0x3000, ETC_DTYPE_F32, {4, 32});
+  st.checkBindings();
+  st.unbind("w");
+  EXPECT_FALSE(st.binding(1).bound);
+  EXPECT_EQ(st.binding(1).ptr, 0u);
+  EXPECT_EQ(errorOf([&] { st.checkBindings(); }, ETC_STATUS_BAD_BINDING), "tensor w (param) is not bound");
+  st.unbind("w");  // twice is fine
+  EXPECT_EQ(errorOf([&] { st.unbind("t"); }, ETC_STATUS_BAD_BINDING), "tensor t is a temp: the runtime allocates it");
+  EXPECT_EQ(errorOf([&] { st.unbind("z"); }, ETC_STATUS_NOT_FOUND), "no tensor named 'z'");
+  st.bind("w", 0x4000, ETC_DTYPE_F32, {64, 32});
+  st.checkBindings();
+  EXPECT_EQ(st.binding(1).ptr, 0x4000u);
 }
 
 }  // namespace

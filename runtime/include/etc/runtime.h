@@ -144,6 +144,9 @@ etc_status etc_module_workspace_bytes(etc_module m, uint64_t* bytes);
  * syms (checked here and again at every launch, since syms may change after binding). */
 etc_status etc_module_bind(etc_module m, const char* name, etc_devptr ptr, etc_dtype dtype,
                            int rank, const int64_t* shape);
+/* Forgets the binding of an input, output or param, so that the caller may free its memory
+ * (e.g. before allocating a larger KV cache); a launch fails until the tensor is bound again. */
+etc_status etc_module_unbind(etc_module m, const char* name);
 
 /* ---- the device --------------------------------------------------------------------------- */
 /* Opens libcuda, retains the primary context of `device`, checks that the fatbin has code for

@@ -109,6 +109,8 @@ class Module {
     checkStatus(etc_module_bind(m_, name.c_str(), ptr, dtype, static_cast<int>(shape.size()), shape.data()));
   }
 
+  void unbind(const std::string& name) { checkStatus(etc_module_unbind(m_, name.c_str())); }
+
   void loadDevice(int device = 0) { checkStatus(etc_module_load_device(m_, device)); }
   // An empty graph name means the module's only graph.
   void launch(const std::string& graph = "", etc_stream stream = nullptr, etc_launch_options options = {ETC_MODE_MEGA, 0, 0}) {
