@@ -310,17 +310,28 @@ __device__ __forceinline__ void load_tile(T* sdst, int pitch, int R, long long v
   }
 }
 
-// Operand geometry shared by both paths. The epilogues index a tile's elements in 32 bits (at
-// most 128 x 256 of them): ptxas makes a 64-bit division a subroutine call, per element there,
-// and in nvJitLink's relocatable code a call serializes the wgmma products of the function that
-// makes it (C7509). H100, the epilogues' o / N in 64 bits -> 32: Llama-3.2-1B decode B = 16
-// -1.4%, B = 128 -4.8%; Qwen3-0.6B -1.8%, -4.3%; B = 1 level (docs/benchmarks.md, session 73).
+// Operand geometry shared by both paths.
 struct MmArgs {
   long long M, N, K;
   long long ams, aks;  // a: row (m) and k strides
   long long bks, bns;  // b: k and n strides
   long long yms, yns;
 };
+
+// The epilogues' walk: f(m, n) for each of the tile's g.M x g.N elements, spread over the
+// CTA's threads. In 32 bits (a tile has at most 128 x 256 elements): ptxas makes a 64-bit
+// division a subroutine call, per element here, and in nvJitLink's relocatable code a call
+// serializes the wgmma products of the function that makes it (C7509). H100, o / N in 64 bits
+// -> 32: Llama-3.2-1B decode B = 16 -1.4%, B = 128 -4.8%; Qwen3-0.6B -1.8%, -4.3%; B = 1
+// level (docs/benchmarks.md, session 73).
+template <class F>
+__device__ __forceinline__ void mm_each_element(const MmArgs& g, F&& f) {
+  const int MN = (int)(g.M * g.N), N = (int)g.N;
+  for (int o = threadIdx.x; o < MN; o += blockDim.x) {
+    const int m = o / N;
+    f(m, o - m * N);
+  }
+}
 
 // Issues stage kt of the ring: a's [TMP][TK] tile and/or b's tile in its memory orientation,
 // as one commit group. PAIR (the gated matmul): b's tile is two halves of TN / 2 columns of
@@ -369,13 +380,11 @@ __device__ __forceinline__ int mm_a_rows(const MmArgs& g) {
 // the bits of two matmuls and a silu_mul. Ends with a barrier.
 template <int TN, class TY>
 __device__ __forceinline__ void mm_gated_store(const float* c, int pitch, const MmArgs& g, TY* yp) {
-  const int MN = (int)(g.M * g.N), N = (int)g.N;
-  for (int o = threadIdx.x; o < MN; o += blockDim.x) {
-    const int m = o / N, n = o - m * N;
+  mm_each_element(g, [&](int m, int n) {
     const float gate = to_f32(from_f32<TY>(c[m * pitch + n]));
     const float up = to_f32(from_f32<TY>(c[m * pitch + TN / 2 + n]));
     yp[m * g.yms + n * g.yns] = from_f32<TY>(silu_mul_f32(gate, up));
-  }
+  });
   __syncthreads();
 }
 
@@ -513,14 +522,12 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
       break;  // the only round
     }
     // Store this round's groups (one round unless the tile has more groups than warps).
-    const int MN = (int)(g.M * g.N), N = (int)g.N;
     const int g1 = g0 + gpr;
-    for (int o = threadIdx.x; o < MN; o += blockDim.x) {
-      const int m = o / N, n = o - m * N;
+    mm_each_element(g, [&](int m, int n) {
       const int gg = (m / (FM * 16)) * Til::GN + n / (FN * 8);
       if (gg >= g0 && gg < g1)
         yp[m * g.yms + n * g.yns] = from_f32<TY>(cbuf[m * Geo::C_PITCH + n]);
-    }
+    });
     __syncthreads();
   }
 }
@@ -746,11 +753,7 @@ __device__ __forceinline__ void mm_wg_store(const Ctx& ctx, const float (&d)[MmW
   if constexpr (PAIR) {
     mm_gated_store<TN>(cbuf, CP, g, yp);
   } else {
-    const int MN = (int)(g.M * g.N), N = (int)g.N;
-    for (int o = threadIdx.x; o < MN; o += blockDim.x) {
-      const int m = o / N, n = o - m * N;
-      yp[m * g.yms + n * g.yns] = from_f32<TY>(cbuf[m * CP + n]);
-    }
+    mm_each_element(g, [&](int m, int n) { yp[m * g.yms + n * g.yns] = from_f32<TY>(cbuf[m * CP + n]); });
     __syncthreads();
   }
 }
