@@ -432,11 +432,6 @@ LIMIT=300 run index-div32 0 "$attn_g4" -arch sm_90a --no-derived-syms --device-d
 LIMIT=300 run attention-knobs 0 "$attn_g4" -arch sm_90a --device-define ETC_ATTN_MMA=0 --device-define ETC_ATTN_EVICT_FIRST=0 \
   --device-define ETC_ATTN_SLOTS=1 --device-define ETC_ATTN_BLOCK_KIB=32 -o "$tmp/attn_knobs.fatbin" &&
   if [ -s "$tmp/attn_knobs.fatbin" ]; then pass; else fail "attention-knobs: no fatbin"; fi
-# ETC_ATTN_L2_AHEAD=1 (opt-in) asks L2 for the next cache head's rows; the default asks for none.
-LIMIT=300 run attention-l2-ahead 0 "$attn_g4" -arch sm_90a --device-define ETC_ATTN_L2_AHEAD=1 --emit ptx -o "$tmp/l2.ptx" &&
-  LIMIT=300 run attention-l2-ahead-default 0 "$attn_g4" -arch sm_90a --emit ptx -o "$tmp/l2_0.ptx" &&
-  if grep -q 'prefetch.global.L2' "$tmp/l2.ptx" && ! grep -q 'prefetch.global.L2' "$tmp/l2_0.ptx"; then pass
-  else fail "attention-l2-ahead: prefetch.global.L2 $(grep -c 'prefetch.global.L2' "$tmp/l2.ptx") times with the knob, $(grep -c 'prefetch.global.L2' "$tmp/l2_0.ptx") without"; fi
 # Qwen3's attention (2 query heads a cache head) takes the tensor-core form of independent warps
 # (ETC_ATTN_MMA_WARPS, default 1): a ring a warp for 8 warps, of 2 tiles (ETC_ATTN_WARP_SLOTS) of
 # 16 K rows and 16 V rows at D = 128 (128 KiB), after the scratch; 1 tile a warp halves it.

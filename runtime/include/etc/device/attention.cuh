@@ -1250,34 +1250,6 @@ __device__ void attn_head_warps(const Ctx& ctx, TQ* qp, long long qs, const Rows
   attn_warps_combine<D, G, PE>(reinterpret_cast<float*>(ctx.smem), nw, m, l, acc, op, os, lsep, ls);
 }
 
-// ETC_ATTN_L2_AHEAD = A > 0 (opt-in, for measuring): the forms of independent warps ask L2 for
-// the cache rows of the A heads after the one they are about to read (before the first head,
-// for it too), one prefetch.global.L2 a 128-byte line. A warp's ring holds 2 tiles of a head,
-// so each head starts with a ring to fill from DRAM; with the rows in L2 the fill is an L2
-// round trip. At B = 128 a task reads 8 heads of a request one after another (H100, session 73:
-// 63.6 us for 1 MiB, 16.5 GB/s an SM where the copy reaches 22.6).
-#ifndef ETC_ATTN_L2_AHEAD
-#define ETC_ATTN_L2_AHEAD 0
-#endif
-template <int D, class MakeRows>
-__device__ __forceinline__ void attn_l2_prefetch_heads(MakeRows& rows, long long h0, long long h1, long long n) {
-  for (long long h = h0; h < h1; ++h) {
-    const auto r = rows(h);
-    using KT = typename decltype(r)::KT;
-    using VT = typename decltype(r)::VT;
-    constexpr int KL = (D * (int)sizeof(KT) + 127) / 128, VL = (D * (int)sizeof(VT) + 127) / 128;
-    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
-      KT* k_row;
-      VT* v_row;
-      if (!r.kv(j, k_row, v_row)) continue;
-#pragma unroll
-      for (int c = 0; c < KL; ++c) asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(k_row) + 128 * c));
-#pragma unroll
-      for (int c = 0; c < VL; ++c) asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(v_row) + 128 * c));
-    }
-  }
-}
-
 // Whether a call's 16-byte path takes the tensor-core form of independent warps.
 template <int D, int G, bool kCanVec, class TQ, class K>
 __host__ __device__ constexpr bool attn_takes_mma_warps() {
@@ -1296,10 +1268,6 @@ __device__ void attn_heads(const Ctx& ctx, const View<TQ>& q, long long hk, bool
     // A form of independent warps: the task's cache heads one after another.
     if (vec) {
       for (long long g = 0; g < hk; ++g) {
-        if constexpr (ETC_ATTN_L2_AHEAD > 0) {
-          const long long first = g == 0 ? 0 : g + ETC_ATTN_L2_AHEAD, last = g + 1 + ETC_ATTN_L2_AHEAD;
-          attn_l2_prefetch_heads<D>(rows, first, last < hk ? last : hk, n);
-        }
         TQ* const qp = q.ptr + g * G * D * q.stride[0];
         TO* const op = o.ptr + g * G * D * o.stride[0];
         float* const lp = lse.ptr ? lse.ptr + g * G * lse.stride[0] : nullptr;
