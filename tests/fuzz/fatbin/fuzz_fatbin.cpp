@@ -1,6 +1,6 @@
 // libFuzzer target: the fatbin container, ELF and descriptor readers, through the runtime's C
 // API exactly as etc-run --info uses them, then everything a host does before a GPU is involved
-// (sym ranges, tensor shapes, workspace size). No input may crash, read out of bounds or leave
+// (sym ranges, tensor shapes, bindings, workspace size). No input may crash, read out of bounds or leave
 // an error without a message.
 //
 // An input that starts with the fatbin magic is the file itself. Any other input is taken as a
@@ -60,7 +60,17 @@ void exercise(etc_module m) {
       checked(etc_module_tensor_info(m, i, &t));
       int rank = 0;
       int64_t shape[ETC_MAX_SHAPE_RANK];
-      checked(etc_module_tensor_shape(m, t.name, &rank, shape));
+      etc_status st = etc_module_tensor_shape(m, t.name, &rank, shape);
+      checked(st);
+      if (st != ETC_STATUS_OK) continue;
+      // A buffer of the tensor's own dtype and shape binds, unless the tensor is a temp; unbinding
+      // it succeeds likewise (names are unique, so the name finds this tensor).
+      st = etc_module_bind(m, t.name, 0x1000, t.dtype, rank, shape);
+      checked(st);
+      require((st == ETC_STATUS_OK) == (t.role != ETC_ROLE_TEMP), "a tensor's own shape and dtype did not bind");
+      st = etc_module_unbind(m, t.name);
+      checked(st);
+      require((st == ETC_STATUS_OK) == (t.role != ETC_ROLE_TEMP), "unbind disagrees with bind");
     }
     uint64_t bytes = 0;
     checked(etc_module_workspace_bytes(m, &bytes));
