@@ -256,6 +256,14 @@ TEST(RuntimeApi, CppWrapperThrowsWithStatus) {
     EXPECT_EQ(e.status(), ETC_STATUS_BAD_SYM);
     EXPECT_STREQ(e.what(), "sym N = 0 is outside its range [1, 1000000]");
   }
+  m.bind("y", 0x1000, ETC_DTYPE_F32, {3, 32});
+  m.unbind("y");
+  try {
+    m.unbind("nope");
+    ADD_FAILURE();
+  } catch (const etc::RuntimeError& e) {
+    EXPECT_EQ(e.status(), ETC_STATUS_NOT_FOUND);
+  }
   etc::Module moved = std::move(m);
   EXPECT_EQ(moved.name(), "sample");
   EXPECT_STREQ(etc_status_name(ETC_STATUS_NO_DRIVER), "ETC_STATUS_NO_DRIVER");
