@@ -13,8 +13,9 @@ splits rows into parts (B < 16) the split grid and the merge take B * LONG rows 
 grid B * SHORT rows from row 0, LONG = [lmax > T] read as min(max(load(lmax[0]) - T, 0), 1) and
 SHORT = 1 - LONG read from nlmax, so that each extent grows with the value it loads (a
 data-dependent grid's tasks are numbered over its bound: docs/backend.md). Every task of both
-forms exists at the bound and notifies whether it runs or not; the o projection's count is the
-merge's rows plus the one-part grid's. The rewrite matches etcc's text exactly (the expressions
+forms exists at the bound and notifies whether it runs or not; the count of the o projection's event
+(which the merge notifies) is the merge's rows plus the one-part grid's. Both samples
+(Llama-3.2-1B and Qwen3-0.6B) rewrite. The rewrite matches etcc's text exactly (the expressions
 of the lowering in compiler/passes/lower_ops.cpp at session 75) and fails, naming what it did
 not find, on any other module.
 """
@@ -78,10 +79,15 @@ def rewrite(text, t, cache_len):
                           f"  notify {whole_ev}[min(B * {W}, i) : min(B * {W}, i + 1), 0:8]\n", text, flags=re.M)
         if n != 1:
             raise RewriteError(f"{at}: kv_append's notify of the one-part grid, found {n} times")
-        o_ev = f"ev_attention_merge_o_{l}_matmul_attn_{l}_wide"
-        text = replace_once(text, f"event {o_ev} : [8] init B * {M} - B * {M} * {W} + B * {W}\n",
-                            f"event {o_ev} : [8] init B * {M} * {long_} + {OLD_WHOLE} + B * {M} * {W} * {short}\n",
-                            f"{at}: the o projection's event")
+        # The o projection's event, which the merge notifies: its count loses the merge's rows at
+        # the syms (B * M) and gains them times LONG, and the one-part grid's B * M * W * SHORT.
+        m = re.search(rf"^task @attention_merge_o_{l} grid [^\n]*\{{\n(?:[^\n]*\n)*?  notify (\w+)\[", text, re.M)
+        if not m:
+            raise RewriteError(f"{at}: the merge's notify")
+        m = re.search(rf"^event {m.group(1)} : \[[^\n]*\] init ([^\n]*)$", text, re.M)
+        if not m:
+            raise RewriteError(f"{at}: the o projection's event")
+        text = (text[:m.end(1)] + f" - B * {M} + B * {M} * {long_} + B * {M} * {W} * {short}" + text[m.end(1):])
     return text, len(layers)
 
 

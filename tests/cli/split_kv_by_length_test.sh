@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/split_kv_by_length.py (session 75's per-launch choice between one-part and split-KV
-# attention): the rewritten task-level module of a one-layer Llama-3.2-1B verifies and schedules,
-# and on the reference interpreter gives the original module's logits bit for bit on both sides
+# attention): the rewritten task-level module of a one-layer Llama-3.2-1B and Qwen3-0.6B verifies and
+# schedules, and on the reference interpreter gives the original module's logits bit for bit on both sides
 # of the threshold (every row at most T positions: the one-part grid; one row past it: the split
 # grid and its merge), at B = 1 and 3; a module without split-KV attention is refused by name.
 # Usage: split_kv_by_length_test.sh ETCC ETC_RUN   (from the repository root)
@@ -20,27 +20,30 @@ with open(sys.argv[1], "wb") as f:
     f.write(struct.pack("<%di" % len(vals), *vals))
 PY
 }
-python3 tools/gen_decode_sample.py llama3_2_1b --layers 1 --vocab 1024 >"$tmp/l.etir" || fail "gen_decode_sample.py"
-"$etcc" "$tmp/l.etir" --emit tasks -o "$tmp/l.tasks.etir" 2>"$tmp/err" || fail "etcc --emit tasks: $(tail -3 "$tmp/err")"
-python3 tools/split_kv_by_length.py "$tmp/l.tasks.etir" --max-short 64 >"$tmp/dyn.etir" 2>"$tmp/err" ||
-  fail "the rewrite: $(cat "$tmp/err")"
-grep -qF "split_kv_by_length.py: 1 layers, one part while every row has at most 64 positions" "$tmp/err" ||
-  fail "the rewrite's report: $(cat "$tmp/err")"
-grep -qF 'task @attention_merge_o_0 grid [B * min(cdiv(16, B) - 1, 1) * min(max((load(lmax[0]) <= 4097) - 64, 0), 1), 8] (b, g) {' \
-  "$tmp/dyn.etir" || fail "the merge's extent does not read max(lens)"
-# Every pass again, the schedule's checks included.
-"$etcc" "$tmp/dyn.etir" --emit tasks -o "$tmp/dyn.out.etir" 2>"$tmp/err" || fail "etcc on the rewritten module: $(tail -3 "$tmp/err")"
-# pos = position of the new token; a row reads pos + 1 positions: 63 -> 64 (one part), 64 -> 65 (split).
-for case in "1 63" "1 64" "3 0 63 17" "3 0 64 17"; do
-  set -- $case
-  b=$1; shift
-  name="B$b-$(echo "$*" | tr ' ' _)"
-  npy_i32 "$tmp/pos_$name.npy" "$@"
-  for v in l.tasks dyn; do
-    "$run" "$tmp/$v.etir" --sym B=$b --in pos="$tmp/pos_$name.npy" --seed 4 --random-outputs \
-      --out logits="$tmp/${v}_$name.npy" >/dev/null 2>"$tmp/err" || fail "$v at $name: $(tail -3 "$tmp/err")"
+for model in llama3_2_1b qwen3_0_6b; do
+  python3 tools/gen_decode_sample.py $model --layers 1 --vocab 1024 >"$tmp/l.etir" || fail "$model: gen_decode_sample.py"
+  "$etcc" "$tmp/l.etir" --emit tasks -o "$tmp/l.tasks.etir" 2>"$tmp/err" || fail "$model: etcc --emit tasks: $(tail -3 "$tmp/err")"
+  python3 tools/split_kv_by_length.py "$tmp/l.tasks.etir" --max-short 64 >"$tmp/dyn.etir" 2>"$tmp/err" ||
+    fail "$model: the rewrite: $(cat "$tmp/err")"
+  grep -qF "split_kv_by_length.py: 1 layers, one part while every row has at most 64 positions" "$tmp/err" ||
+    fail "$model: the rewrite's report: $(cat "$tmp/err")"
+  grep -qF 'task @attention_merge_o_0 grid [B * min(cdiv(16, B) - 1, 1) * min(max((load(lmax[0]) <= 4097) - 64, 0), 1), 8] (b, g) {' \
+    "$tmp/dyn.etir" || fail "$model: the merge's extent does not read max(lens)"
+  # Every pass again, the schedule's checks included.
+  "$etcc" "$tmp/dyn.etir" --emit tasks -o "$tmp/dyn.out.etir" 2>"$tmp/err" ||
+    fail "$model: etcc on the rewritten module: $(tail -3 "$tmp/err")"
+  # pos = position of the new token; a row reads pos + 1 positions: 63 -> 64 (one part), 64 -> 65 (split).
+  for case in "1 63" "1 64" "3 0 63 17" "3 0 64 17"; do
+    set -- $case
+    b=$1; shift
+    name="B$b-$(echo "$*" | tr ' ' _)"
+    npy_i32 "$tmp/pos_$name.npy" "$@"
+    for v in l.tasks dyn; do
+      "$run" "$tmp/$v.etir" --sym B=$b --in pos="$tmp/pos_$name.npy" --seed 4 --random-outputs \
+        --out logits="$tmp/${v}_$name.npy" >/dev/null 2>"$tmp/err" || fail "$model: $v at $name: $(tail -3 "$tmp/err")"
+    done
+    cmp -s "$tmp/l.tasks_$name.npy" "$tmp/dyn_$name.npy" || fail "$model: $name: the logits differ from the original module's"
   done
-  cmp -s "$tmp/l.tasks_$name.npy" "$tmp/dyn_$name.npy" || fail "$name: the logits differ from the original module's"
 done
 python3 tools/split_kv_by_length.py samples/mlp.etir >/dev/null 2>"$tmp/err" && fail "a module without split-KV attention was rewritten"
 grep -qF "split_kv_by_length.py: no split-KV attention (task @attention_merge_o_<layer>): nothing to rewrite" "$tmp/err" ||
