@@ -40,12 +40,17 @@ def replace_once(text, old, new, what):
     return text.replace(old, new)
 
 
-def rewrite(text, t, cache_len):
-    long_ = f"min(max((load(lmax[0]) <= {cache_len}) - {t}, 0), 1)"
-    short = f"min(max((load(nlmax[0]) <= 0) + {t + 1}, 0), 1)"
+def rewrite(text, t, cache_len=None):
     layers = sorted({int(x) for x in re.findall(r"^task @attention_merge_o_(\d+) grid", text, re.M)})
     if not layers:
         raise RewriteError("no split-KV attention (task @attention_merge_o_<layer>): nothing to rewrite")
+    if cache_len is None:
+        m = re.search(r"^const S = (\d+)", text, re.M)
+        if not m:
+            raise RewriteError("the module has no `const S = N` (the cache's positions): give --cache-len")
+        cache_len = int(m.group(1))
+    long_ = f"min(max((load(lmax[0]) <= {cache_len}) - {t}, 0), 1)"
+    short = f"min(max((load(nlmax[0]) <= 0) + {t + 1}, 0), 1)"
     text = replace_once(text, "tensor lens : i32[B] temp\n",
                         "tensor lens : i32[B] temp\ntensor lmax : i32[1] temp\ntensor negone : i32[1] temp\n"
                         "tensor nlmax : i32[1] temp\n", "the lens temp")
@@ -96,12 +101,15 @@ def main():
     ap.add_argument("tasks", help="the task-level module (etcc --emit tasks), '-' for standard input")
     ap.add_argument("--max-short", type=int, default=1024, metavar="T",
                     help="the longest row (positions) that still takes the one-part form (default 1024)")
-    ap.add_argument("--cache-len", type=int, default=4097, metavar="S",
-                    help="the cache's positions, the bound of max(lens) (default 4097, the samples' S)")
+    ap.add_argument("--cache-len", type=int, metavar="S",
+                    help="the cache's positions, the bound of max(lens) (default: the module's `const S`)")
     a = ap.parse_args()
-    if a.max_short < 1 or a.cache_len < 1:
+    if a.max_short < 1 or (a.cache_len is not None and a.cache_len < 1):
         ap.error("--max-short and --cache-len must be positive")
-    text = sys.stdin.read() if a.tasks == "-" else open(a.tasks).read()
+    try:
+        text = sys.stdin.read() if a.tasks == "-" else open(a.tasks).read()
+    except OSError as e:
+        sys.exit(f"split_kv_by_length.py: {a.tasks}: {e.strerror}")
     try:
         out, n = rewrite(text, a.max_short, a.cache_len)
     except RewriteError as e:

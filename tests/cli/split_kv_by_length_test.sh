@@ -3,7 +3,8 @@
 # attention): the rewritten task-level module of a one-layer Llama-3.2-1B and Qwen3-0.6B verifies and
 # schedules, and on the reference interpreter gives the original module's logits bit for bit on both sides
 # of the threshold (every row at most T positions: the one-part grid; one row past it: the split
-# grid and its merge), at B = 1 and 3; a module without split-KV attention is refused by name.
+# grid and its merge), at B = 1 and 3; a module without split-KV attention, a missing file and a
+# module without the cache length (`const S`) are refused by name.
 # Usage: split_kv_by_length_test.sh ETCC ETC_RUN   (from the repository root)
 source "$(dirname "$0")/../harness.sh"
 etcc=$1
@@ -48,4 +49,12 @@ done
 python3 tools/split_kv_by_length.py samples/mlp.etir >/dev/null 2>"$tmp/err" && fail "a module without split-KV attention was rewritten"
 grep -qF "split_kv_by_length.py: no split-KV attention (task @attention_merge_o_<layer>): nothing to rewrite" "$tmp/err" ||
   fail "the refusal's message: $(cat "$tmp/err")"
+python3 tools/split_kv_by_length.py "$tmp/missing.etir" >/dev/null 2>"$tmp/err" && fail "a missing file was rewritten"
+grep -qF "split_kv_by_length.py: $tmp/missing.etir: No such file or directory" "$tmp/err" ||
+  fail "a missing file's message: $(cat "$tmp/err")"
+# Without `const S`, the bound of max(lens) must be given.
+sed '/^const S = /d' "$tmp/l.tasks.etir" | python3 tools/split_kv_by_length.py - >/dev/null 2>"$tmp/err" &&
+  fail "a module without const S was rewritten without --cache-len"
+grep -qF "the module has no \`const S = N\` (the cache's positions): give --cache-len" "$tmp/err" ||
+  fail "no const S: $(cat "$tmp/err")"
 finish "split_kv_by_length"
