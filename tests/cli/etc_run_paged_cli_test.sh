@@ -8,26 +8,12 @@ run=$1
 sample=samples/llama_layer_paged.etir
 syms=(--sym B=2 --sym MAXP=4 --sym P=8)
 
-# An i32 .npy of shape [2, 4] (version 1.0 header padded to 64 bytes) from 8 numbers.
-npy_2x4() {  # FILE N...
-  local file=$1
-  shift
-  python3 - "$file" "$@" <<'PY'
-import struct, sys
-header = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 4), }"
-header += " " * (64 - 10 - len(header) - 1) + "\n"
-with open(sys.argv[1], "wb") as f:
-    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-    f.write(struct.pack("<8i", *map(int, sys.argv[2:])))
-PY
-}
-
 "$run" "$sample" "${syms[@]}" >"$tmp/out" 2>"$tmp/err" || { fail "random inputs: exit status $?"; cat "$tmp/err"; }
 grep -qF "output k_pages: bf16 [8, 16, 512]" "$tmp/out" || fail "random inputs: no k_pages in the output"
 
 # Request 0 on pages 0-3, request 1 on pages 4-7, in order and shuffled: the same y.
-npy_2x4 "$tmp/identity.npy" 0 1 2 3 4 5 6 7
-npy_2x4 "$tmp/shuffled.npy" 5 2 7 0 3 6 1 4
+npy_i32 "$tmp/identity.npy" 2x4 0 1 2 3 4 5 6 7
+npy_i32 "$tmp/shuffled.npy" 2x4 5 2 7 0 3 6 1 4
 for t in identity shuffled; do
   "$run" "$sample" "${syms[@]}" --in page_table="$tmp/$t.npy" --out y="$tmp/y_$t.npy" >/dev/null 2>"$tmp/err" ||
     { fail "$t table: exit status $?"; cat "$tmp/err"; }
@@ -48,7 +34,7 @@ grep -qxF "etc-run: --order is for an .etir file run on the CPU interpreter" "$t
   { fail "--order with a fatbin: no diagnosis"; cat "$tmp/err"; }
 
 # Random positions are in [1, 8): entry 0 of each row holds the new token; page 8 is past the pool.
-npy_2x4 "$tmp/bad.npy" 8 1 2 3 4 5 6 7
+npy_i32 "$tmp/bad.npy" 2x4 8 1 2 3 4 5 6 7
 "$run" "$sample" "${syms[@]}" --in page_table="$tmp/bad.npy" >/dev/null 2>"$tmp/err" && fail "page 8 of 8: exit status 0"
 grep -qF "kv_append: page 8 of row 0 (for position" "$tmp/err" || { fail "page 8 of 8: no diagnosis"; cat "$tmp/err"; }
 finish etc-run-paged

@@ -9,18 +9,6 @@
 source "$(dirname "$0")/../harness.sh"
 etcc=$1
 run=$2
-# An i32 .npy of one dimension (version 1.0 header padded to 64 bytes).
-npy_i32() {  # FILE N...
-  python3 - "$@" <<'PY'
-import struct, sys
-vals = [int(x) for x in sys.argv[2:]]
-header = "{'descr': '<i4', 'fortran_order': False, 'shape': (%d,), }" % len(vals)
-header += " " * (64 - 10 - len(header) - 1) + "\n"
-with open(sys.argv[1], "wb") as f:
-    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-    f.write(struct.pack("<%di" % len(vals), *vals))
-PY
-}
 for model in llama3_2_1b qwen3_0_6b; do
   python3 tools/gen_decode_sample.py $model --layers 1 --vocab 1024 >"$tmp/l.etir" || fail "$model: gen_decode_sample.py"
   "$etcc" "$tmp/l.etir" --emit tasks -o "$tmp/l.tasks.etir" 2>"$tmp/err" || fail "$model: etcc --emit tasks: $(tail -3 "$tmp/err")"
@@ -38,7 +26,7 @@ for model in llama3_2_1b qwen3_0_6b; do
     set -- $case
     b=$1; shift
     name="B$b-$(echo "$*" | tr ' ' _)"
-    npy_i32 "$tmp/pos_$name.npy" "$@"
+    npy_i32 "$tmp/pos_$name.npy" $# "$@"
     for v in l.tasks dyn; do
       "$run" "$tmp/$v.etir" --sym B=$b --in pos="$tmp/pos_$name.npy" --seed 4 --random-outputs \
         --out logits="$tmp/${v}_$name.npy" >/dev/null 2>"$tmp/err" || fail "$model: $v at $name: $(tail -3 "$tmp/err")"
