@@ -77,10 +77,11 @@ def param_names(model, layers):
     return out
 
 
-def kv_lines(l, page, heads_per_task=0, kv_splits=0):
+def kv_lines(l, page, heads_per_task=0, kv_splits=0, short_kv=None):
     """The kv_append and attention_decode of layer l: contiguous caches, or page pools."""
     attrs = "head_dim = D" + ("" if heads_per_task == 1 else f", heads_per_task = {heads_per_task}")
     attrs += f", kv_splits = {kv_splits}" if kv_splits else ""
+    attrs += f", short_kv = {short_kv}" if short_kv is not None else ""
     if page is None:
         return (f"  k_cache_{l}, v_cache_{l} = kv_append(kr_{l}, v_{l}, pos)",
                 f"  o_{l} = attention_decode(qr_{l}, k_cache_{l}, v_cache_{l}, lens) {{ {attrs} }}")
@@ -126,7 +127,7 @@ def parse_tile_attrs(text):
 
 
 def generate(model, layers, vocab, command, page=None, heads_per_task=0, gated_tile_n=None, proj_attrs=None,
-             kv_splits=0):
+             kv_splits=0, short_kv=None):
     m = MODELS[model]
     proj_attrs = proj_attrs or {}
 
@@ -195,7 +196,7 @@ def generate(model, layers, vocab, command, page=None, heads_per_task=0, gated_t
                       f"  kn_{l} = rmsnorm(k_{l}, {p}self_attn_k_norm_weight) {{ eps = {eps}, head_dim = D }}"]
             q, k = f"qn_{l}", f"kn_{l}"
         lines += [f"  qr_{l}, kr_{l} = rope({q}, {k}, pos) {{ head_dim = D, {m['rope']} }}",
-                  *kv_lines(l, page, heads_per_task, kv_splits),
+                  *kv_lines(l, page, heads_per_task, kv_splits, short_kv),
                   f"  attn_{l} = matmul(o_{l}, {p}self_attn_o_proj_weight) {mm('o')}",
                   f"  h2_{l}, res = add_rmsnorm(attn_{l}, res, {p}post_attention_layernorm_weight) {{ eps = {eps} }}",
                   *mlp_lines(l, p, gated_tile_n),
@@ -226,6 +227,10 @@ def main():
                          "3.2%% faster at B = 1 and 5.2%% at 8 at position 511, but 9.7%% and 4.0%% slower at 4095; "
                          "docs/benchmarks.md, session 75); 0 (the default): parts that follow the batch and the "
                          "lengths")
+    ap.add_argument("--short-kv", type=int, metavar="N",
+                    help="attention_decode's short_kv: a launch whose rows all hold at most N positions takes one "
+                         "part a row and no merge where the batch would split them (below B = 16); 0: never; "
+                         "unwritten: the op's default, 1024")
     ap.add_argument("--gated-tile-n", type=int, metavar="N",
                     help="write each layer's gate/up projections as one gated matmul with tile_n = N (a multiple "
                          "of 8 up to 64) instead of letting etcc fuse them and choose the tiles: Qwen3-0.6B's 3072 "
@@ -253,6 +258,8 @@ def main():
         ap.error(f"--heads-per-task must be 0 or divide the model's {m['hk']} cache heads")
     if a.kv_splits < 0:
         ap.error("--kv-splits must be 0 or positive")
+    if a.short_kv is not None and a.short_kv < 0:
+        ap.error("--short-kv must be 0 or positive")
     if a.gated_tile_n is not None and (a.gated_tile_n % 8 or not 8 <= a.gated_tile_n <= 64):
         ap.error("--gated-tile-n must be a multiple of 8 from 8 to 64")
     proj_attrs = {}
@@ -270,7 +277,7 @@ def main():
                 ap.error(f"--{kind}-attrs: {e}")
     command = "tools/gen_decode_sample.py " + " ".join(shlex.quote(x) for x in sys.argv[1:])
     sys.stdout.write(generate(a.model, layers, vocab, command, a.paged, a.heads_per_task, a.gated_tile_n, proj_attrs,
-                              a.kv_splits))
+                              a.kv_splits, a.short_kv))
 
 
 if __name__ == "__main__":

@@ -27,27 +27,60 @@ std::string joined(const Module& m, const Expr& e, const CudaNames& names, std::
   return out + ")";
 }
 
-// `e` with each Bounded node replaced by its bound, or null where a replaced value does not
-// only increase the result (a subtracted or divided-by term, a negative factor).
-Expr replaceBounded(const Expr& e, const RangeEnv& env) {
+// Whether e has a sym leaf (a load's indices included).
+bool hasSym(const Expr& e) {
+  bool found = false;
+  forEachLeaf(e, [&](const ExprNode& n) { found = found || n.kind == ExprKind::Sym; });
+  return found;
+}
+
+// `e` with the data replaced so that the result bounds e from above where sign > 0 and from
+// below where sign < 0, at every sym value: a Bounded node by its bound where e grows with it,
+// a term of only loads and constants (an indicator such as min(max(T + 1 - load(..), 0), 1),
+// which shrinks as the load grows) by the end of its interval on that side. Null where neither
+// applies (a Bounded node on the lower side, a product of two data terms, a data divisor, a
+// factor of either sign).
+Expr replaceBounded(const Expr& e, const RangeEnv& env, int sign) {
   if (!hasLoad(e)) return e;
+  if (!hasSym(e) && !hasCoord(e)) {
+    const Interval b = bounds(e, env);
+    if (sign > 0 && !b.upperUnbounded()) return intConst(b.hi);
+    if (sign < 0 && !b.lowerUnbounded()) return intConst(b.lo);
+  }
+  // The sign a term's growth gives the product or quotient: the other factor's, or null.
+  auto signOf = [&](const Expr& other) {
+    const Interval b = bounds(other, env);
+    return b.lo >= 0 ? sign : b.hi <= 0 ? -sign : 0;
+  };
   switch (e->kind) {
-    case ExprKind::Bounded: return hasLoad(e->ops[1]) ? nullptr : e->ops[1];
+    case ExprKind::Bounded: return sign > 0 && !hasLoad(e->ops[1]) ? e->ops[1] : nullptr;
     case ExprKind::Add:
     case ExprKind::Min:
     case ExprKind::Max:
     case ExprKind::Mul:
     case ExprKind::Div:
     case ExprKind::CDiv: {
+      const bool quotient = e->kind == ExprKind::Div || e->kind == ExprKind::CDiv;
+      if (quotient && hasLoad(e->ops[1])) return nullptr;
       std::vector<Expr> ops;
       for (size_t i = 0; i < e->ops.size(); ++i) {
         const Expr& op = e->ops[i];
-        bool divisor = (e->kind == ExprKind::Div || e->kind == ExprKind::CDiv) && i == 1;
-        if (hasLoad(op) && divisor) return nullptr;
-        if (e->kind == ExprKind::Mul && hasLoad(op))
-          for (const Expr& other : e->ops)  // a product grows with one factor only if the others are >= 0
-            if (other != op && (hasLoad(other) || bounds(other, env).lo < 0)) return nullptr;
-        Expr r = replaceBounded(op, env);
+        int op_sign = sign;
+        if (e->kind == ExprKind::Mul && hasLoad(op)) {
+          Expr others = intConst(1);
+          for (size_t j = 0; j < e->ops.size(); ++j)
+            if (j != i) {
+              if (hasLoad(e->ops[j])) return nullptr;
+              others = mul(others, e->ops[j]);
+            }
+          op_sign = signOf(others);
+        } else if (quotient && i == 0) {
+          // floor and ceiling of x / y grow with x for y > 0 and shrink with it for y < 0.
+          const Interval y = bounds(e->ops[1], env);
+          op_sign = y.lo > 0 ? sign : y.hi < 0 ? -sign : 0;
+        }
+        if (op_sign == 0) return nullptr;
+        Expr r = replaceBounded(op, env, op_sign);
         if (!r) return nullptr;
         ops.push_back(std::move(r));
       }
@@ -62,7 +95,7 @@ Expr replaceBounded(const Expr& e, const RangeEnv& env) {
 Expr dataBound(const Module& m, const Expr& e) {
   if (!hasLoad(e)) return e;
   RangeEnv env = m.symRanges();
-  if (Expr r = replaceBounded(e, env)) return r;
+  if (Expr r = replaceBounded(e, env, 1)) return r;
   return intConst(bounds(e, env).hi);
 }
 

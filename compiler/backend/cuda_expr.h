@@ -32,8 +32,11 @@ bool resolveDerivedLocals(std::string& code);
 
 // A megakernel runs the tasks and counts the notifies of every data-dependent extent at its
 // bound, whatever the data (surplus tasks skip their ops but notify): `e` with every
-// `load(..) <= b` replaced by `b`. Where `e` does not grow with those values (so that the
-// replacement might not bound it), the constant upper bound over the sym ranges instead.
+// `load(..) <= b` replaced by `b`, and every term of only loads and constants by the end of
+// its interval that bounds `e` (an indicator min(max(T + 1 - load(..), 0), 1), which shrinks
+// as the load grows, by 1; subtracted, by its least value). Where neither bounds `e` (a
+// Bounded node that `e` shrinks with, a product of two data terms), the constant upper bound
+// over the sym ranges instead.
 ir::Expr dataBound(const ir::Module& m, const ir::Expr& e);
 
 // The C++ element type of a dtype ("float", "__nv_bfloat16", ...).

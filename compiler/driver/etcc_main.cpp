@@ -449,7 +449,8 @@ int main(int argc, char** argv) {
                "gain");
   app.add_flag("--fold-attention", opt.fold_attention,
                "run a layer's per-row q/k/v sums, rope and kv_append inside the attention tasks that read them (the "
-               "fold-into-attention pass): one grid less a layer, for measuring (Llama-3.2-1B decode on an H200, "
+               "fold-into-attention pass; it turns attention_decode's short_kv choice off, keeping the split-KV "
+               "grids at every length): one grid less a layer, for measuring (Llama-3.2-1B decode on an H200, "
                "session 36: level at B = 1 and 16, 7.6% slower at B = 128; Qwen3-0.6B 2.0% slower at B = 1)");
   app.add_flag("--matmul-plan-by-range,!--no-matmul-plan-by-range", opt.matmul_plan_by_range,
                "below the first cut of a graph's `specialize`, a lone split-K matmul (a layer's o and down "
@@ -458,7 +459,8 @@ int main(int argc, char** argv) {
                "to 1.7% slower from B = 16)");
   app.add_flag("--fold-attention-merge", opt.fold_attention_merge,
                "run a split-KV attention's merge inside the matmul tasks that read its result (the o projection; the "
-               "fold-attention-merge pass; it turns --matmul-plan-by-range off): one grid less a layer below B = 16, for measuring (Llama-3.2-1B decode on "
+               "fold-attention-merge pass; it turns --matmul-plan-by-range and attention_decode's short_kv choice "
+               "off): one grid less a layer below B = 16, for measuring (Llama-3.2-1B decode on "
                "an H200: level at B = 1, 2.6 to 7.3% slower at B = 4 to 16; Qwen3-0.6B 0.7% slower at B = 1, 4.4% at "
                "15)");
   app.add_option("--fold-norms-below", opt.fold_norms_below,

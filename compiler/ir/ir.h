@@ -179,6 +179,11 @@ struct Graph {
   // PipelineOptions::unsplit_below (not in the source): below this value of a matmul's rows sym,
   // lower-ops gives its split-K projections narrow tiles over all of K (0: never).
   int64_t unsplit_below = 0;
+  // Not in the source: lower-ops lets a launch choose split-KV attention or one part a row by
+  // its longest row (attention_decode's short_kv); off where etcc --fold-attention or
+  // --fold-attention-merge asks for a fold of the split form, which its data-dependent grids
+  // do not take.
+  bool attention_by_length = false;
   std::vector<GraphStmt> body;
   SourceRange range;
   SourceRange name_range;  // for diagnostics; may be invalid

@@ -665,6 +665,7 @@ bool inferAttentionDecode(OpContext& ctx, std::vector<OperandType>& out) {
   r.nonNegativeFloat("scale");
   r.nonNegativeInt("kv_splits");
   r.nonNegativeInt("heads_per_task");
+  r.nonNegativeInt("short_kv");
   if (!r.ok) return false;
   Shape lse = leading(r.in(0).shape, rank - 1);
   lse.push_back(floorDiv(r.last(0), intConst(*hd)));
@@ -931,9 +932,12 @@ std::vector<OpInfo> buildOps() {
                              "lens is i32[..., 2]: each row's first position and count"),
                     optional("heads_per_task", intV(1),
                              "cache heads a task of the one-part grid takes (a divisor of Hk), "
-                             "their rows through one ring; 0: the compiler chooses, by the batch")},
+                             "their rows through one ring; 0: the compiler chooses, by the batch"),
+                    optional("short_kv", intV(1024),
+                             "where the compiler chooses the parts: a launch whose rows all hold at most "
+                             "this many positions takes one part a row and no merge; 0: never")},
                    "attention_decode(q [..., Hq*D], k_cache [..., S, Hk*D], v_cache [..., S, "
-                   "Hk*D], lens i32[...]) {head_dim, scale, kv_splits, ranged, heads_per_task} -> (o [..., Hq*D], "
+                   "Hk*D], lens i32[...]) {head_dim, scale, kv_splits, ranged, heads_per_task, short_kv} -> (o [..., Hq*D], "
                    "lse f32[..., Hq]): one query row per sequence against lens cached positions; "
                    "paged: caches [P, PAGE, Hk*D] and a 5th operand page_table i32[..., MAXP]",
                    inferAttentionDecode));

@@ -91,6 +91,20 @@ std::optional<std::vector<DimAccess>> matchAccess(const Module& m, const Slice& 
 
 std::vector<SliceAccess> taskAccesses(const Task& t) {
   std::vector<SliceAccess> out;
+  for (const Expr& extent : t.grid)
+    forEachLeaf(extent, [&](const ExprNode& n) {
+      if (n.kind != ExprKind::Load) return;
+      auto s = std::make_shared<Slice>();
+      s->target = n.id;
+      s->has_subscript = true;
+      s->range = t.range;
+      for (const Expr& index : n.ops) {
+        SliceDim d;
+        d.lo = index;
+        s->dims.push_back(std::move(d));
+      }
+      out.push_back({s.get(), false, std::move(s)});
+    });
   for (const TaskStmt& st : t.body)
     if (const auto* c = std::get_if<CallStmt>(&st)) {
       for (const Slice& s : c->call.args) out.push_back({&s, false});

@@ -4,6 +4,7 @@
 // into exact overlap counts; slices that fit neither form get a conservative dependency.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <set>
 #include <vector>
@@ -24,12 +25,16 @@ struct DimAccess {
 // form (data-dependent, diagonal, overlapping tiles...).
 std::optional<std::vector<DimAccess>> matchAccess(const ir::Module& m, const ir::Slice& s);
 
-// One operand slice of a task's calls: an argument (read) or a destination (written).
+// One operand slice of a task's calls: an argument (read) or a destination (written); or an
+// element that a grid extent loads (read, its point slice held in `owned`).
 struct SliceAccess {
   const ir::Slice* slice;
   bool write;
+  std::shared_ptr<const ir::Slice> owned;
 };
-// Every operand slice of t's calls, in statement order (pointers into t).
+// Every element t's grid extents load, then every operand slice of t's calls in statement
+// order (pointers into t). A task reads its extent after its waits, so the tensor an extent
+// loads orders the grid after the grid that writes it, as an argument would.
 std::vector<SliceAccess> taskAccesses(const ir::Task& t);
 // The tensors t's calls write (writes) or read (!writes).
 std::set<uint32_t> touchedTensors(const ir::Task& t, bool writes);

@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 
+#include "compiler/backend/cuda_expr.h"
 #include "compiler/ir/prover.h"
 #include "compiler/passes/access_pattern.h"
 #include "compiler/passes/passes.h"
@@ -47,6 +48,7 @@ class Inference {
       std::vector<uint32_t> order;
       for (const GraphStmt& st : g.body)
         if (const auto* r = std::get_if<RunStmt>(&st)) order.push_back(r->task);
+      order_ = order;
       findCoveringWriters(order);
       for (size_t c = 0; c < order.size(); ++c)
         for (size_t p = 0; p < c; ++p) pair(order[p], order[c], p, c);
@@ -72,31 +74,88 @@ class Inference {
   // Whether at every sym value one of the two grids has no task, so that no tile of one ever
   // runs beside a tile of the other (attention's one-part grids for different cache heads a
   // task, each empty outside its rows). Shown by some sym s of few values (Sym::triable): with s at
-  // each of its values, one grid has an extent whose upper bound over the other syms is 0.
-  bool neverBothRun(const Task& p, const Task& c) const {
+  // each of its values, one grid has an extent whose upper bound over the other syms is 0, or
+  // the two grids' extents are products of indicators of the same data that are never both 1
+  // (dataExclusive: attention's split-KV merge and its one-part grid, chosen by the longest row).
+  bool neverBothRun(const Task& p, const Task& c, size_t ppos, size_t cpos) const {
     std::vector<uint32_t> syms;
-    bool other = false;
+    bool coords = false;
+    std::set<uint32_t> loaded;
     for (const Task* t : {&p, &c})
       for (const Expr& e : t->grid)
         forEachLeaf(e, [&](const ExprNode& n) {
-          if (n.kind == ExprKind::Load || n.kind == ExprKind::Coord) other = true;
+          if (n.kind == ExprKind::Coord) coords = true;
+          if (n.kind == ExprKind::Load) loaded.insert(n.id);
           if (n.kind == ExprKind::Sym && std::find(syms.begin(), syms.end(), n.id) == syms.end()) syms.push_back(n.id);
         });
-    if (other) return false;
+    if (coords) return false;
+    // The data must be the same for both: no grid between them in run order writes it.
+    bool same_data = true;
+    for (size_t k = ppos + 1; k < cpos && same_data; ++k)
+      for (uint32_t t : touchedTensors(m_.tasks[order_[k]], true)) same_data = same_data && !loaded.count(t);
+    auto at = [&](const Expr& e, uint32_t s, int64_t v) {
+      return simplify(substitute(e, [&](const ExprNode& n) { return n.kind == ExprKind::Sym && n.id == s ? intConst(v) : Expr{}; }),
+                      m_.symRanges());
+    };
     auto empty_at = [&](const Task& t, uint32_t s, int64_t v) {
-      for (const Expr& e : t.grid) {
-        Expr at = substitute(e, [&](const ExprNode& n) { return n.kind == ExprKind::Sym && n.id == s ? intConst(v) : Expr{}; });
-        if (tiling::upperBound(m_, at) <= 0) return true;
-      }
+      for (const Expr& e : t.grid)
+        if (tiling::upperBound(m_, at(e, s, v)) <= 0) return true;
+      return false;
+    };
+    const bool data = same_data && !loaded.empty();
+    // The extents as written first: a sym value can fold a factor into the others (at B = 2,
+    // 2 * min(max(x, 0), 1) becomes min(max(2 * x, 0), 2)).
+    if (data)
+      for (const Expr& x : p.grid)
+        for (const Expr& y : c.grid)
+          if (dataExclusive(x, y)) return true;
+    auto exclusive_at = [&](uint32_t s, int64_t v) {
+      if (!data) return false;
+      for (const Expr& x : p.grid)
+        for (const Expr& y : c.grid)
+          if (dataExclusive(at(x, s, v), at(y, s, v))) return true;
       return false;
     };
     for (uint32_t s : syms) {
       const Sym& sym = m_.syms[s];
       if (!sym.triable()) continue;
       bool disjoint = true;
-      for (int64_t v = sym.lo; v <= sym.hi && disjoint; ++v) disjoint = empty_at(p, s, v) || empty_at(c, s, v);
+      for (int64_t v = sym.lo; v <= sym.hi && disjoint; ++v)
+        disjoint = empty_at(p, s, v) || empty_at(c, s, v) || exclusive_at(s, v);
       if (disjoint) return true;
     }
+    return false;
+  }
+
+  // The arguments a of the indicator factors min(max(a, 0), 1) of a product (1 where a >= 1,
+  // else 0) that read data.
+  static std::vector<Expr> dataIndicators(const Expr& e) {
+    std::vector<Expr> out;
+    auto one = [&](const Expr& f) {
+      if (f->kind != ExprKind::Min || f->ops.size() != 2 || !hasLoad(f)) return;
+      for (size_t i = 0; i < 2; ++i) {
+        const Expr &lit = f->ops[i], &mx = f->ops[1 - i];
+        if (asInt(lit) != 1 || mx->kind != ExprKind::Max || mx->ops.size() != 2) continue;
+        for (size_t j = 0; j < 2; ++j)
+          if (asInt(mx->ops[j]) == 0) out.push_back(mx->ops[1 - j]);
+      }
+    };
+    if (e->kind == ExprKind::Mul) {
+      for (const Expr& f : e->ops) one(f);
+    } else {
+      one(e);
+    }
+    return out;
+  }
+
+  // Extents x and y are never both non-zero: each is a product with an indicator factor, of a
+  // and b, where a + b is at most 1, so that a >= 1 and b >= 1 never both hold.
+  bool dataExclusive(const Expr& x, const Expr& y) const {
+    for (const Expr& a : dataIndicators(x))
+      for (const Expr& b : dataIndicators(y)) {
+        const std::optional<int64_t> sum = asInt(simplify(add(a, b), m_.symRanges()));
+        if (sum && *sum <= 1) return true;
+      }
     return false;
   }
 
@@ -212,7 +271,7 @@ class Inference {
       }
     // Tried only for pairs that conflict: it walks a sym's values, and most pairs of grids
     // share no tensor.
-    if (deps.empty() || neverBothRun(m_.tasks[pi], m_.tasks[ci])) return;
+    if (deps.empty() || neverBothRun(m_.tasks[pi], m_.tasks[ci], ppos, cpos)) return;
     // One event per distinct key list: counts of deps with the same keys add up, and every
     // P task performs each dep's notify. Deps alike in count and notify ranges (C reading
     // several tensors that P writes with the same tiling: a decode step's rotated q and its two
@@ -226,12 +285,37 @@ class Inference {
     for (const auto& [keys, group] : by_keys) addEvent(pi, ci, keys, group);
   }
 
+  // A grid whose extents read data, as the megakernel numbers it: at the extents' bounds.
+  Task atBound(const Task& t) const {
+    Task b;
+    b.name = t.name;
+    b.coords = t.coords;
+    for (const Expr& e : t.grid) b.grid.push_back(backend::dataBound(m_, e));
+    return b;
+  }
+
+  static bool readsData(const Task& t) {
+    return std::any_of(t.grid.begin(), t.grid.end(), [](const Expr& e) { return hasLoad(e); });
+  }
+
+  // Grids whose extents read data are ordered through their tasks at the bound (every task of
+  // a megakernel's grid up to the bound waits and notifies; past the actual extent it skips
+  // its ops), which the interpreter's actual tasks are a part of. A consumer's event is shaped
+  // and its notifies clamped by its grid at the bound, so that every waiting task gets its
+  // count; a producer's count is its actual extent's, so one that reads data notifies one
+  // counter, as the all-to-all count is what the megakernel evaluates at the bound exactly.
+  // Tiles that do not meet even at the bounds need no event.
   std::optional<Dep> dependency(const Task& p, const Slice& ps, const Task& c, const Slice& cs) {
+    const bool p_data = readsData(p), c_data = readsData(c);
+    if (p_data || c_data) {
+      const Task pb = p_data ? atBound(p) : Task{}, cb = c_data ? atBound(c) : Task{};
+      std::optional<Dep> d = dependency(p_data ? pb : p, ps, c_data ? cb : c, cs);
+      if (!d || asInt(d->count) == 0) return d;
+      if (p_data) return allToAll(p);
+      return d;
+    }
     auto pa = matchAccess(m_, ps), ca = matchAccess(m_, cs);
-    bool data_dependent_grid = false;
-    for (const Expr& e : p.grid) data_dependent_grid |= hasLoad(e);
-    for (const Expr& e : c.grid) data_dependent_grid |= hasLoad(e);
-    if (!pa || !ca || data_dependent_grid) return allToAll(p);
+    if (!pa || !ca) return allToAll(p);
     // Disjoint fixed ranges in some dimension: no conflict at all.
     for (size_t d = 0; d < pa->size(); ++d) {
       const DimAccess &x = (*pa)[d], &y = (*ca)[d];
@@ -337,7 +421,7 @@ class Inference {
       e.shape.push_back(intConst(1));
     } else {
       for (uint32_t kc : keys) {
-        e.shape.push_back(c.grid[kc]);
+        e.shape.push_back(backend::dataBound(m_, c.grid[kc]));  // a task at the bound waits too
         e.init_coords.push_back(c.coords[kc]);
       }
       if (!hasCoord(e.init)) e.init_coords.clear();
@@ -376,6 +460,7 @@ class Inference {
   Prover prover_;
   std::vector<std::vector<int64_t>> sym_values_;
   std::map<uint32_t, std::vector<std::vector<size_t>>> covering_;
+  std::vector<uint32_t> order_;  // the graph's grids in run order (run())
 };
 
 }  // namespace

@@ -184,6 +184,7 @@ class Lowerer {
           continue;
         }
         std::vector<uint32_t> tasks;
+        graph_ = &g;
         if (!lower(*a, tasks)) return false;
         forgetKvRanges(*a);
         for (uint32_t t : tasks) body.push_back(RunStmt{t, a->range});
@@ -749,9 +750,10 @@ class Lowerer {
     // grid per plan, its rows zero where its head count does not apply; a grid of several heads
     // a task is named for its count.
     auto add_whole = [&, base_plan = p, base_call = call](const Expr& grid_rows, const Expr& first_row,
-                                                         const std::string& name) {
+                                                         const std::string& name,
+                                                         const std::vector<HeadsPlan>& plans) {
       const Expr r = simplify(add(b, first_row), m_.symRanges());
-      for (const HeadsPlan& hp : head_plans) {
+      for (const HeadsPlan& hp : plans) {
         TilePlan wp = base_plan;
         wp.grid[0] = simplify(mul(grid_rows, hp.on), m_.symRanges());
         wp.grid[1] = intConst(hk / hp.n);
@@ -761,12 +763,12 @@ class Lowerer {
         whole.args[3] = ranged ? slice(lm, {r, All{}}) : pointSlice(lm, {r});
         std::vector<Slice> dests{slice(results[0], {r, heads(group * d, hp.n)})};
         if (results.size() > 1) dests.push_back(slice(results[1], {r, heads(group, hp.n)}));
-        const std::string grid_name = head_plans.size() > 1 && hp.n > 1 ? fmt::format("{}_heads{}", name, hp.n) : name;
+        const std::string grid_name = plans.size() > 1 && hp.n > 1 ? fmt::format("{}_heads{}", name, hp.n) : name;
         tasks.push_back(addTask(grid_name, wp, std::move(whole), std::move(dests), a.range));
       }
     };
     if (splits == 1) {
-      add_whole(rows, intConst(0), baseName(a));
+      add_whole(rows, intConst(0), baseName(a), head_plans);
       return true;
     }
     // kv_splits where written: every row uses all of them at every B.
@@ -781,26 +783,37 @@ class Lowerer {
     // and at B = 128 its 1024 tasks were 44 us of a 400 us layer (H100, Llama-3.2-1B).
     const int64_t parts_lo = tiling::lowerBound(m_, parts), parts_hi = tiling::upperBound(m_, parts);
     if (parts_hi <= 1) {
-      add_whole(rows, intConst(0), baseName(a));
+      add_whole(rows, intConst(0), baseName(a), head_plans);
       return true;
     }
     const Expr split_rows =
         parts_lo <= 1
             ? simplify(mul(rows, min(intConst(1), max(intConst(0), sub(parts, intConst(1))))), m_.symRanges())
             : rows;
+    // The choice by the data (short_kv, 1024 unless written), where a row can hold more
+    // positions than a short one: where a launch's rows all hold at most short_kv positions,
+    // the rows that the syms give parts take one part a row instead, with no merge. The split
+    // grid and the merge take split_rows * LONG rows and a one-part grid (`_short`) from row 0
+    // split_rows * SHORT, LONG = [lmax > short_kv] and SHORT = [lmax <= short_kv] from the
+    // longest row (lmax, which a task beside kv_ranges writes). infer-events sees that the merge
+    // and that grid, which write the same rows of o, never both run (neverBothRun), so neither
+    // waits for the other. The merge's hop cost more than the parts gained at short lengths:
+    // Llama-3.2-1B on an H100, every row one part against the parts and merge
+    // (docs/benchmarks.md, session 75): B = 1 -3.2% at 512 positions, -1.3% at 1024, +2.3% at
+    // 2048, +9.7% at 4096; B = 8 -5.2%, -4.2%, -1.0%, +4.0%.
+    const int64_t short_kv = tiling::attrInt(c, "short_kv");
+    const bool by_length = graph_->attention_by_length && !fixed && !ranged && short_kv > 0 && len_hi > short_kv;
     // The parts' ranges: one kv_ranges per (lens slice, splits, spread) until lens is written again.
     Slice lens_slice = c.args[3];
     std::string key = fmt::format("{}:{}:{}", lens_slice.target, splits, spread_rows);
     for (const SliceDim& sd : lens_slice.dims)
       key += fmt::format(":{}{}{}", sd.is_range ? "r" : "p", toString(sd.lo), sd.is_range ? "," + toString(sd.hi) : "");
-    uint32_t ranges = 0;
-    if (auto it = kv_ranges_.find(key); it != kv_ranges_.end()) {
-      ranges = it->second;
-    } else {
+    auto it = kv_ranges_.find(key);
+    if (it == kv_ranges_.end()) {
       std::vector<Expr> shape = lm.extent;
       shape.push_back(intConst(splits));
       shape.push_back(intConst(2));
-      ranges = addTemp(m_.tensors[lens_slice.target].name + "_ranges", DType::I32, shape, a.range);
+      const uint32_t ranges = addTemp(m_.tensors[lens_slice.target].name + "_ranges", DType::I32, shape, a.range);
       AssignStmt kr;
       kr.call.op = "kv_ranges";
       kr.call.args = {lens_slice};
@@ -809,15 +822,36 @@ class Lowerer {
       kr.results = {ranges};
       kr.range = a.range;
       if (!lowerWhole(kr, tasks)) return false;
-      kv_ranges_[key] = ranges;
+      it = kv_ranges_.emplace(key, KvRanges{ranges, std::nullopt}).first;
       kv_ranges_readers_[lens_slice.target].push_back(key);
+    }
+    const uint32_t ranges = it->second.ranges;
+    if (by_length && !it->second.longest) {
+      // The longest row, in a task of its own, which merge-tasks joins with kv_ranges'.
+      const uint32_t longest = addTemp(m_.tensors[lens_slice.target].name + "_max", DType::I32, {intConst(1)}, a.range);
+      OpCall mx;
+      mx.op = "reduce_max";
+      mx.args = {lens_slice};
+      mx.attrs = {tiling::intAttr("axis", 0)};
+      tasks.push_back(addTask("reduce_max_" + m_.tensors[longest].name, planGrid(m_, {}, {}), std::move(mx),
+                              {pointSlice(wholeMap(longest), {intConst(0)})}, a.range));
+      it->second.longest = longest;
     }
     const std::string oname = m_.tensors[results[0].tensor].name;  // a copy: addTemp grows the tensors
     uint32_t o_parts = addTemp(oname + "_parts", DType::F32, {intConst(splits), rows, intConst(hq * d)}, a.range);
     uint32_t lse_parts = addTemp(oname + "_lse_parts", DType::F32, {intConst(splits), rows, intConst(hq)}, a.range);
     OperandMap om = wholeMap(o_parts), lsm = wholeMap(lse_parts), rm = wholeMap(ranges);
+    // 1 where the longest row has more than short_kv positions, and its complement.
+    Expr long_split = split_rows, short_rows;
+    if (by_length) {
+      const uint32_t longest = *it->second.longest;
+      const Expr lmax = bounded(load(longest, m_.tensors[longest].name, {intConst(0)}), intConst(len_hi));
+      long_split = simplify(mul(split_rows, min(intConst(1), max(intConst(0), sub(lmax, intConst(short_kv))))),
+                            m_.symRanges());
+      short_rows = min(intConst(1), max(intConst(0), sub(intConst(short_kv + 1), lmax)));
+    }
     row_args(call, b);
-    p.grid[0] = split_rows;
+    p.grid[0] = long_split;
     p.grid.push_back(parts);
     p.coords.push_back(pn);
     call.attrs.push_back(tiling::boolAttr("ranged"));
@@ -827,7 +861,7 @@ class Lowerer {
                             a.range));
 
     TilePlan mp;
-    mp.grid = {split_rows, intConst(hk)};
+    mp.grid = {long_split, intConst(hk)};
     mp.coords = {bn, gn};
     OpCall merge;
     merge.op = "attention_merge";
@@ -839,7 +873,13 @@ class Lowerer {
     tasks.push_back(addTask("attention_merge_" + oname, mp, std::move(merge), std::move(dests), a.range));
     // After the merge, so that the lens it reads come from the kv_ranges task that merge-tasks
     // joins with lens' producer, not from a grid of its own.
-    if (parts_lo <= 1) add_whole(simplify(sub(rows, split_rows), m_.symRanges()), split_rows, baseName(a) + "_whole");
+    if (parts_lo <= 1)
+      add_whole(simplify(sub(rows, split_rows), m_.symRanges()), split_rows, baseName(a) + "_whole", head_plans);
+    // Rows with parts are fewer than kAttentionTasks / hk, where attentionHeadPlans gives one
+    // head a task (or the count written).
+    if (by_length)
+      add_whole(simplify(mul(split_rows, short_rows), m_.symRanges()), intConst(0), baseName(a) + "_short",
+                {{std::max<int64_t>(1, tiling::attrInt(c, "heads_per_task")), intConst(1)}});
     return true;
   }
 
@@ -1093,7 +1133,12 @@ class Lowerer {
     bool unsplit() const { return range_sym >= 0 && range_sk == 1; }
   };
   std::map<const AssignStmt*, MmTiles> mm_tiles_;  // planMatmulGroups, per graph
-  std::map<std::string, uint32_t> kv_ranges_;                         // lens slice, splits, spread -> part ranges
+  const Graph* graph_ = nullptr;  // the graph being lowered
+  struct KvRanges {
+    uint32_t ranges;                  // the parts' first positions and counts
+    std::optional<uint32_t> longest;  // i32[1]: the longest row, where short_kv asked for it
+  };
+  std::map<std::string, KvRanges> kv_ranges_;                         // lens slice, splits, spread -> part ranges
   std::map<uint32_t, std::vector<std::string>> kv_ranges_readers_;  // lens tensor -> keys above
 };
 

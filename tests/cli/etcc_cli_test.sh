@@ -515,7 +515,9 @@ chained_cases() {  # NAME TASKS...: etc_chain's cases are exactly these tasks
   want=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
   if [ "$got" = "$want" ]; then pass; else fail "$name: chained tasks '$got', expected '$want'"; fi
 }
-run chained-decode 0 --emit=cuda --run-by-last-notifier "$tmp/l2.etir" &&
+# (short_kv = 0: the merge of every launch, whose grid then reads no data.)
+python3 tools/gen_decode_sample.py llama3_2_1b --layers 2 --vocab 2048 --heads-per-task 1 --short-kv 0 >"$tmp/l2s.etir"
+run chained-decode 0 --emit=cuda --run-by-last-notifier "$tmp/l2s.etir" &&
   chained_cases chained-decode attention_merge_o_0 attention_merge_o_1 kv_append_k_cache_0 kv_append_k_cache_1 \
     add_rmsnorm_h_1 add_rmsnorm_h2_1 add_rmsnorm_hn &&
   stdout_has chained-decode "    if ((etc_s0) <= 1LL) {" &&
