@@ -90,19 +90,19 @@ class Inference {
         });
     if (coords) return false;
     // The data must be the same for both: no grid between them in run order writes it.
-    bool same_data = true;
+    bool same_data = !loaded.empty();
     for (size_t k = ppos + 1; k < cpos && same_data; ++k)
       for (uint32_t t : touchedTensors(m_.tasks[order_[k]], true)) same_data = same_data && !loaded.count(t);
-    auto at = [&](const Expr& e, uint32_t s, int64_t v) {
-      return simplify(substitute(e, [&](const ExprNode& n) { return n.kind == ExprKind::Sym && n.id == s ? intConst(v) : Expr{}; }),
-                      m_.symRanges());
+    auto substituted = [&](const Expr& e, uint32_t s, int64_t v) {
+      return substitute(e, [&](const ExprNode& n) { return n.kind == ExprKind::Sym && n.id == s ? intConst(v) : Expr{}; });
     };
+    auto at = [&](const Expr& e, uint32_t s, int64_t v) { return simplify(substituted(e, s, v), m_.symRanges()); };
     auto empty_at = [&](const Task& t, uint32_t s, int64_t v) {
       for (const Expr& e : t.grid)
-        if (tiling::upperBound(m_, at(e, s, v)) <= 0) return true;
+        if (tiling::upperBound(m_, substituted(e, s, v)) <= 0) return true;
       return false;
     };
-    const bool data = same_data && !loaded.empty();
+    const bool data = same_data;
     // The extents as written first: a sym value can fold a factor into the others (at B = 2,
     // 2 * min(max(x, 0), 1) becomes min(max(2 * x, 0), 2)).
     if (data)
@@ -302,18 +302,37 @@ class Inference {
   // a megakernel's grid up to the bound waits and notifies; past the actual extent it skips
   // its ops), which the interpreter's actual tasks are a part of. A consumer's event is shaped
   // and its notifies clamped by its grid at the bound, so that every waiting task gets its
-  // count; a producer's count is its actual extent's, so one that reads data notifies one
-  // counter, as the all-to-all count is what the megakernel evaluates at the bound exactly.
-  // Tiles that do not meet even at the bounds need no event.
+  // count. A producer's count is its actual extent's (what the interpreter's tasks send), kept
+  // per tile where the megakernel's evaluation of it at the bound (dataBound) is exactly the
+  // count of the tasks at the bound, else one counter that every task notifies (the product of
+  // the extents, which dataBound evaluates exactly). Tiles that do not meet even at the bounds
+  // need no event.
   std::optional<Dep> dependency(const Task& p, const Slice& ps, const Task& c, const Slice& cs) {
     const bool p_data = readsData(p), c_data = readsData(c);
-    if (p_data || c_data) {
-      const Task pb = p_data ? atBound(p) : Task{}, cb = c_data ? atBound(c) : Task{};
-      std::optional<Dep> d = dependency(p_data ? pb : p, ps, c_data ? cb : c, cs);
-      if (!d || asInt(d->count) == 0) return d;
-      if (p_data) return allToAll(p);
-      return d;
+    if (!p_data && !c_data) return tiledDependency(p, ps, c, cs);
+    const Task pb = p_data ? atBound(p) : Task{}, cb = c_data ? atBound(c) : Task{};
+    const Task& cc = c_data ? cb : c;
+    std::optional<Dep> at_bound = tiledDependency(p_data ? pb : p, ps, cc, cs);
+    if (!at_bound || asInt(at_bound->count) == 0 || !p_data) return at_bound;
+    std::optional<Dep> actual = tiledDependency(p, ps, cc, cs);
+    if (actual && actual->keys == at_bound->keys && !actual->keys.empty() && sameNotifies(*actual, *at_bound)) {
+      std::vector<Expr> event_grid;
+      for (uint32_t kc : actual->keys) event_grid.push_back(cc.grid[kc]);
+      const RangeEnv env = m_.gridRanges(event_grid);
+      if (equal(simplify(backend::dataBound(m_, actual->count), env), simplify(at_bound->count, env))) return actual;
     }
+    return allToAll(p);
+  }
+
+  static bool sameNotifies(const Dep& a, const Dep& b) {
+    if (a.notify.size() != b.notify.size()) return false;
+    for (size_t k = 0; k < a.notify.size(); ++k)
+      if (!equal(a.notify[k].lo, b.notify[k].lo) || !equal(a.notify[k].hi, b.notify[k].hi)) return false;
+    return true;
+  }
+
+  // The dependency of grids whose extents read no data (or taken at their bounds).
+  std::optional<Dep> tiledDependency(const Task& p, const Slice& ps, const Task& c, const Slice& cs) {
     auto pa = matchAccess(m_, ps), ca = matchAccess(m_, cs);
     if (!pa || !ca) return allToAll(p);
     // Disjoint fixed ranges in some dimension: no conflict at all.
@@ -378,12 +397,7 @@ class Inference {
     return dep;
   }
 
-  static bool sameDep(const Dep& a, const Dep& b) {
-    if (!equal(a.count, b.count) || a.notify.size() != b.notify.size()) return false;
-    for (size_t k = 0; k < a.notify.size(); ++k)
-      if (!equal(a.notify[k].lo, b.notify[k].lo) || !equal(a.notify[k].hi, b.notify[k].hi)) return false;
-    return true;
-  }
+  static bool sameDep(const Dep& a, const Dep& b) { return equal(a.count, b.count) && sameNotifies(a, b); }
 
   // One counter: every P task notifies it, every C task waits for all of them.
   Dep allToAll(const Task& p) const {

@@ -849,6 +849,14 @@ class Lowerer {
       long_split = simplify(mul(split_rows, min(intConst(1), max(intConst(0), sub(lmax, intConst(short_kv))))),
                             m_.symRanges());
       short_rows = min(intConst(1), max(intConst(0), sub(intConst(short_kv + 1), lmax)));
+      // Before the split grid and its merge, whose tasks a short launch only passes through:
+      // a static megakernel deals tasks to CTAs in run order, so the one-part tasks take the
+      // first CTAs rather than queue behind those. Rows with parts are fewer than
+      // kAttentionTasks / hk, where attentionHeadPlans gives one head a task (or the count
+      // written). H100, Llama-3.2-1B at B = 8, 512 positions: 1511.3 us with the grid after
+      // the merge against 1444.8 for one part a row alone (docs/benchmarks.md, session 76).
+      add_whole(simplify(mul(split_rows, short_rows), m_.symRanges()), intConst(0), baseName(a) + "_short",
+                {{std::max<int64_t>(1, tiling::attrInt(c, "heads_per_task")), intConst(1)}});
     }
     row_args(call, b);
     p.grid[0] = long_split;
@@ -877,9 +885,6 @@ class Lowerer {
       add_whole(simplify(sub(rows, split_rows), m_.symRanges()), split_rows, baseName(a) + "_whole", head_plans);
     // Rows with parts are fewer than kAttentionTasks / hk, where attentionHeadPlans gives one
     // head a task (or the count written).
-    if (by_length)
-      add_whole(simplify(mul(split_rows, short_rows), m_.symRanges()), intConst(0), baseName(a) + "_short",
-                {{std::max<int64_t>(1, tiling::attrInt(c, "heads_per_task")), intConst(1)}});
     return true;
   }
 

@@ -3,12 +3,16 @@
 // Cycles and waits on the waiting grid itself are rejected with the tasks and events named.
 // Notify totals are proved symbolically where every notify of an event is the same element
 // for every task; otherwise they are counted exactly at sample sym values (small ones, where
-// a mismatch is cheap to find) and any mismatch is an error. What sampling cannot reach is
-// checked by the reference interpreter and the GPU's debug mode.
+// a mismatch is cheap to find) and any mismatch is an error. Where grids and counts read data,
+// the counting is the megakernel's: every task of a grid at its bound (dataBound) notifies, and
+// each count is taken at the bound; notifies that read data are not counted. What sampling
+// cannot reach is checked by the reference interpreter (which runs the tasks the data gives)
+// and the GPU's debug mode.
 #include <fmt/format.h>
 
 #include <map>
 
+#include "compiler/backend/cuda_expr.h"
 #include "compiler/ir/prover.h"
 #include "compiler/passes/passes.h"
 #include "compiler/passes/task_graph.h"
@@ -168,8 +172,8 @@ class ScheduleVerifier {
       std::vector<int64_t> shape;
       int64_t elements = 1;
       for (const Expr& d : e.shape) {
-        EvalResult r = evaluate(d, b);
-        if (!r.ok()) return;  // data-dependent: left to the interpreter
+        EvalResult r = evaluate(backend::dataBound(m_, d), b);
+        if (!r.ok()) return;
         shape.push_back(r.value);
         elements *= std::max<int64_t>(0, r.value);
         if (elements > kSampleElementBudget) return;
@@ -183,7 +187,7 @@ class ScheduleVerifier {
         unravel(k, shape, coord);
         Bindings bi = b;
         bi.coord = [&](uint32_t id) -> std::optional<int64_t> { return id < coord.size() ? std::optional(coord[id]) : std::nullopt; };
-        EvalResult want = evaluate(e.init, bi);
+        EvalResult want = evaluate(backend::dataBound(m_, e.init), bi);
         if (!want.ok()) return;
         if (want.value == got[static_cast<size_t>(k)]) continue;
         std::string elem, point;
@@ -208,7 +212,7 @@ class ScheduleVerifier {
     std::vector<int64_t> grid;
     int64_t n = 1;
     for (const Expr& x : t.grid) {
-      EvalResult r = evaluate(x, b);
+      EvalResult r = evaluate(backend::dataBound(m_, x), b);
       if (!r.ok()) return false;
       grid.push_back(r.value);
       n *= std::max<int64_t>(0, r.value);
