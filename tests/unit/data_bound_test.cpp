@@ -5,7 +5,9 @@
 
 #include "compiler/backend/cuda_expr.h"
 
-namespace {
+// A named namespace: the unit tests build as one unity source in CI, where another file's
+// anonymous helpers (B(), lit()) would clash with these.
+namespace data_bound_test {
 
 using namespace etc::ir;
 using etc::backend::dataBound;
@@ -59,4 +61,4 @@ TEST(DataBound, FallsBackToTheConstantBoundOverTheSyms) {
 
 TEST(DataBound, LeavesDataFreeExpressionsAsTheyAre) { EXPECT_EQ(boundOf(mul(B(), lit(8))), "B * 8"); }
 
-}  // namespace
+}  // namespace data_bound_test
