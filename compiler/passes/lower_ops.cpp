@@ -883,8 +883,6 @@ class Lowerer {
     // joins with lens' producer, not from a grid of its own.
     if (parts_lo <= 1)
       add_whole(simplify(sub(rows, split_rows), m_.symRanges()), split_rows, baseName(a) + "_whole", head_plans);
-    // Rows with parts are fewer than kAttentionTasks / hk, where attentionHeadPlans gives one
-    // head a task (or the count written).
     return true;
   }
 
