@@ -166,6 +166,7 @@ class ScheduleVerifier {
 
   void sampleCounts(uint32_t ev, const std::vector<NotifySite>& list) {
     const Event& e = m_.events[ev];
+    const Expr init = backend::dataBound(m_, e.init);  // once, not per element and sym value
     for (const std::vector<int64_t>& syms : samplePoints()) {
       Bindings b;
       b.sym = [&](uint32_t id) -> std::optional<int64_t> { return id < syms.size() ? std::optional(syms[id]) : std::nullopt; };
@@ -187,7 +188,7 @@ class ScheduleVerifier {
         unravel(k, shape, coord);
         Bindings bi = b;
         bi.coord = [&](uint32_t id) -> std::optional<int64_t> { return id < coord.size() ? std::optional(coord[id]) : std::nullopt; };
-        EvalResult want = evaluate(backend::dataBound(m_, e.init), bi);
+        EvalResult want = evaluate(init, bi);
         if (!want.ok()) return;
         if (want.value == got[static_cast<size_t>(k)]) continue;
         std::string elem, point;
