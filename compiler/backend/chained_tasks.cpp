@@ -150,10 +150,8 @@ std::map<uint32_t, ChainedTask> chainedTasks(const Module& m, const std::vector<
   for (uint32_t ti = 0; ti < m.tasks.size(); ++ti) {
     const Task& t = m.tasks[ti];
     if (!static_mega[ti] || t.body.empty() || hasMatmulCall(t)) continue;
-    bool grid_loads = false;
-    for (const Expr& g : t.grid) grid_loads = grid_loads || hasLoad(g);
     const auto* w = std::get_if<WaitStmt>(&t.body[0]);
-    if (grid_loads || !w) continue;
+    if (gridReadsData(t) || !w) continue;
     size_t nwaits = 0;
     for (const TaskStmt& s : t.body) nwaits += std::holds_alternative<WaitStmt>(s);
     const uint32_t ev = w->event.target;

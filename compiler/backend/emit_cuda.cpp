@@ -369,12 +369,6 @@ class Emitter {
     return false;
   }
 
-  static bool dataDependent(const Task& t) {
-    for (const Expr& g : t.grid)
-      if (hasLoad(g)) return true;
-    return false;
-  }
-
   // Unravels t (row-major over the bound extents, c0 slowest) into const long long c0, c1, ...
   std::string coordDecode(const Task& t, const std::string& var, const std::string& indent) {
     std::string out;
@@ -416,7 +410,7 @@ class Emitter {
     int views = 0;
     bool ops_open = false;
     auto openOps = [&] {
-      if (ops_open || !dataDependent(t)) return;
+      if (ops_open || !gridReadsData(t)) return;
       ops_open = true;
       std::string exists = "true";
       body += "  {\n";
@@ -1276,7 +1270,7 @@ class Emitter {
   // task running a matmul notifies: while its producers (norms, attention, merges) run, the memory
   // system streams no weights, so the prefetch does not queue ahead of another grid's weights.
   const CallStmt* prefetchableMatmul(const Task& t) const {
-    if (weight_prefetch_ == WeightPrefetch::Off || dataDependent(t)) return nullptr;
+    if (weight_prefetch_ == WeightPrefetch::Off || gridReadsData(t)) return nullptr;
     bool waited = false;
     for (const TaskStmt& st : t.body) {
       if (const auto* w = std::get_if<WaitStmt>(&st)) {
@@ -1344,7 +1338,7 @@ class Emitter {
         found = c;
       }
     if (!found) return nullptr;
-    ok = ok && matmuls == 1 && first_is_matmul && !dataDependent(t) && tiling::attrBool(found->call, "transpose_b");
+    ok = ok && matmuls == 1 && first_is_matmul && !gridReadsData(t) && tiling::attrBool(found->call, "transpose_b");
     const DType at = m_.tensors[found->call.args[0].target].dtype;
     ok = ok && (at == DType::BF16 || at == DType::F16);
     for (size_t k = 1; k < found->call.args.size(); ++k) {

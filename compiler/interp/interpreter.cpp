@@ -499,15 +499,10 @@ class Interpreter {
     if (!bindTensors()) return false;
     // A grid whose extent reads data starts after every other grid, once nothing else can
     // progress, so that it reads what its producers wrote whatever the order of the runs.
-    auto readsData = [&](uint32_t t) {
-      for (const ir::Expr& e : m_.tasks[t].grid)
-        if (ir::hasLoad(e)) return true;
-      return false;
-    };
     for (bool data_pass : {false, true}) {
       std::vector<uint32_t> pass;
       for (uint32_t g = 0; g < tasks.size(); ++g)
-        if (readsData(tasks[g]) == data_pass) pass.push_back(g);
+        if (ir::gridReadsData(m_.tasks[tasks[g]]) == data_pass) pass.push_back(g);
       if (order_ != Order::RunOrder) {
         if (!runByPreference(tasks, pass)) return false;
         continue;

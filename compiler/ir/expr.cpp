@@ -249,6 +249,27 @@ bool hasCoord(const Expr& e) {
   return anyNode(*e, [](const ExprNode& n) { return n.kind == ExprKind::Coord; });
 }
 
+std::vector<DataIndicator> dataIndicators(const Expr& e) {
+  std::vector<DataIndicator> out;
+  const std::vector<Expr> factors = e->kind == ExprKind::Mul ? e->ops : std::vector<Expr>{e};
+  for (size_t k = 0; k < factors.size(); ++k) {
+    const Expr& f = factors[k];
+    if (f->kind != ExprKind::Min || f->ops.size() != 2 || !hasLoad(f)) continue;
+    for (size_t i = 0; i < 2; ++i) {
+      const Expr &lit = f->ops[i], &mx = f->ops[1 - i];
+      if (asInt(lit) != 1 || mx->kind != ExprKind::Max || mx->ops.size() != 2) continue;
+      for (size_t j = 0; j < 2; ++j) {
+        if (asInt(mx->ops[j]) != 0) continue;
+        Expr rest = intConst(1);
+        for (size_t n = 0; n < factors.size(); ++n)
+          if (n != k) rest = mul(rest, factors[n]);
+        out.push_back({mx->ops[1 - j], rest});
+      }
+    }
+  }
+  return out;
+}
+
 void forEachLeaf(const Expr& e, const std::function<void(const ExprNode&)>& fn) {
   if (isLeaf(e->kind)) fn(*e);
   for (const Expr& op : e->ops) forEachLeaf(op, fn);

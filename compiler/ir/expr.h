@@ -75,6 +75,13 @@ std::optional<int64_t> asInt(const Expr& e);  // the value if e is an Int litera
 bool isConstant(const Expr& e);               // only Int and Const leaves (no syms, coords, loads)
 bool hasLoad(const Expr& e);
 bool hasCoord(const Expr& e);
+// The factors of product e (or e itself) of the form min(max(a, 0), 1) that read data: an
+// indicator, 1 where a >= 1 and 0 where a <= 0 (a data-dependent grid's extent, chosen by what
+// its producers wrote). Each as {a, e without that factor}.
+struct DataIndicator {
+  Expr arg, rest;
+};
+std::vector<DataIndicator> dataIndicators(const Expr& e);
 // Every leaf (Sym, Const, Coord, Load) in e, pre-order, including those inside load indices.
 void forEachLeaf(const Expr& e, const std::function<void(const ExprNode&)>& fn);
 

@@ -92,6 +92,10 @@ std::optional<uint32_t> Module::findSym(std::string_view n) const { return ofKin
 std::optional<uint32_t> Module::findTask(std::string_view n) const { return findIn(tasks_, n); }
 std::optional<uint32_t> Module::findGraph(std::string_view n) const { return findIn(graphs_, n); }
 
+bool gridReadsData(const Task& t) {
+  return std::any_of(t.grid.begin(), t.grid.end(), [](const Expr& e) { return hasLoad(e); });
+}
+
 std::optional<std::vector<std::pair<int64_t, int64_t>>> symCutRanges(const Sym& s, const std::vector<int64_t>& cuts,
                                                                    std::string& why, size_t* bad) {
   std::vector<std::pair<int64_t, int64_t>> ranges;

@@ -147,6 +147,10 @@ struct Task {
   std::vector<SourceRange> grid_ranges;
 };
 
+// Whether an extent of t's grid reads data (a load): such a grid's size is known only once its
+// producers have written, so the passes, the backend and the interpreter order it by its data.
+bool gridReadsData(const Task& t);
+
 // Op-level statements.
 struct AssignStmt {
   std::vector<uint32_t> results;  // tensor indices (declared or implicit)

@@ -92,7 +92,9 @@ class Folder {
   // The attention task's reads of the rotated q and the caches, if it is a single
   // attention_decode call that reads them at one row and one column range each.
   std::optional<Reader> reader(uint32_t c, uint32_t qo, uint32_t kc, uint32_t vc) const {
-    if (!candidate(c) || m_.tasks[c].body.size() != 1) return std::nullopt;
+    // Its grid may be chosen by the data (attention's one-part and split grids, by the longest
+    // row): the fold adds calls to its tasks and leaves the grid as it is.
+    if (dropped_[c] || !rewritableGrid(m_, c, runs_[c], true) || m_.tasks[c].body.size() != 1) return std::nullopt;
     const CallStmt& a = call(m_.tasks[c], 0);
     if (a.call.op != "attention_decode" || a.call.args.size() != 4) return std::nullopt;
     const Slice &q = a.call.args[0], &k = a.call.args[1], &v = a.call.args[2];
@@ -214,6 +216,7 @@ class Folder {
       }
       rows.push_back({inlineConsts(off), inlineConsts(c.grid[*a])});
     }
+    joinChosenByData(rows);
     // The readers' row ranges, one after another from row 0 to P's last.
     const Expr total = inlineConsts(p.grid[0]);
     auto chained = [&] {
@@ -229,6 +232,24 @@ class Folder {
       return equal(at, total);
     };
     return chained() || tileRowsAtEverySymValue(rows, total);
+  }
+
+  // Two readers that the data chooses between (attention's one-part grid and its split grid, by
+  // the longest row) have extents E * [a >= 1] and E * [b >= 1] from the same row with a + b = 1:
+  // whatever the data, exactly one of them runs, so together they take E rows there.
+  void joinChosenByData(std::vector<Rows>& rows) const {
+    for (size_t i = 0; i < rows.size(); ++i)
+      for (size_t j = i + 1; j < rows.size(); ++j) {
+        if (!equal(rows[i].off, rows[j].off)) continue;
+        for (const DataIndicator& a : dataIndicators(rows[i].extent))
+          for (const DataIndicator& b : dataIndicators(rows[j].extent))
+            if (equal(a.rest, b.rest) && asInt(simplify(add(a.arg, b.arg), m_.symRanges())) == 1) {
+              rows[i].extent = a.rest;
+              rows.erase(rows.begin() + static_cast<long>(j));
+              joinChosenByData(rows);
+              return;
+            }
+      }
   }
 
   // Whether at every value of the module's one sym the spans [off, off + extent) that are not

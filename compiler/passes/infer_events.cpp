@@ -45,13 +45,12 @@ class Inference {
   void run() {
     findSymValues();
     for (Graph& g : m_.graphs) {
-      std::vector<uint32_t> order;
+      order_.clear();
       for (const GraphStmt& st : g.body)
-        if (const auto* r = std::get_if<RunStmt>(&st)) order.push_back(r->task);
-      order_ = order;
-      findCoveringWriters(order);
-      for (size_t c = 0; c < order.size(); ++c)
-        for (size_t p = 0; p < c; ++p) pair(order[p], order[c], p, c);
+        if (const auto* r = std::get_if<RunStmt>(&st)) order_.push_back(r->task);
+      findCoveringWriters(order_);
+      for (size_t c = 0; c < order_.size(); ++c)
+        for (size_t p = 0; p < c; ++p) pair(order_[p], order_[c], p, c);
     }
   }
 
@@ -127,33 +126,12 @@ class Inference {
     return false;
   }
 
-  // The arguments a of the indicator factors min(max(a, 0), 1) of a product (1 where a >= 1,
-  // else 0) that read data.
-  static std::vector<Expr> dataIndicators(const Expr& e) {
-    std::vector<Expr> out;
-    auto one = [&](const Expr& f) {
-      if (f->kind != ExprKind::Min || f->ops.size() != 2 || !hasLoad(f)) return;
-      for (size_t i = 0; i < 2; ++i) {
-        const Expr &lit = f->ops[i], &mx = f->ops[1 - i];
-        if (asInt(lit) != 1 || mx->kind != ExprKind::Max || mx->ops.size() != 2) continue;
-        for (size_t j = 0; j < 2; ++j)
-          if (asInt(mx->ops[j]) == 0) out.push_back(mx->ops[1 - j]);
-      }
-    };
-    if (e->kind == ExprKind::Mul) {
-      for (const Expr& f : e->ops) one(f);
-    } else {
-      one(e);
-    }
-    return out;
-  }
-
   // Extents x and y are never both non-zero: each is a product with an indicator factor, of a
   // and b, where a + b is at most 1, so that a >= 1 and b >= 1 never both hold.
   bool dataExclusive(const Expr& x, const Expr& y) const {
-    for (const Expr& a : dataIndicators(x))
-      for (const Expr& b : dataIndicators(y)) {
-        const std::optional<int64_t> sum = asInt(simplify(add(a, b), m_.symRanges()));
+    for (const DataIndicator& a : dataIndicators(x))
+      for (const DataIndicator& b : dataIndicators(y)) {
+        const std::optional<int64_t> sum = asInt(simplify(add(a.arg, b.arg), m_.symRanges()));
         if (sum && *sum <= 1) return true;
       }
     return false;
@@ -294,10 +272,6 @@ class Inference {
     return b;
   }
 
-  static bool readsData(const Task& t) {
-    return std::any_of(t.grid.begin(), t.grid.end(), [](const Expr& e) { return hasLoad(e); });
-  }
-
   // Grids whose extents read data are ordered through their tasks at the bound (every task of
   // a megakernel's grid up to the bound waits and notifies; past the actual extent it skips
   // its ops), which the interpreter's actual tasks are a part of. A consumer's event is shaped
@@ -308,7 +282,7 @@ class Inference {
   // the extents, which dataBound evaluates exactly). Tiles that do not meet even at the bounds
   // need no event.
   std::optional<Dep> dependency(const Task& p, const Slice& ps, const Task& c, const Slice& cs) {
-    const bool p_data = readsData(p), c_data = readsData(c);
+    const bool p_data = gridReadsData(p), c_data = gridReadsData(c);
     if (!p_data && !c_data) return tiledDependency(p, ps, c, cs);
     const Task pb = p_data ? atBound(p) : Task{}, cb = c_data ? atBound(c) : Task{};
     const Task& cc = c_data ? cb : c;

@@ -24,11 +24,10 @@ std::vector<int> runCounts(const Module& m) {
   return runs;
 }
 
-bool rewritableGrid(const Module& m, uint32_t task, int runs) {
+bool rewritableGrid(const Module& m, uint32_t task, int runs, bool data_extent) {
   if (runs != 1) return false;
   const Task& t = m.tasks[task];
-  for (const Expr& e : t.grid)
-    if (hasLoad(e)) return false;
+  if (!data_extent && gridReadsData(t)) return false;
   for (const TaskStmt& st : t.body)
     if (!std::holds_alternative<CallStmt>(st)) return false;
   return !t.body.empty();

@@ -17,8 +17,10 @@ std::vector<uint32_t> runOrder(const ir::Module& m, uint32_t g);
 std::vector<int> runCounts(const ir::Module& m);
 
 // Made by lower-ops (calls only, no waits or notifies) and run exactly once (runs = its run
-// count), with a grid known before the launch: a grid these passes may rewrite.
-bool rewritableGrid(const ir::Module& m, uint32_t task, int runs);
+// count), with a grid known before the launch unless `data_extent` allows one that reads data
+// (a pass that only adds calls to a task's body keeps its grid as it is): a grid these passes
+// may rewrite.
+bool rewritableGrid(const ir::Module& m, uint32_t task, int runs, bool data_extent = false);
 
 // Removes graph g's run statements of task t.
 void dropRuns(ir::Module& m, uint32_t g, uint32_t t);

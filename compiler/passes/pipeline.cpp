@@ -85,7 +85,7 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
     g.matmul_plan_by_range = opts.matmul_plan_by_range && !opts.fold_attention_merge;
     g.fold_norms_below = opts.fold_norms_below;
     g.unsplit_below = opts.unsplit_below;
-    g.attention_by_length = !opts.fold_into_attention && !opts.fold_attention_merge;
+    g.attention_by_length = !opts.fold_attention_merge;
   }
   for (const Pass& p : pipeline()) {
     const bool skipped = (!opts.verify_schedule && p.name == "verify-schedule") ||

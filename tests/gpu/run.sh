@@ -246,9 +246,10 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   for b in 1 2 3; do
     [ -f "$B/${n}_small_foldnorms.fatbin" ] && decode_check "${n}_small_foldnorms" "$B/${n}_small_foldnorms.fatbin" $b mixed
   done
-  # The row grid inside the attention tasks (etcc --fold-attention): the split-KV parts (1, 7),
-  # one part a row (24), 2 and 8 cache heads a task (33, 128).
-  for bk in 1:long 7:mixed 24:mixed 33:short 128:mixed; do
+  # The row grid inside the attention tasks (etcc --fold-attention): the one-part grid chosen by
+  # the longest row (1 and 7 short) and the split-KV parts (1 long, 7 mixed), one part a row
+  # (24), 2 and 8 cache heads a task (33, 128).
+  for bk in 1:short 1:long 7:short 7:mixed 24:mixed 33:short 128:mixed; do
     [ -f "$B/${n}_small_foldattn.fatbin" ] &&
       decode_check "${n}_small_foldattn" "$B/${n}_small_foldattn.fatbin" "${bk%%:*}" "${bk##*:}"
   done

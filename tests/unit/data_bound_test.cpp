@@ -61,4 +61,25 @@ TEST(DataBound, FallsBackToTheConstantBoundOverTheSyms) {
 
 TEST(DataBound, LeavesDataFreeExpressionsAsTheyAre) { EXPECT_EQ(boundOf(mul(B(), lit(8))), "B * 8"); }
 
+// dataIndicators: the indicator factors of an extent that the data chooses, and what is left.
+TEST(DataIndicators, SplitsAProductIntoTheIndicatorsArgumentAndTheRest) {
+  const Expr a = sub(lit(1025), data(4097));
+  const std::vector<DataIndicator> f = dataIndicators(mul(mul(B(), lit(8)), indicator(a)));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(toString(f[0].arg), toString(a));
+  EXPECT_EQ(toString(f[0].rest), "B * 8");
+}
+
+TEST(DataIndicators, TakesAnIndicatorAloneWithTheRestOne) {
+  const std::vector<DataIndicator> f = dataIndicators(indicator(sub(data(4097), lit(1024))));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(toString(f[0].rest), "1");
+}
+
+TEST(DataIndicators, IgnoresIndicatorsOfTheSymsAndOtherClamps) {
+  EXPECT_TRUE(dataIndicators(mul(B(), indicator(sub(lit(32), B())))).empty());   // no data
+  EXPECT_TRUE(dataIndicators(mul(B(), min(max(data(9), lit(0)), lit(2)))).empty());  // not 0/1
+  EXPECT_TRUE(dataIndicators(add(B(), indicator(data(9)))).empty());              // not a product
+}
+
 }  // namespace data_bound_test
