@@ -450,8 +450,9 @@ int main(int argc, char** argv) {
   app.add_flag("--fold-attention", opt.fold_attention,
                "run a layer's per-row q/k/v sums, rope and kv_append inside the attention tasks that read them (the "
                "fold-into-attention pass; both forms of attention_decode's short_kv choice, the one-part grid and "
-               "the split-KV parts, run it for their rows): one grid less a layer, for measuring (Llama-3.2-1B decode on an H200, "
-               "session 36: level at B = 1 and 16, 7.6% slower at B = 128; Qwen3-0.6B 2.0% slower at B = 1)");
+               "the split-KV parts, run it for their rows): one grid less a layer, for measuring (Llama-3.2-1B decode on an H100, "
+               "session 77, against the default: 0.9% slower at B = 1 and 5.7% at 8 at position 511, 2.7% and 4.4% at 4095; H200, "
+               "session 36: 7.6% slower at B = 128; Qwen3-0.6B 2.0% slower at B = 1)");
   app.add_flag("--matmul-plan-by-range,!--no-matmul-plan-by-range", opt.matmul_plan_by_range,
                "below the first cut of a graph's `specialize`, a lone split-K matmul (a layer's o and down "
                "projections) whose K has room for twice the parts takes 128-column tiles in twice the parts, a grid "
