@@ -6,7 +6,7 @@
 # those of one part a row (kv_splits = 1) where every row holds at most 64 positions and those
 # of the split form (short_kv = 0) where one row holds more, at B = 1 and 3. With
 # --fold-attention the row grid (q/k/v sums, rope, kv_append) moves into both forms' attention
-# tasks, and the logits stay bit for bit the same, in run order and in a random order of tiles.
+# tasks, and the logits stay bit for bit the same at B = 3, in a random order of the tiles.
 # Usage: short_kv_test.sh ETCC ETC_RUN   (from the repository root)
 source "$(dirname "$0")/../harness.sh"
 etcc=$1
@@ -41,13 +41,16 @@ for model in llama3_2_1b qwen3_0_6b; do
     b=$1; shift
     name="B$b-$(echo "$*" | tr ' ' _)"
     npy_i32 "$tmp/pos_$name.npy" $# "$@"
-    for v in dyn $want fold:random; do
+    # The fold at B = 3 only, in both forms (the interpreter's random order is the slow part).
+    fold=""
+    [ "$b" = 3 ] && fold=fold:random
+    for v in dyn $want $fold; do
       "$run" "$tmp/${v%:*}.etir" --sym B=$b --in pos="$tmp/pos_$name.npy" --seed 4 --random-outputs \
         --order "$([ "$v" = fold:random ] && echo random || echo run)" \
         --out logits="$tmp/${v%:*}_$name.npy" >/dev/null 2>"$tmp/err" || fail "$model: $v at $name: $(tail -3 "$tmp/err")"
     done
     cmp -s "$tmp/${want}_$name.npy" "$tmp/dyn_$name.npy" || fail "$model: $name: the logits differ from the $want form's"
-    cmp -s "$tmp/dyn_$name.npy" "$tmp/fold_$name.npy" || fail "$model: $name: --fold-attention's logits differ"
+    [ -z "$fold" ] || cmp -s "$tmp/dyn_$name.npy" "$tmp/fold_$name.npy" || fail "$model: $name: --fold-attention's logits differ"
   done
 done
 python3 tools/gen_decode_sample.py llama3_2_1b --short-kv -1 >/dev/null 2>"$tmp/err" && fail "--short-kv -1 was taken"
