@@ -64,7 +64,10 @@ class Folder {
   }
 
  private:
-  bool candidate(uint32_t t) const { return !dropped_[t] && rewritableGrid(m_, t, runs_[t]); }
+  // data_extent: a grid chosen by the data may do too (rewritableGrid).
+  bool candidate(uint32_t t, bool data_extent = false) const {
+    return !dropped_[t] && rewritableGrid(m_, t, runs_[t], data_extent);
+  }
 
   static const CallStmt& call(const Task& t, size_t k) { return std::get<CallStmt>(t.body[k]); }
 
@@ -94,7 +97,7 @@ class Folder {
   std::optional<Reader> reader(uint32_t c, uint32_t qo, uint32_t kc, uint32_t vc) const {
     // Its grid may be chosen by the data (attention's one-part and split grids, by the longest
     // row): the fold adds calls to its tasks and leaves the grid as it is.
-    if (dropped_[c] || !rewritableGrid(m_, c, runs_[c], true) || m_.tasks[c].body.size() != 1) return std::nullopt;
+    if (!candidate(c, true) || m_.tasks[c].body.size() != 1) return std::nullopt;
     const CallStmt& a = call(m_.tasks[c], 0);
     if (a.call.op != "attention_decode" || a.call.args.size() != 4) return std::nullopt;
     const Slice &q = a.call.args[0], &k = a.call.args[1], &v = a.call.args[2];

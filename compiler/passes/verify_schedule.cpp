@@ -166,14 +166,17 @@ class ScheduleVerifier {
 
   void sampleCounts(uint32_t ev, const std::vector<NotifySite>& list) {
     const Event& e = m_.events[ev];
-    const Expr init = backend::dataBound(m_, e.init);  // once, not per element and sym value
+    // At the bound once, not per element and sym value.
+    const Expr init = backend::dataBound(m_, e.init);
+    std::vector<Expr> shape_at_bound;
+    for (const Expr& d : e.shape) shape_at_bound.push_back(backend::dataBound(m_, d));
     for (const std::vector<int64_t>& syms : samplePoints()) {
       Bindings b;
       b.sym = [&](uint32_t id) -> std::optional<int64_t> { return id < syms.size() ? std::optional(syms[id]) : std::nullopt; };
       std::vector<int64_t> shape;
       int64_t elements = 1;
-      for (const Expr& d : e.shape) {
-        EvalResult r = evaluate(backend::dataBound(m_, d), b);
+      for (const Expr& d : shape_at_bound) {
+        EvalResult r = evaluate(d, b);
         if (!r.ok()) return;
         shape.push_back(r.value);
         elements *= std::max<int64_t>(0, r.value);
