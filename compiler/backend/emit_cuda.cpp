@@ -391,8 +391,29 @@ class Emitter {
 
   // ---- tasks --------------------------------------------------------------------------------
 
+  // A data grid's task reads its actual extent after the waits that order the data (their
+  // notifiers write what the extent loads), and one past the extent skips what follows them:
+  // the other waits and the ops. The wait that opens that part: the first of the task's leading
+  // waits after the last one that orders the data; none (the body's size) in other grids.
+  // eliminate-events keeps those waits and orders nothing through a data grid's waits.
+  size_t firstSkippableWait(const Task& t) const {
+    if (!gridReadsData(t)) return t.body.size();
+    size_t from = t.body.size();
+    for (size_t k = 0; k < t.body.size(); ++k) {
+      const auto* w = std::get_if<WaitStmt>(&t.body[k]);
+      if (!w) break;
+      if (waitOrdersGridData(m_, t, w->event.target)) {
+        from = t.body.size();
+      } else if (from == t.body.size()) {
+        from = k;
+      }
+    }
+    return from;
+  }
+
   // Every kernel numbers a grid's tasks over its bound extents; where an extent reads data, a
-  // task past the actual extent (read once its waits are done) skips its ops but notifies.
+  // task past the actual extent skips its ops and the waits that do not order the data, but
+  // notifies (so every count is met whatever the data).
   bool emitTask(uint32_t ti) {
     const Task& t = m_.tasks[ti];
     CudaNames names = namesWith([](uint32_t id) { return coordVar(id); });
@@ -429,6 +450,7 @@ class Emitter {
       ops_open = false;
       body += "    }\n  }\n";
     };
+    const size_t skippable = firstSkippableWait(t);
     const CallStmt* prefetch = prefetchableMatmul(t);
     const std::optional<FusedRows> fused = matchFusedRows(m_, t);
     bool describable_ok = true;
@@ -463,7 +485,11 @@ class Emitter {
       const TaskStmt& st = t.body[si];
       const bool follows_call = std::exchange(after_call, std::holds_alternative<CallStmt>(st));
       if (std::holds_alternative<WaitStmt>(st)) {
-        closeOps();
+        if (si >= skippable) {
+          openOps();
+        } else {
+          closeOps();
+        }
         if (si == 0) body += chainedSkip(ti, names);
         // The run of waits that starts here: with --parallel-waits the static schedule checks
         // them as one group (etc::dev::WaitGroup), one thread an event element, one barrier.
@@ -477,7 +503,9 @@ class Emitter {
         };
         size_t end = si + 1;
         if (parallel_waits_ && !loads(st))
-          while (end < t.body.size() && std::holds_alternative<WaitStmt>(t.body[end]) && !loads(t.body[end])) ++end;
+          while (end < t.body.size() && std::holds_alternative<WaitStmt>(t.body[end]) && !loads(t.body[end]) &&
+                 (si >= skippable || end < skippable))
+            ++end;
         auto waitCall = [&](const WaitStmt& w, const char* form) {
           const Event& e = m_.events[w.event.target];
           return fmt::format(fmt::runtime(form), initAt(e), site(ti, w.event.target, t));

@@ -96,6 +96,27 @@ bool gridReadsData(const Task& t) {
   return std::any_of(t.grid.begin(), t.grid.end(), [](const Expr& e) { return hasLoad(e); });
 }
 
+bool writesGridData(const Task& p, const Task& t) {
+  std::vector<uint32_t> loaded;
+  for (const Expr& e : t.grid)
+    forEachLeaf(e, [&](const ExprNode& n) {
+      if (n.kind == ExprKind::Load) loaded.push_back(n.id);
+    });
+  for (const TaskStmt& st : p.body)
+    if (const auto* c = std::get_if<CallStmt>(&st))
+      for (const Slice& d : c->dests)
+        if (std::count(loaded.begin(), loaded.end(), d.target) > 0) return true;
+  return false;
+}
+
+bool waitOrdersGridData(const Module& m, const Task& t, uint32_t event) {
+  if (!gridReadsData(t)) return false;
+  for (const Task& u : m.tasks)
+    for (const TaskStmt& st : u.body)
+      if (const auto* n = std::get_if<NotifyStmt>(&st); n && n->event.target == event && writesGridData(u, t)) return true;
+  return false;
+}
+
 std::optional<std::vector<std::pair<int64_t, int64_t>>> symCutRanges(const Sym& s, const std::vector<int64_t>& cuts,
                                                                    std::string& why, size_t* bad) {
   std::vector<std::pair<int64_t, int64_t>> ranges;

@@ -271,4 +271,11 @@ struct Module {
   NameIndex<uint32_t> tasks_, graphs_;
 };
 
+// Whether waiting on `event` orders the data that task t's grid extents read: a task that
+// notifies it writes a tensor the extents load. A task past its grid's data extent needs only
+// these waits before it reads the extent (it then skips its other waits and its ops).
+bool waitOrdersGridData(const Module& m, const Task& t, uint32_t event);
+// Whether task p writes a tensor that task t's grid extents load.
+bool writesGridData(const Task& p, const Task& t);
+
 }  // namespace etc::ir

@@ -707,6 +707,17 @@ class Eliminator {
     return false;
   }
 
+  // A wait that a data grid's task past its extent skips: one that does not order the data its
+  // extents read (cached: the answer looks at every task's notifies).
+  bool skippableWait(const Site& w) {
+    const Task& t = m_.tasks[w.task];
+    if (!gridReadsData(t)) return false;
+    const uint32_t ev = std::get<WaitStmt>(stmt(w)).event.target;
+    auto [it, fresh] = orders_data_.try_emplace({w.task, ev}, false);
+    if (fresh) it->second = waitOrdersGridData(m_, t, ev);
+    return !it->second;
+  }
+
   // The task has no tile over the piece being proved in.
   bool emptyHere(uint32_t task) const { return piece_ && piece_->empty[task]; }
 
@@ -802,6 +813,21 @@ class Eliminator {
       for (uint32_t i = 0; i < m_.tasks[t].body.size(); ++i) {
         const auto* w = std::get_if<WaitStmt>(&m_.tasks[t].body[i]);
         if (!w || !eligible_[w->event.target] || deleted({t, i})) continue;
+        // The waits before a data grid's extent is read stay, whatever else orders them, unless
+        // the same wait comes before (rule 2 moves a duplicate event's waits onto its twin): the
+        // task reads the extent right after them (emit_cuda.cpp). A path through a data grid's
+        // task needs no such care: compose() takes only tiles proved to exist at every value of
+        // the data, and those run their waits.
+        if (gridReadsData(m_.tasks[t]) && !skippableWait({t, i})) {
+          for (uint32_t j = 0; j < i; ++j) {
+            const auto* v = std::get_if<WaitStmt>(&m_.tasks[t].body[j]);
+            if (v && !deleted({t, j}) && v->event.target == w->event.target && sameSlice(v->event, w->event)) {
+              drop({t, i});
+              break;
+            }
+          }
+          continue;
+        }
         if (redundant({t, i}, in_graph)) drop({t, i});
       }
     }
@@ -838,6 +864,7 @@ class Eliminator {
   Module& m_;
   Prover whole_;     // facts over every sym value
   Prover* prover_;   // the one proofs use: whole_, or a piece's (rule 3)
+  std::map<std::pair<uint32_t, uint32_t>, bool> orders_data_;  // (task, event): skippableWait's cache
   // Rule 3's pieces of the graph being reduced: ranges of its one sym over which every task
   // grid of the graph is empty throughout or non-empty throughout (none: one piece).
   struct Piece {

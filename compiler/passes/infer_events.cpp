@@ -423,9 +423,13 @@ class Inference {
       d.lo = coordRef(kc, c.coords[kc]);
       wait.dims.push_back(d);
     }
-    // Waits go before the first call of C, notifies at the end of P.
-    auto first_call = std::find_if(c.body.begin(), c.body.end(),
-                                   [](const TaskStmt& s) { return std::holds_alternative<CallStmt>(s); });
+    // Waits go before the first call of C, notifies at the end of P; a wait on the writer of the
+    // data C's extents read goes first, so that a task past the extent reads it before the
+    // other waits and skips them (emit_cuda.cpp).
+    auto first_call = writesGridData(p, c) ? c.body.begin()
+                                           : std::find_if(c.body.begin(), c.body.end(), [](const TaskStmt& s) {
+                                               return std::holds_alternative<CallStmt>(s);
+                                             });
     c.body.insert(first_call, WaitStmt{wait, c.range});
     for (const Dep* d : group) {
       Slice n = eventSlice(ev, keys.empty(), p.range);

@@ -75,6 +75,13 @@ run schedule-forced 0 --emit=tasks -v --schedule=dynamic samples/two_stage_sum.e
 run schedule-written 0 --emit=tasks -v samples/two_stage_sum.etir && stderr_has schedule-written "schedule static (written in the source)"
 run schedule-bad 1 --schedule=fast samples/mlp.etir && stderr_has schedule-bad "--schedule: fast not in {auto,static,dynamic}"
 # The dynamic megakernel: its queue loop and readiness code in the CUDA; compiled by NVRTC.
+# A data grid's task reads its extent after the wait that orders the data (event 1, on @count,
+# the writer of what the extent loads) and, past the extent, skips the other wait (event 0, on
+# @t) too.
+run data-grid-skip 0 --emit=cuda tests/golden/passes/elim_data_grid.etir &&
+  if awk '/bool task_d\(/,/^}/' "$tmp/out" | grep -oE 'WaitSite\{2, [01],|c0 < x0' | uniq | tr '\n' ' ' |
+     grep -qxF 'WaitSite{2, 1, c0 < x0 WaitSite{2, 0, '; then pass
+  else fail "data-grid-skip: @d does not wait for the data, read its extent, then wait for @t"; fi
 run dynamic-cuda 0 --emit=cuda --schedule=dynamic samples/mlp.etir && stdout_has dynamic-cuda "etc::dev::sched_pop(p, s, (unsigned)total, claimed)" &&
   stdout_has dynamic-cuda "__device__ __noinline__ void etc_ready<0>" && stdout_has dynamic-cuda "unsigned waits_matmul_down(const EtcParams& p, long long t)"
 # Weight prefetch (--weight-prefetch: in every matmul task; by default only after the chain,
