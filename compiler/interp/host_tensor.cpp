@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "compiler/interp/interpreter.h"
+#include "compiler/support/splitmix.h"
 #include "compiler/interp/view.h"
 
 namespace etc::interp {
@@ -86,6 +87,35 @@ HostTensor makeTensor(ir::DType dtype, std::vector<int64_t> shape, const std::ve
     for (int64_t i = 0; i < n; ++i) storeFloat(v, i, values[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) storeInt(v, i, static_cast<int64_t>(std::trunc(values[i])));
+  }
+  return t;
+}
+
+namespace {
+
+// Outside AddressSanitizer: a decode test's random KV caches and weights are tens of millions of
+// values, and the n 2- or 4-byte elements at `out` are the tensor's own bytes.
+template <class Bits, Bits (*kRound)(double)>
+__attribute__((no_sanitize_address)) void fillUniform(uint8_t* out, int64_t n, uint64_t state, double lo, double hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    const Bits b = kRound(lo + (hi - lo) * (static_cast<double>(splitmix(state) >> 11) * 0x1.0p-53));
+    std::memcpy(out + i * static_cast<int64_t>(sizeof(Bits)), &b, sizeof(Bits));
+  }
+}
+
+}  // namespace
+
+HostTensor uniformTensor(ir::DType dtype, std::vector<int64_t> shape, uint64_t state, double lo, double hi) {
+  HostTensor t = zeros(dtype, std::move(shape));
+  const int64_t n = t.numel();
+  switch (dtype) {
+    case ir::DType::BF16: fillUniform<uint16_t, doubleToBf16>(t.bytes.data(), n, state, lo, hi); break;
+    case ir::DType::F16: fillUniform<uint16_t, doubleToF16>(t.bytes.data(), n, state, lo, hi); break;
+    case ir::DType::F32: fillUniform<float, doubleToF32>(t.bytes.data(), n, state, lo, hi); break;
+    default: {
+      const View v = View::whole(t);
+      for (int64_t i = 0; i < n; ++i) storeFloat(v, i, lo + (hi - lo) * (static_cast<double>(splitmix(state) >> 11) * 0x1.0p-53));
+    }
   }
   return t;
 }

@@ -84,6 +84,9 @@ double f16ToDouble(uint16_t bits);
 HostTensor makeTensor(ir::DType dtype, std::vector<int64_t> shape, const std::vector<double>& values);
 HostTensor makeIntTensor(ir::DType dtype, std::vector<int64_t> shape, const std::vector<int64_t>& values);
 HostTensor zeros(ir::DType dtype, std::vector<int64_t> shape);
+// A float tensor of values uniform in [lo, hi), drawn in row-major order from splitmix's
+// sequence at `state` (lo + (hi - lo) * (splitmix(state) >> 11) * 2^-53), each rounded to dtype.
+HostTensor uniformTensor(ir::DType dtype, std::vector<int64_t> shape, uint64_t state, double lo, double hi);
 // Every element as a double (integers converted exactly up to 2^53) / as an int64 (floats
 // truncated toward zero).
 std::vector<double> toDoubles(const HostTensor& t);

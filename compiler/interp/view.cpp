@@ -137,13 +137,7 @@ std::vector<double> readFloats(const View& v) {
   switch (v.dtype) {
     case ir::DType::F32: forEachOffset(v, [&](int64_t o) { out.push_back(get<float>(v, o)); }); break;
     case ir::DType::BF16:
-      forEachOffset(v, [&](int64_t o) {
-        // bf16 is the top half of an f32: widening is a shift.
-        uint32_t bits = static_cast<uint32_t>(get<uint16_t>(v, o)) << 16;
-        float f;
-        std::memcpy(&f, &bits, 4);
-        out.push_back(f);
-      });
+      forEachOffset(v, [&](int64_t o) { out.push_back(bf16BitsToFloat(v.base + 2 * o)); });
       break;
     default: forEachOffset(v, [&](int64_t o) { out.push_back(loadFloat(v, o)); }); break;
   }

@@ -71,6 +71,21 @@ void storeFloat(const View& v, int64_t off, double x);
 int64_t loadInt(const View& v, int64_t off);  // floats truncate toward zero
 void storeInt(const View& v, int64_t off, int64_t x);
 
+// The float at p holding a bf16 (the top half of an f32: widening is a shift) or an f32.
+[[gnu::always_inline]] inline float bf16BitsToFloat(const uint8_t* p) {
+  uint16_t half;
+  std::memcpy(&half, p, 2);
+  const uint32_t bits = static_cast<uint32_t>(half) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+[[gnu::always_inline]] inline float f32BitsToFloat(const uint8_t* p) {
+  float f;
+  std::memcpy(&f, p, 4);
+  return f;
+}
+
 // x rounded to a float dtype (nearest even), as a double; other dtypes leave x as it is.
 double roundTo(ir::DType t, double x);
 

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "compiler/interp/interpreter.h"
+#include "compiler/support/splitmix.h"
 
 namespace etc::interp {
 namespace {
@@ -127,6 +128,25 @@ TEST(InterpHostTensor, MakeAndRead) {
   HostTensor u = makeTensor(ir::DType::U8, {2}, {3.9, 258});
   EXPECT_EQ(toInts(u), (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(zeros(ir::DType::I64, {2, 3}).bytes.size(), 48u);
+}
+
+// uniformTensor is makeTensor of the values its formula draws, in row-major order, in every float
+// dtype: the same bits, each value in [lo, hi).
+TEST(InterpHostTensor, UniformTensorIsMakeTensorOfItsDraws) {
+  for (ir::DType d : {ir::DType::BF16, ir::DType::F16, ir::DType::F32}) {
+    uint64_t state = 12345;
+    std::vector<double> drawn(2 * 3 * 5);
+    for (double& x : drawn) x = -0.5 + 2.0 * (static_cast<double>(splitmix(state) >> 11) * 0x1.0p-53);
+    const HostTensor got = uniformTensor(d, {2, 3, 5}, 12345, -0.5, 1.5);
+    const HostTensor want = makeTensor(d, {2, 3, 5}, drawn);
+    EXPECT_EQ(got.shape, want.shape);
+    EXPECT_EQ(got.bytes, want.bytes) << ir::dtypeName(d);
+    for (double x : toDoubles(got)) {
+      EXPECT_GE(x, -0.5);
+      EXPECT_LE(x, 1.5);  // (a value just under hi may round up to it)
+    }
+  }
+  EXPECT_TRUE(uniformTensor(ir::DType::BF16, {0, 4}, 1, 0, 1).bytes.empty());
 }
 
 }  // namespace
