@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "compiler/interp/interpreter.h"
-#include "compiler/support/splitmix.h"
 #include "compiler/interp/view.h"
+#include "compiler/support/splitmix.h"
 
 namespace etc::interp {
 

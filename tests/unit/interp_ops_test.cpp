@@ -325,6 +325,24 @@ TEST(InterpOps, Matmul) {
   EXPECT_EQ(k.f("yf"), (Doubles{1 + kTie}));
 }
 
+// A bf16 b under transpose_b (read in place, row by row) and the same b untransposed (read as a
+// copy of doubles) give the same exact sums, on whole rows and on a slice of the columns.
+TEST(InterpOps, MatmulBf16RowsInPlace) {
+  TensorMap in;
+  in["a"] = makeTensor(F::BF16, {2, 3}, {1, 2, 3, 4, 5, 6});
+  in["b"] = makeTensor(F::BF16, {3, 2}, {7, 8, 9, 10, 11, kTie});
+  in["bt"] = makeTensor(F::BF16, {2, 3}, {7, 9, 11, 8, 10, kTie});
+  OneTask k("tensor a : bf16[2, 3] input\ntensor b : bf16[3, 2] param\ntensor bt : bf16[2, 3] param\n"
+            "tensor y : f32[2, 2] output\ntensor yt : f32[2, 2] output\ntensor yc : f32[2, 2] output",
+            "matmul(a, b) -> y\nmatmul(a, bt) { transpose_b = true } -> yt\n"
+            "matmul(a[:, 1:3], bt[:, 1:3]) { transpose_b = true } -> yc",
+            in);
+  EXPECT_RUNS(k);
+  EXPECT_EQ(k.f("y"), (Doubles{58, 28 + 3 * kTie, 139, 82 + 6 * kTie}));
+  EXPECT_EQ(k.f("yt"), k.f("y"));
+  EXPECT_EQ(k.f("yc"), (Doubles{2 * 9 + 3 * 11, 2 * 10 + 3 * kTie, 5 * 9 + 6 * 11, 5 * 10 + 6 * kTie}));
+}
+
 // ---- embedding, kv_append, attention ---------------------------------------------------------
 
 TEST(InterpOps, Embedding) {
