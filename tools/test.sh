@@ -15,8 +15,8 @@
 # cost the tests 2 (the interpreter's tests ran 1.5 times as long). Fuzzing is not part of this run (the committed corpora replay here as
 # tests): tools/fuzz.sh says how to build the libFuzzer targets and fuzz one.
 #
-# Over budget as of session 78: a fresh clone's run on a 2-core machine took 29.3 minutes (7 of
-# building, 1326 s of tests; session 77: 32.9 and 1524 s). Of the tests' 2611 test-seconds,
+# Over budget as of session 78: a fresh clone's run on a 2-core machine took 25.9 minutes (7 of
+# building, 1133 s of tests; session 77: 32.9 and 1524 s). Of the tests' 2611 test-seconds (the run before the COST ordering),
 # NVRTC and nvJitLink are about 1600: the samples' compiles 1040 (each decode layer's sm_90a
 # megakernel inlines every matmul's four row forms, and a graph with `specialize` has a
 # megakernel per range), cli/etcc 465. The interpreter's checks of real-sized decode layers,
