@@ -108,12 +108,17 @@ HostTensor makeTensor(ir::DType dtype, std::vector<int64_t> shape, const std::ve
 
 namespace {
 
+// The next value of uniformTensor's sequence.
+inline double drawUniform(uint64_t& state, double lo, double hi) {
+  return lo + (hi - lo) * (static_cast<double>(splitmix(state) >> 11) * 0x1.0p-53);
+}
+
 // Outside AddressSanitizer: a decode test's random KV caches and weights are tens of millions of
 // values, and the n 2- or 4-byte elements at `out` are the tensor's own bytes.
 template <class Bits, Bits (*kRound)(double)>
 __attribute__((no_sanitize_address)) void fillUniform(uint8_t* out, int64_t n, uint64_t state, double lo, double hi) {
   for (int64_t i = 0; i < n; ++i) {
-    const Bits b = kRound(lo + (hi - lo) * (static_cast<double>(splitmix(state) >> 11) * 0x1.0p-53));
+    const Bits b = kRound(drawUniform(state, lo, hi));
     std::memcpy(out + i * static_cast<int64_t>(sizeof(Bits)), &b, sizeof(Bits));
   }
 }
@@ -129,7 +134,7 @@ HostTensor uniformTensor(ir::DType dtype, std::vector<int64_t> shape, uint64_t s
     case ir::DType::F32: fillUniform<float, doubleToF32>(t.bytes.data(), n, state, lo, hi); break;
     default: {
       const View v = View::whole(t);
-      for (int64_t i = 0; i < n; ++i) storeFloat(v, i, lo + (hi - lo) * (static_cast<double>(splitmix(state) >> 11) * 0x1.0p-53));
+      for (int64_t i = 0; i < n; ++i) storeFloat(v, i, drawUniform(state, lo, hi));
     }
   }
   return t;
