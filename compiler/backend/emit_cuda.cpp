@@ -369,6 +369,20 @@ class Emitter {
     return false;
   }
 
+  // A matmul task function's kReach (ETC_MM_REACH, matmul.cuh) has kReachBits bits per matmul
+  // call, in the body's order, one per tile instantiation (16, 32, ... kMatmulMaxTile rows); a
+  // bit past the 64th is always set.
+  static constexpr int kReachBits = 8;
+  static int reachBit(const Task& t, const CallStmt& c) {
+    int n = 0;
+    for (const auto& s : t.body) {
+      const auto* x = std::get_if<CallStmt>(&s);
+      if (x == &c) break;
+      if (x && x->call.op == "matmul") ++n;
+    }
+    return n * kReachBits;
+  }
+
   // Unravels t (row-major over the bound extents, c0 slowest) into const long long c0, c1, ...
   std::string coordDecode(const Task& t, const std::string& var, const std::string& indent) {
     std::string out;
@@ -422,9 +436,9 @@ class Emitter {
     for (size_t k = 0; k < t.grid.size(); ++k) body += (k ? ", " : "") + toString(t.grid[k]);
     body += "]\n";
     const size_t fn_at = body.size();
-    body += fmt::format("template <int kMode, int kKernel>\n__device__ {} bool @TASKFN@(const EtcParams& p, const "
+    body += fmt::format("template <int kMode, int kKernel{}>\n__device__ {} bool @TASKFN@(const EtcParams& p, const "
                         "etc::dev::Ctx& ctx, long long t@TASKARGS@) {{\n",
-                        hasMatmul(t) ? "ETC_MM_FN" : "__noinline__");
+                        hasMatmul(t) ? ", unsigned long long kReach = ~0ull" : "", hasMatmul(t) ? "ETC_MM_FN" : "__noinline__");
     body += symLocals(m_, "  ");
     body += coordDecode(t, "t", "  ");
     std::vector<std::string> smem;
@@ -1009,6 +1023,8 @@ class Emitter {
     std::vector<int64_t> variants;
     for (int64_t t = 16; t < tm; t *= 2) variants.push_back(t);
     variants.push_back(tm);
+    const int first_bit = reachBit(t, c);
+    auto bit = [&](size_t k) { return first_bit + static_cast<int>(k); };
     std::string args;  // what the task passes to each instantiation's function
     for (const std::string& x : v) args += ", " + x;
     if (!flag.empty()) args += ", " + flag;
@@ -1031,18 +1047,24 @@ class Emitter {
     for (size_t k = 0; k < variants.size(); ++k) {
       int64_t t = variants[k];
       smem.push_back(fmt::format("etc::dev::{}_smem_bytes<{}, {}, {}, {}>()", fn, cudaType(a.dtype), t, tn, tk));
-      if (!prefetch) row_smem_.push_back({smem.back(), k ? variants[k - 1] : 0, rows, t});
+      if (!prefetch)
+        row_smem_.push_back({smem.back(), k ? variants[k - 1] : 0, rows, t, bit(k), k + 1 == variants.size()});
       std::string call =
           prefetch ? fmt::format("etc::dev::{}{}<{}, {}, {}>(ctx, {}, {}, {}{});", fn, suffix, t, tn, tk, ops[0], b_args, tb,
                                  maps)
                    : fmt::format("etc::dev::{}<{}, {}, {}>(ctx, {}, {}, {}, {}, prefetched{});", fn, t, tn, tk, ops[0],
                                  b_args, tb, ops[gated ? 3 : 2], maps);
       call = fmt::format("{}(ctx{});", sharedFunction(full_signature, call, "ETC_MM_FN"), args);
-      if (k) code += "\n    else ";
-      if (k + 1 < variants.size()) code += fmt::format("if ({0}.rank == 1 || {0}.ext[0] <= {1}) ", v[0], t);
-      code += call;
+      // The instantiations that the kernel's tiles cannot reach are left out (the task function's
+      // kReach); the last that they reach runs without a test.
+      std::string later;
+      for (size_t j = k + 1; j < variants.size(); ++j) later += fmt::format("{}ETC_MM_REACH({})", later.empty() ? "" : " || ", bit(j));
+      std::string test = later.empty() ? "true" : fmt::format("!({})", later);
+      if (k + 1 < variants.size()) test += fmt::format(" || {0}.rank == 1 || {0}.ext[0] <= {1}", v[0], t);
+      code += fmt::format("if constexpr (ETC_MM_REACH({})) if (!etc_mm_done && ({})) {{ {} etc_mm_done = true; }}\n    ",
+                          bit(k), test, call);
     }
-    return code;
+    return "{ bool etc_mm_done = false;\n    " + code + "(void)etc_mm_done; }";
   }
 
   std::string callCode(const Task& t, const CallStmt& c, const std::vector<std::string>& v,
@@ -1520,6 +1542,32 @@ class Emitter {
     return need;
   }
 
+  // The kReach of task ti's function in kernel k (matmulDispatch): the matmul instantiations
+  // that tiles of the kernel's sym ranges reach. A call whose bounds reach none keeps them all.
+  uint64_t reachMask(const Kernel& k, uint32_t ti) const {
+    auto found = task_row_smem_.find(ti);
+    if (found == task_row_smem_.end()) return ~0ull;
+    const RangeEnv syms = k.when_sym < 0 ? m_.symRanges()
+                                         : m_.symRangesWith(static_cast<uint32_t>(k.when_sym), k.when_lo, k.when_hi);
+    const RangeEnv env = m_.gridRanges(m_.tasks[ti].grid, syms);
+    uint64_t mask = 0, call = 0;  // call: the bits of the call so far
+    for (const RowSmem& r : found->second) {
+      if (r.bit % kReachBits == 0) call = 0;
+      const Interval rows = bounds(r.rows, env);
+      const bool above = rows.upperUnbounded() || rows.hi > r.above;
+      const bool within = r.last || rows.lowerUnbounded() || rows.lo <= r.tm;
+      if (r.bit < 64 && above && within) call |= 1ull << r.bit;
+      if (r.last) {
+        if (call == 0)
+          for (const RowSmem& q : found->second)
+            if (q.bit / kReachBits == r.bit / kReachBits && q.bit < 64) call |= 1ull << q.bit;
+        mask |= call;
+      }
+    }
+    // Bits of calls past the 64th bit are set by ETC_MM_REACH itself; the unused ones are free.
+    return mask;
+  }
+
   // The weight stream's walk for kernel ki (etc/device/stream.cuh): task number g's matmul
   // described (its task function in kProduce mode); false for a task without one.
   std::string describeFunction(uint32_t ki, const Kernel& k, uint32_t instance) {
@@ -1705,7 +1753,13 @@ class Emitter {
     for (size_t f = 0; f < fns.size(); ++f) {
       std::string args;
       for (size_t a = 0; a < fns[f]->arg_list.size(); ++a) args += fmt::format(", fa{}", a);
-      const std::string invoke = fmt::format("{}<{}, {}>(p, ctx, t{})", fns[f]->function, mode, instance, args);
+      // The instantiations that some grid of this function reaches in this kernel: an inlined
+      // megakernel compiles only those (NVVM's time is mostly the matmuls').
+      uint64_t reach = 0;
+      for (uint32_t ti : k.tasks)
+        if (task_calls_[ti].function == fns[f]->function) reach |= reachMask(k, ti);
+      const std::string invoke = fmt::format("{}<{}, {}, ETC_MM_KERNEL_REACH({:#x}ull)>(p, ctx, t{})", fns[f]->function,
+                                             mode, instance, reach, args);
       if (!profile_) {
         d += fmt::format("{}if (fn == {} && !{}) {}\n", indent, f, invoke, on_fail);
         continue;
@@ -1781,11 +1835,15 @@ class Emitter {
   std::vector<std::string> task_fns_;                     // per task: its function, name and arguments open
   // A matmul instantiation's shared memory, run for tiles of more than `above` rows of a (`rows`
   // in the task's coordinates): the task being emitted's, then per task.
+  // One matmul instantiation of a task: its shared memory, and the tiles that run it (more than
+  // `above` rows, and, unless it is its call's last, at most tm).
   struct RowSmem {
     std::string term;
     int64_t above;
     Expr rows;
-    int64_t tm;  // the instantiation's rows
+    int64_t tm;    // the instantiation's rows
+    int bit;       // its bit in the task function's kReach (reachBit)
+    bool last;     // its call's largest instantiation
   };
   std::vector<RowSmem> row_smem_;
   std::map<uint32_t, std::vector<RowSmem>> task_row_smem_;

@@ -409,6 +409,17 @@ run unfused-instances 0 --emit=cuda samples/llama_layer.etir &&
   if grep -q '<kUnfused, [1-9]' "$tmp/out" || ! grep -q '<kUnfused, 0>' "$tmp/out" || ! grep -q '<kStatic, 0>' "$tmp/out"; then
     fail "unfused-instances: unfused kernels do not all take instantiation 0"; grep -m3 '<kUnfused' "$tmp/out" | sed 's/^/  | /'
   else pass; fi
+# A megakernel's inlined matmul task functions compile only the tile instantiations that its
+# range of B reaches (kReach, matmulDispatch): the decode layer's tiles take B's rows, 16, 32, 64
+# or 128 of them; [1, 19] reaches the first two, [20, 39] the 32 and 64 rows, [40, 128] the last two.
+run mm-reach 0 --emit=cuda --specialize B=20,40 samples/llama_layer.etir &&
+  if [ "$(grep -o 'ETC_MM_KERNEL_REACH(0x[0-9a-f]*ull)' "$tmp/out" | sed 's/.*(\(0x[0-9a-f]*\)ull)/\1/' | uniq -c | tr -s ' ' | tr '\n' ';')" != \
+       " 4 0x3; 4 0x6; 4 0xc;" ]; then
+    fail "mm-reach: the kernels' reach masks"; grep -o 'task_[a-z_]*<k[A-Za-z]*, [0-9]*, ETC_MM_KERNEL_REACH([0-9a-fx]*ull)' "$tmp/out" | sed 's/^/  | /'
+  else pass; fi
+run mm-reach-one-kernel 0 --emit=cuda samples/llama_layer.etir &&
+  if grep -q 'ETC_MM_KERNEL_REACH(0x[0-9a-e]ull)' "$tmp/out" || ! grep -q 'ETC_MM_KERNEL_REACH(0xfull)' "$tmp/out"; then
+    fail "mm-reach-one-kernel: B in [1, 128] reaches every instantiation"; else pass; fi
 # A run of static notifies is one block: every plain add before the debug branch's checked
 # notifies (a task whose statements' adds were spread between their debug loops was slower).
 run notify-block 0 --emit=cuda samples/llama_layer.etir &&

@@ -42,6 +42,17 @@
 #else
 #define ETC_MM_FN __noinline__
 #endif
+// A matmul task function's kReach: bit i set when the tiles of the kernel that calls it can run
+// its matmuls' instantiation i (emit_cuda.cpp, matmulDispatch); the others are not compiled. Only
+// inlined code, a copy per kernel anyway, takes the kernel's bits: a megakernel per range of B
+// (etcc --specialize) then compiles half the tile forms, and NVVM's time on Llama-3.2-1B's sm_90a
+// cubin falls by as much. Out-of-line functions keep one copy for every kernel, with every form.
+#if ETC_MM_INLINE && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define ETC_MM_KERNEL_REACH(mask) (mask)
+#else
+#define ETC_MM_KERNEL_REACH(mask) (~0ull)
+#endif
+#define ETC_MM_REACH(bit) ((bit) >= 64 || ((kReach >> ((bit) & 63)) & 1ull) != 0)
 #ifndef ETC_MM_RING_KIB
 #define ETC_MM_RING_KIB 96
 #endif
