@@ -401,6 +401,13 @@ printf 'module @small_mlp\nsym B in [1, 8]\ntensor x : bf16[B, 256] input\ntenso
 # (NVRTC on a small MLP: 4 s, against mlp's 30.)
 LIMIT=300 run tma-nvrtc 0 "$tmp/small_mlp.etir" -arch sm_90a --device-define ETC_MM_TMA=1 -o "$tmp/tma.fatbin" &&
   if grep -qa '"tmaps":\[1,2,3\]' "$tmp/tma.fatbin"; then pass; else fail "tma-nvrtc: the descriptor does not list wg, wu and wd"; fi
+# On sm_90a a matmul's mma.sync form (which runs where wgmma's conditions fail) is a function of
+# its own (ETC_MM_FALLBACK_OUTLINED, matmul.cuh), not inlined into the megakernel; the knob at 0
+# inlines it again.
+LIMIT=300 run fallback-outlined 0 --emit=ptx -arch sm_90a "$tmp/small_mlp.etir" &&
+  if grep -q '^.func.*mm_tensor_core_outlined' "$tmp/out"; then pass; else fail "fallback-outlined: no mm_tensor_core_outlined function in the PTX"; fi
+LIMIT=300 run fallback-inlined 0 --emit=ptx -arch sm_90a --device-define ETC_MM_FALLBACK_OUTLINED=0 "$tmp/small_mlp.etir" &&
+  if grep -q 'mm_tensor_core_outlined' "$tmp/out"; then fail "fallback-inlined: the knob at 0 still calls mm_tensor_core_outlined"; else pass; fi
 LIMIT=300 run prefetch-stages-nvrtc 0 "$tmp/small_mlp.etir" -arch sm_90a --weight-prefetch --device-define ETC_MM_PREFETCH_STAGES=1 -o "$tmp/pf1.fatbin" &&
   if grep -q matmul_prefetch <("$etcc" --emit=cuda --weight-prefetch "$tmp/small_mlp.etir"); then pass; else fail "prefetch-stages-nvrtc: small_mlp has no prefetch"; fi
 # Every unfused kernel calls its task function's instantiation 0 (one copy of each task's code

@@ -56,6 +56,12 @@
 #ifndef ETC_MM_RING_KIB
 #define ETC_MM_RING_KIB 96
 #endif
+// 1 (the default): on sm_90a, a matmul's mma.sync form (which runs only where wgmma's conditions
+// fail) is a call, not code inlined into every megakernel's matmul sites (mm_tensor_core_outlined):
+// NVRTC + nvJitLink on the one-layer Llama's sm_90a cubin 61 -> 26 s. 0: inlined, as before.
+#ifndef ETC_MM_FALLBACK_OUTLINED
+#define ETC_MM_FALLBACK_OUTLINED 1
+#endif
 #ifndef ETC_MM_MAX_STAGES
 #define ETC_MM_MAX_STAGES 4
 #endif
@@ -546,6 +552,25 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
 // Rows [0, min(vr, rmax)) of a contiguous, 16-byte-aligned operand (TK columns from src, rows
 // rs elements apart) into rows r0 .. of a wgmma stage operand of atom_rows rows. Rows past vr
 // are left as they are: the product rows or columns they make are never stored.
+// mm_tensor_core where wgmma is the form (sm_90a): the mma.sync tile runs only when a product's
+// operands do not suit wgmma (mm_use_wgmma), which no decode model's do, so it is a call, compiled
+// once per instantiation, instead of code inlined into every megakernel's every matmul site.
+template <class T, int TM, int TN, int TK, class TY, int MAX_FM, bool PAIR>
+__device__ __noinline__ void mm_tensor_core_outlined(const Ctx ctx, const T* ap, const T* bp, const T* bp2, bool tb,
+                                                     const MmArgs g, TY* yp, bool prefetched) {
+  mm_tensor_core<T, TM, TN, TK, TY, MAX_FM, PAIR>(ctx, ap, bp, bp2, tb, g, yp, prefetched);
+}
+
+// The mma.sync form of a tile (see mm_tensor_core_outlined).
+template <class T, int TM, int TN, int TK, class TY, int MAX_FM = 16, bool PAIR = false>
+__device__ __forceinline__ void mm_tensor_core_fallback(const Ctx& ctx, const T* ap, const T* bp, const T* bp2, bool tb,
+                                                        const MmArgs& g, TY* yp, bool prefetched) {
+  if constexpr (ETC_MM_FALLBACK_OUTLINED && MmWgGeom<T, TM, TN, TK>::ON)
+    mm_tensor_core_outlined<T, TM, TN, TK, TY, MAX_FM, PAIR>(ctx, ap, bp, bp2, tb, g, yp, prefetched);
+  else
+    mm_tensor_core<T, TM, TN, TK, TY, MAX_FM, PAIR>(ctx, ap, bp, bp2, tb, g, yp, prefetched);
+}
+
 template <class T, int TK, bool stream>
 __device__ __forceinline__ void load_tile_sw(T* base, int atom_rows, int r0, int rmax, long long vr, const T* src,
                                              long long rs) {
@@ -1105,11 +1130,11 @@ __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, boo
       }
     if constexpr (detail::mm_has_large_m_tiling(TM))
       if (g.M > 16 * ETC_MM_LARGE_M_FM) {
-        detail::mm_tensor_core<T, TM, TN, TK, TY, ETC_MM_LARGE_M_FM>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr,
-                                                                     prefetched);
+        detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, ETC_MM_LARGE_M_FM>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr,
+                                                                              prefetched);
         return;
       }
-    detail::mm_tensor_core<T, TM, TN, TK, TY>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr, prefetched);
+    detail::mm_tensor_core_fallback<T, TM, TN, TK, TY>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr, prefetched);
   }
 }
 
@@ -1161,11 +1186,12 @@ __device__ void matmul_silu_mul(const Ctx& ctx, const View<TA>& a, const View<TB
       }
     if constexpr (detail::mm_has_large_m_tiling(TM))
       if (g.M > 16 * ETC_MM_LARGE_M_FM) {
-        detail::mm_tensor_core<T, TM, TN, TK, TY, ETC_MM_LARGE_M_FM, true>(ctx, a.ptr, b.ptr, b_up.ptr, transpose_b, g,
-                                                                           y.ptr, prefetched);
+        detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, ETC_MM_LARGE_M_FM, true>(ctx, a.ptr, b.ptr, b_up.ptr,
+                                                                                    transpose_b, g, y.ptr, prefetched);
         return;
       }
-    detail::mm_tensor_core<T, TM, TN, TK, TY, 16, true>(ctx, a.ptr, b.ptr, b_up.ptr, transpose_b, g, y.ptr, prefetched);
+    detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, 16, true>(ctx, a.ptr, b.ptr, b_up.ptr, transpose_b, g, y.ptr,
+                                                                 prefetched);
   }
 }
 
