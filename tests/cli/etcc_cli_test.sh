@@ -311,7 +311,7 @@ range_smem stream-smem 198656/148480 --device-define ETC_MM_STREAM=1
 printf 'module @mm_chain\nsym B in [1, 16]\ntensor x : bf16[B, 256] input\ntensor w1 : bf16[256, 256] param\ntensor w2 : bf16[256, 256] param\ntensor y : bf16[B, 256] output\ngraph @main {\n  h = matmul(x, w1) { transpose_b }\n  y = matmul(h, w2) { transpose_b }\n}\n' >"$tmp/mm_chain.etir"
 run mm-inline-cuda 0 --emit=cuda "$tmp/mm_chain.etir" &&
   if [ "$(grep -c '^__device__ ETC_MM_FN bool task_matmul_[hy](' "$tmp/out")" != 2 ] ||
-     [ "$(grep -c 'if (fn == [01] && !task_matmul_[hy]<kStatic, 0>(p, ctx, t)) return;' "$tmp/out")" != 2 ] ||
+     [ "$(grep -c 'if (fn == [01] && !task_matmul_[hy]<kStatic, 0, ETC_MM_KERNEL_REACH(0x1ull)>(p, ctx, t)) return;' "$tmp/out")" != 2 ] ||
      [ "$(grep -c 'if (!task_matmul_[hy]_outlined<kUnfused, 0>(p, ctx, t)) return;' "$tmp/out")" != 2 ]; then
     fail "mm-inline-cuda: not inlined task functions with one call site and outlined unfused calls"
     grep -n 'ETC_MM_FN\|fn ==\|_outlined<' "$tmp/out" | head -8
@@ -401,13 +401,12 @@ printf 'module @small_mlp\nsym B in [1, 8]\ntensor x : bf16[B, 256] input\ntenso
 # (NVRTC on a small MLP: 4 s, against mlp's 30.)
 LIMIT=300 run tma-nvrtc 0 "$tmp/small_mlp.etir" -arch sm_90a --device-define ETC_MM_TMA=1 -o "$tmp/tma.fatbin" &&
   if grep -qa '"tmaps":\[1,2,3\]' "$tmp/tma.fatbin"; then pass; else fail "tma-nvrtc: the descriptor does not list wg, wu and wd"; fi
-# On sm_90a a matmul's mma.sync form (which runs where wgmma's conditions fail) is a function of
-# its own (ETC_MM_FALLBACK_OUTLINED, matmul.cuh), not inlined into the megakernel; the knob at 0
-# inlines it again.
-LIMIT=300 run fallback-outlined 0 --emit=ptx -arch sm_90a "$tmp/small_mlp.etir" &&
+# ETC_MM_FALLBACK_OUTLINED=1 (matmul.cuh; opt-in): on sm_90a a matmul's mma.sync form (which runs
+# where wgmma's conditions fail) is a function of its own, not inlined; by default it is inlined.
+LIMIT=300 run fallback-outlined 0 --emit=ptx -arch sm_90a --device-define ETC_MM_FALLBACK_OUTLINED=1 "$tmp/small_mlp.etir" &&
   if grep -q '^.func.*mm_tensor_core_outlined' "$tmp/out"; then pass; else fail "fallback-outlined: no mm_tensor_core_outlined function in the PTX"; fi
-LIMIT=300 run fallback-inlined 0 --emit=ptx -arch sm_90a --device-define ETC_MM_FALLBACK_OUTLINED=0 "$tmp/small_mlp.etir" &&
-  if grep -q 'mm_tensor_core_outlined' "$tmp/out"; then fail "fallback-inlined: the knob at 0 still calls mm_tensor_core_outlined"; else pass; fi
+LIMIT=300 run fallback-inlined 0 --emit=ptx -arch sm_90a "$tmp/small_mlp.etir" &&
+  if grep -q 'mm_tensor_core_outlined' "$tmp/out"; then fail "fallback-inlined: the default calls mm_tensor_core_outlined"; else pass; fi
 LIMIT=300 run prefetch-stages-nvrtc 0 "$tmp/small_mlp.etir" -arch sm_90a --weight-prefetch --device-define ETC_MM_PREFETCH_STAGES=1 -o "$tmp/pf1.fatbin" &&
   if grep -q matmul_prefetch <("$etcc" --emit=cuda --weight-prefetch "$tmp/small_mlp.etir"); then pass; else fail "prefetch-stages-nvrtc: small_mlp has no prefetch"; fi
 # Every unfused kernel calls its task function's instantiation 0 (one copy of each task's code
@@ -529,7 +528,7 @@ python3 tools/gen_decode_sample.py llama3_2_1b --layers 2 --vocab 2048 --heads-p
 run share-task-code 0 --emit=cuda --share-task-code "$tmp/l2.etir" &&
   stdout_has share-task-code "// the code of 6 tasks: @matmul_q_0 @matmul_k_0 @matmul_v_0 @matmul_q_1 @matmul_k_1 @matmul_v_1" &&
   stdout_has share-task-code "fn = 0; fa0 = " &&
-  stdout_has share-task-code "if (fn == 0 && !task_matmul_q_0<kStatic, 0>(p, ctx, t, fa0, "
+  stdout_has share-task-code "if (fn == 0 && !task_matmul_q_0<kStatic, 0, ETC_MM_KERNEL_REACH(0xfull)>(p, ctx, t, fa0, "
 run share-task-code-default 0 --emit=cuda "$tmp/l2.etir" &&
   stdout_has share-task-code-default "// the code of 6 tasks: @matmul_q_0 @matmul_k_0 @matmul_v_0 @matmul_q_1 @matmul_k_1 @matmul_v_1"
 run no-share-task-code 0 --emit=cuda --no-share-task-code "$tmp/l2.etir" &&
@@ -645,8 +644,9 @@ elif grep -qF -- "--gated-tile-n must be a multiple of 8 from 8 to 64" "$tmp/ger
 # function holding all of them has the largest one's register count, and its prologue's
 # register saves cost every call (docs/backend.md, "Matmul instantiations").
 run matmul-instantiations 0 --emit=cuda --weight-prefetch "$tmp/l2.etir" &&
-  stdout_has matmul-instantiations "    if (v0.rank == 1 || v0.ext[0] <= 16) etc_op" &&
-  stdout_has matmul-instantiations "    else if (pa.rank == 1 || pa.ext[0] <= 64) etc_op" &&
+  stdout_has matmul-instantiations "    if constexpr (ETC_MM_REACH(0)) if (!etc_mm_done && (!(ETC_MM_REACH(1) || ETC_MM_REACH(2) || ETC_MM_REACH(3)) || v0.rank == 1 || v0.ext[0] <= 16)) { etc_op" &&
+  stdout_has matmul-instantiations "    if constexpr (ETC_MM_REACH(2)) if (!etc_mm_done && (!(ETC_MM_REACH(3)) || pa.rank == 1 || pa.ext[0] <= 64)) { etc_op" &&
+  stdout_has matmul-instantiations "    if constexpr (ETC_MM_REACH(3)) if (!etc_mm_done && (true)) { etc_op" &&
   stdout_has matmul-instantiations "(ctx, v0, v1, v2, etc_prefetched);" &&
   stdout_has matmul-instantiations "(ctx, pa, pb, pc);" &&
   if awk '/^__device__ __noinline__ void etc_op/ { n = 0 } /etc::dev::matmul(_silu_mul)?(_prefetch)?</ { n += gsub(/etc::dev::matmul(_silu_mul)?(_prefetch)?</, "") }

@@ -56,11 +56,14 @@
 #ifndef ETC_MM_RING_KIB
 #define ETC_MM_RING_KIB 96
 #endif
-// 1 (the default): on sm_90a, a matmul's mma.sync form (which runs only where wgmma's conditions
-// fail) is a call, not code inlined into every megakernel's matmul sites (mm_tensor_core_outlined):
-// NVRTC + nvJitLink on the one-layer Llama's sm_90a cubin 61 -> 26 s. 0: inlined, as before.
+// 1 (opt-in, for measuring): on sm_90a, a matmul's mma.sync form (which runs only where wgmma's
+// conditions fail) is a call, not code inlined into every megakernel's matmul sites
+// (mm_tensor_core_outlined): NVRTC + nvJitLink on the one-layer Llama's sm_90a cubin 61 -> 26 s.
+// Not the default: the call makes ptxas serialize the products of the functions that were leaves
+// (the unfused kernels' `_outlined` task functions: C7509 in nvJitLink's relocatable code), and
+// session 49 found an out-of-line fallback 3.3% slower at B = 1 (when the tasks were not inlined).
 #ifndef ETC_MM_FALLBACK_OUTLINED
-#define ETC_MM_FALLBACK_OUTLINED 1
+#define ETC_MM_FALLBACK_OUTLINED 0
 #endif
 #ifndef ETC_MM_MAX_STAGES
 #define ETC_MM_MAX_STAGES 4
