@@ -343,6 +343,43 @@ TEST(InterpOps, MatmulBf16RowsInPlace) {
   EXPECT_EQ(k.f("yc"), (Doubles{2 * 9 + 3 * 11, 2 * 10 + 3 * kTie, 5 * 9 + 6 * 11, 5 * 10 + 6 * kTie}));
 }
 
+// Weight rows read four at a time (and the rest one by one) sum each output in K's order, as the
+// untransposed copy does: in row 0 of a, 2^40 w - 2^40 w + 2^-20 v is 2^-20 v in that order and
+// 0 in the reverse one (2^-20 v - 2^40 w loses the small term in a double). Six weight rows: four,
+// then two alone; bf16 and f32 weights.
+TEST(InterpOps, MatmulRowsFourAtOnceSumInOrder) {
+  const double big = std::ldexp(1, 40), tiny = std::ldexp(1, -20);
+  const std::vector<double> a = {big, -big, tiny, 0, 0, 1, 2, 3, 4, 5};
+  std::vector<double> bt;  // [6, 5]: small integers; columns 0 and 1 equal
+  for (int j = 0; j < 6; ++j)
+    for (int t = 0; t < 5; ++t) bt.push_back(((j + t) % 3 == 0 ? -1.0 : 1.0) * (1 + (j * 7 + (t == 1 ? 0 : t) * 3) % 4));
+  for (int j = 0; j < 6; ++j) bt[j * 5 + 1] = bt[j * 5];
+  std::vector<double> b(30), want(12);
+  for (int j = 0; j < 6; ++j)
+    for (int t = 0; t < 5; ++t) b[t * 6 + j] = bt[j * 5 + t];
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 6; ++j) {
+      double sum = 0;
+      for (int t = 0; t < 5; ++t) sum += a[i * 5 + t] * bt[j * 5 + t];
+      want[i * 6 + j] = f32(sum);
+    }
+  ASSERT_NE(want[0], 0.0);
+  for (F wt : {F::BF16, F::F32}) {
+    const std::string w = wt == F::BF16 ? "bf16" : "f32";
+    SCOPED_TRACE(w);
+    TensorMap in;
+    in["a"] = makeTensor(wt, {2, 5}, a);  // (every value of a is a bf16)
+    in["b"] = makeTensor(wt, {5, 6}, b);
+    in["bt"] = makeTensor(wt, {6, 5}, bt);
+    OneTask k("tensor a : " + w + "[2, 5] input\ntensor b : " + w + "[5, 6] param\ntensor bt : " + w +
+                  "[6, 5] param\ntensor y : f32[2, 6] output\ntensor yt : f32[2, 6] output",
+              "matmul(a, b) -> y\nmatmul(a, bt) { transpose_b = true } -> yt", in);
+    EXPECT_RUNS(k);
+    EXPECT_EQ(k.f("yt"), want);
+    EXPECT_EQ(k.f("y"), want);
+  }
+}
+
 // ---- embedding, kv_append, attention ---------------------------------------------------------
 
 TEST(InterpOps, Embedding) {
