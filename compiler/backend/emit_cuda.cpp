@@ -1834,9 +1834,8 @@ class Emitter {
   std::string op_functions_;                              // the shared tile-op calls (opFunction)
   std::vector<std::string> task_fns_;                     // per task: its function, name and arguments open
   // A matmul instantiation's shared memory, run for tiles of more than `above` rows of a (`rows`
-  // in the task's coordinates): the task being emitted's, then per task.
-  // One matmul instantiation of a task: its shared memory, and the tiles that run it (more than
-  // `above` rows, and, unless it is its call's last, at most tm).
+  // in the task's coordinates) and, unless it is its call's last, at most tm: the task being
+  // emitted's, then per task.
   struct RowSmem {
     std::string term;
     int64_t above;
