@@ -60,8 +60,9 @@
 // conditions fail) is a call, not code inlined into every megakernel's matmul sites
 // (mm_tensor_core_outlined): NVRTC + nvJitLink on the one-layer Llama's sm_90a cubin 61 -> 26 s.
 // Not the default: the call makes ptxas serialize the products of the functions that were leaves
-// (the unfused kernels' `_outlined` task functions: C7509 in nvJitLink's relocatable code), and
-// session 49 found an out-of-line fallback 3.3% slower at B = 1 (when the tasks were not inlined).
+// (the unfused kernels' `_outlined` task functions: C7509 in nvJitLink's relocatable code). In the
+// inlined megakernel it was level (H200, Llama-3.2-1B B = 1: -0.2%, session 79); session 49 had
+// found an out-of-line fallback 3.3% slower when the task functions were out of line.
 #ifndef ETC_MM_FALLBACK_OUTLINED
 #define ETC_MM_FALLBACK_OUTLINED 0
 #endif
@@ -552,9 +553,6 @@ __device__ __forceinline__ void mm_tensor_core(const Ctx& ctx, const T* ap, cons
   }
 }
 
-// Rows [0, min(vr, rmax)) of a contiguous, 16-byte-aligned operand (TK columns from src, rows
-// rs elements apart) into rows r0 .. of a wgmma stage operand of atom_rows rows. Rows past vr
-// are left as they are: the product rows or columns they make are never stored.
 // mm_tensor_core where wgmma is the form (sm_90a): the mma.sync tile runs only when a product's
 // operands do not suit wgmma (mm_use_wgmma), which no decode model's do, so it is a call, compiled
 // once per instantiation, instead of code inlined into every megakernel's every matmul site.
@@ -574,6 +572,9 @@ __device__ __forceinline__ void mm_tensor_core_fallback(const Ctx& ctx, const T*
     mm_tensor_core<T, TM, TN, TK, TY, MAX_FM, PAIR>(ctx, ap, bp, bp2, tb, g, yp, prefetched);
 }
 
+// Rows [0, min(vr, rmax)) of a contiguous, 16-byte-aligned operand (TK columns from src, rows
+// rs elements apart) into rows r0 .. of a wgmma stage operand of atom_rows rows. Rows past vr
+// are left as they are: the product rows or columns they make are never stored.
 template <class T, int TK, bool stream>
 __device__ __forceinline__ void load_tile_sw(T* base, int atom_rows, int r0, int rmax, long long vr, const T* src,
                                              long long rs) {
