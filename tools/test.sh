@@ -15,13 +15,16 @@
 # cost the tests 2 (the interpreter's tests ran 1.5 times as long). Fuzzing is not part of this run (the committed corpora replay here as
 # tests): tools/fuzz.sh says how to build the libFuzzer targets and fuzz one.
 #
-# Over budget as of session 78: a fresh clone's run on a 2-core machine took 25.9 minutes (7 of
-# building, 1133 s of tests; session 77: 32.9 and 1524 s). Of the tests' 2611 test-seconds (the run before the COST ordering),
-# NVRTC and nvJitLink are about 1600: the samples' compiles 1040 (each decode layer's sm_90a
-# megakernel inlines every matmul's four row forms, and a graph with `specialize` has a
-# megakernel per range), cli/etcc 465. The interpreter's checks of real-sized decode layers,
-# halved in session 78 (the matmul reads weights in place, outside ASan; random tensors filled
-# directly), are most of the rest.
+# Over budget as of session 79. Session 78: a fresh clone's run on a 2-core machine took 25.9
+# minutes (7 of building, 1133 s of tests). Session 79's megakernels compile only the tile forms
+# their range of B reaches; with the mma.sync fallback also out of line (opt-in since) a run took
+# 22.7 minutes: the samples' compiles llama3_2_1b 159 s (277 before), qwen3 109 (218), llama_layer
+# 112 (169), llama_layer_paged 103 (136). Later runs on the same machine were up to 1.4x slower in
+# every test (the mlp sample's compile, which neither change touches much, 66 to 71 s against
+# 40 to 55), so their 32 minutes say more about the machine than the code. What is left: NVRTC
+# for the sm_90a megakernels without ranges (every tile form, and each form's mma.sync fallback
+# inlined), cli/etcc's many NVRTC checks, and the interpreter's checks of real-sized decode
+# layers (its matmul sums four weight rows at once since session 79).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
