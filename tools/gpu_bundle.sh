@@ -189,13 +189,14 @@ spawn "$build/etcc" tests/gpu/resources/smem_too_large.etir -arch sm_90a -arch s
 # shape the FMA form admits in the second (8), none in the third (0: the staged and tensor-core
 # forms), and the previous defaults in the fourth. The third also keeps the matmul tiles under
 # 64 rows on mma.sync (ETC_MM_WGMMA_MIN_ROWS=33), the form sm_80 runs, which the default gives
-# only to the odd shapes on sm_90a. The fifth has the narrow wgmma tiles and a's aliased padding
+# only to the odd shapes on sm_90a, and calls it as an inlined megakernel does
+# (DEVICE_TEST_MM_FALLBACK_CALL). The fifth has the narrow wgmma tiles and a's aliased padding
 # (ETC_MM_WG_NARROW, ETC_MM_WG_ALIAS_A; opt-in), the sixth each stage's K split between the
 # warpgroups in the 32-row tiles and the 128-column ones too (ETC_MM_WG_KSPLIT_ROWS and _MAX_N
 # beyond their defaults, which split only the 16-row tiles of 64 columns). The variants are for
 # sm_90a only.
 for t in device_ops_test:"" device_ops_test_warps:"-DETC_ATTN_MMA_WARPS=0 -DETC_ATTN_WARPS=8" \
-         device_ops_test_staged:"-DETC_ATTN_MMA_WARPS=0 -DETC_ATTN_WARPS=0 -DETC_MM_WGMMA_MIN_ROWS=33" \
+         device_ops_test_staged:"-DETC_ATTN_MMA_WARPS=0 -DETC_ATTN_WARPS=0 -DETC_MM_WGMMA_MIN_ROWS=33 -DDEVICE_TEST_MM_FALLBACK_CALL=1" \
          device_ops_test_nommawarps:-DETC_ATTN_MMA_WARPS=0 \
          device_ops_test_narrow:"-DETC_MM_WG_NARROW=1 -DETC_MM_WG_ALIAS_A=1" \
          device_ops_test_ksplit:"-DETC_MM_WG_KSPLIT_ROWS=64 -DETC_MM_WG_KSPLIT_MAX_N=128"; do

@@ -943,6 +943,9 @@ class Emitter {
   // What the device matmuls hold in a tile (the gated kernel keeps a whole tile, both products,
   // in one pass of its warps), and the most rows and columns a call's tile has.
   static constexpr int64_t kMatmulMaxTile = 256, kGatedMaxRows = 128, kGatedMaxCols = 64;
+  // The last bit of each call's kReachBits is never an instantiation's: bit 63 then tells the
+  // inlined megakernel's calls from the others (ETC_MM_FALLBACK_CALL, matmul.cuh).
+  static_assert(kMatmulMaxTile <= (16 << (kReachBits - 2)), "a call's instantiations must leave its last bit free");
   std::pair<int64_t, int64_t> matmulTileBounds(const Task& t, const CallStmt& c) const {
     const RangeEnv env = m_.gridRanges(t.grid);
     const OperandType a = sliceType(m_, c.call.args[0]), b = sliceType(m_, c.call.args[1]);
@@ -1049,12 +1052,16 @@ class Emitter {
       smem.push_back(fmt::format("etc::dev::{}_smem_bytes<{}, {}, {}, {}>()", fn, cudaType(a.dtype), t, tn, tk));
       if (!prefetch)
         row_smem_.push_back({smem.back(), k ? variants[k - 1] : 0, rows, t, bit(k), k + 1 == variants.size()});
+      // The matmul itself takes kFallbackCall (matmul.cuh): true only where the task function
+      // runs inlined in a megakernel (ETC_MM_FALLBACK_CALL of its kReach).
       std::string call =
           prefetch ? fmt::format("etc::dev::{}{}<{}, {}, {}>(ctx, {}, {}, {}{});", fn, suffix, t, tn, tk, ops[0], b_args, tb,
                                  maps)
-                   : fmt::format("etc::dev::{}<{}, {}, {}>(ctx, {}, {}, {}, {}, prefetched{});", fn, t, tn, tk, ops[0],
-                                 b_args, tb, ops[gated ? 3 : 2], maps);
-      call = fmt::format("{}(ctx{});", sharedFunction(full_signature, call, "ETC_MM_FN"), args);
+                   : fmt::format("etc::dev::{}<{}, {}, {}, kFallbackCall>(ctx, {}, {}, {}, {}, prefetched{});", fn, t, tn,
+                                 tk, ops[0], b_args, tb, ops[gated ? 3 : 2], maps);
+      call = prefetch ? fmt::format("{}(ctx{});", sharedFunction(full_signature, call, "ETC_MM_FN"), args)
+                      : fmt::format("{}<ETC_MM_FALLBACK_CALL(kReach)>(ctx{});",
+                                    sharedFunction(full_signature, call, "ETC_MM_FN", "template <bool kFallbackCall>\n"), args);
       // The instantiations that the kernel's tiles cannot reach are left out (the task function's
       // kReach); the last that they reach runs without a test.
       std::string later;
@@ -1428,10 +1435,10 @@ class Emitter {
   // signature and code are seen; attr is __noinline__, or ETC_MM_FN for a matmul's instantiation
   // (matmul.cuh, ETC_MM_INLINE).
   std::string sharedFunction(const std::string& signature, const std::string& code,
-                             const char* attr = "__noinline__") {
+                             const char* attr = "__noinline__", const char* tmpl = "") {
     auto [it, added] = op_function_names_.try_emplace(signature + "|" + code, fmt::format("etc_op{}", op_function_names_.size()));
     if (added)
-      op_functions_ += fmt::format("__device__ {} void {}(const etc::dev::Ctx& ctx, {}) {{\n  {}\n}}\n\n", attr,
+      op_functions_ += fmt::format("{}__device__ {} void {}(const etc::dev::Ctx& ctx, {}) {{\n  {}\n}}\n\n", tmpl, attr,
                                    it->second, signature, code);
     return it->second;
   }

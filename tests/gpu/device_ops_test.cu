@@ -212,6 +212,13 @@ __global__ void k_rms(View<const TX> x, View<const TW> w, float eps, View<TY> y)
 // 512 threads for the smaller tiles (a 512-thread block can only have 128 registers a thread, too
 // few for a tile of 128 rows, which is only launched with up to 256). Without bounds, ptxas may use
 // more registers than the block can have ("too many resources requested for launch").
+// 1: the matmuls as an inlined megakernel's sites call them on sm_90a, their mma.sync form a call
+// (matmul.cuh, ETC_MM_FALLBACK_CALL); tools/gpu_bundle.sh builds device_ops_test_staged so, where
+// tiles under 64 rows take that form.
+#ifndef DEVICE_TEST_MM_FALLBACK_CALL
+#define DEVICE_TEST_MM_FALLBACK_CALL 0
+#endif
+constexpr bool kMmCall = DEVICE_TEST_MM_FALLBACK_CALL != 0;
 template <int TM, int TN, int TK, class T, class TY, int MAXT>
 __global__ void __launch_bounds__(MAXT, 1)
     k_mm(View<const T> a, View<const T> b, bool tb, View<TY> y, View<TY> y2, bool pre, unsigned shift) {
@@ -221,9 +228,9 @@ __global__ void __launch_bounds__(MAXT, 1)
   Ctx c{smem_ + shift, matmul_smem_bytes<T, TM, TN, TK>()};
   // pre: b's first stages prefetched, as a task does before its waits.
   if (pre) matmul_prefetch<TM, TN, TK>(c, a, b, tb);
-  matmul<TM, TN, TK>(c, a, b, tb, y, pre);
+  matmul<TM, TN, TK, kMmCall>(c, a, b, tb, y, pre);
   // A second call right after the first: the ring and the partial-sum buffer are reused.
-  if (y2.ptr) matmul<TM, TN, TK>(c, a, b, tb, y2);
+  if (y2.ptr) matmul<TM, TN, TK, kMmCall>(c, a, b, tb, y2);
 }
 // The gated matmul, with the weights prefetched first when `pre` (as a task before its waits).
 template <int TM, int TN, int TK, class T, class TY, int MAXT>
@@ -232,8 +239,8 @@ __global__ void __launch_bounds__(MAXT, 1)
   SMEM_DECL;
   Ctx c{smem_, matmul_silu_mul_smem_bytes<T, TM, TN, TK>()};
   if (pre) matmul_silu_mul_prefetch<TM, TN, TK>(c, a, b, bu, tb);
-  matmul_silu_mul<TM, TN, TK>(c, a, b, bu, tb, y, pre);
-  if (y2.ptr) matmul_silu_mul<TM, TN, TK>(c, a, b, bu, tb, y2);
+  matmul_silu_mul<TM, TN, TK, kMmCall>(c, a, b, bu, tb, y, pre);
+  if (y2.ptr) matmul_silu_mul<TM, TN, TK, kMmCall>(c, a, b, bu, tb, y2);
 }
 
 

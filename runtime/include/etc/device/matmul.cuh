@@ -53,18 +53,22 @@
 #define ETC_MM_KERNEL_REACH(mask) (~0ull)
 #endif
 #define ETC_MM_REACH(bit) ((bit) >= 64 || ((kReach >> ((bit) & 63)) & 1ull) != 0)
+// Bit 63 of kReach, never an instantiation's (emit_cuda.cpp: at most 4 of the 8 bits of a call),
+// is clear only in the inlined megakernel's calls: its matmul sites call the mma.sync form
+// (ETC_MM_FALLBACK_OUTLINED) where the other calls' inline it.
+#define ETC_MM_FALLBACK_CALL(reach) (ETC_MM_FALLBACK_OUTLINED != 0 && (((reach) >> 63) & 1ull) == 0)
 #ifndef ETC_MM_RING_KIB
 #define ETC_MM_RING_KIB 96
 #endif
-// 1 (opt-in, for measuring): on sm_90a, a matmul's mma.sync form (which runs only where wgmma's
-// conditions fail) is a call, not code inlined into every megakernel's matmul sites
-// (mm_tensor_core_outlined): NVRTC + nvJitLink on the one-layer Llama's sm_90a cubin 61 -> 26 s.
-// Not the default: the call makes ptxas serialize the products of the functions that were leaves
-// (the unfused kernels' `_outlined` task functions: C7509 in nvJitLink's relocatable code). In the
-// inlined megakernel it was level (H200, Llama-3.2-1B B = 1: -0.2%, session 79); session 49 had
-// found an out-of-line fallback 3.3% slower when the task functions were out of line.
+// 1 (the default): on sm_90a, an inlined megakernel's matmul sites call the mma.sync form of
+// their tile (which runs only where wgmma's conditions fail) instead of inlining it
+// (mm_tensor_core_outlined): NVRTC + nvJitLink on the one-layer Llama's sm_90a cubin 61 -> 26 s;
+// the step as fast (H200, Llama-3.2-1B B = 1: -0.2%, session 79). Only the megakernel's sites
+// call it (kFallbackCall, from the task function's kReach: ETC_MM_FALLBACK_CALL): in a function
+// that would otherwise be a leaf (the unfused kernels' `_outlined` task functions) a call makes
+// ptxas serialize the wgmma products (C7509 in nvJitLink's relocatable code). 0: never a call.
 #ifndef ETC_MM_FALLBACK_OUTLINED
-#define ETC_MM_FALLBACK_OUTLINED 0
+#define ETC_MM_FALLBACK_OUTLINED 1
 #endif
 #ifndef ETC_MM_MAX_STAGES
 #define ETC_MM_MAX_STAGES 4
@@ -563,10 +567,10 @@ __device__ __noinline__ void mm_tensor_core_outlined(const Ctx ctx, const T* ap,
 }
 
 // The mma.sync form of a tile (see mm_tensor_core_outlined).
-template <class T, int TM, int TN, int TK, class TY, int MAX_FM = 16, bool PAIR = false>
+template <class T, int TM, int TN, int TK, class TY, bool CALL, int MAX_FM = 16, bool PAIR = false>
 __device__ __forceinline__ void mm_tensor_core_fallback(const Ctx& ctx, const T* ap, const T* bp, const T* bp2, bool tb,
                                                         const MmArgs& g, TY* yp, bool prefetched) {
-  if constexpr (ETC_MM_FALLBACK_OUTLINED && MmWgGeom<T, TM, TN, TK>::ON)
+  if constexpr (CALL && MmWgGeom<T, TM, TN, TK>::ON)
     mm_tensor_core_outlined<T, TM, TN, TK, TY, MAX_FM, PAIR>(ctx, ap, bp, bp2, tb, g, yp, prefetched);
   else
     mm_tensor_core<T, TM, TN, TK, TY, MAX_FM, PAIR>(ctx, ap, bp, bp2, tb, g, yp, prefetched);
@@ -1107,8 +1111,8 @@ __device__ void matmul_silu_mul_describe(const Ctx& ctx, const View<TA>& a, cons
 
 // y = a @ b (transpose_b: a @ b^T). a is [M, K] or [K]; b is [K, N] or [N, K]; y is [M, N]
 // or [N]; M <= TM, N <= TN (larger extents are clipped), any K; any strides. prefetched: see
-// matmul_prefetch.
-template <int TM, int TN, int TK, class TA, class TB, class TY>
+// matmul_prefetch. kFallbackCall: the mma.sync form as a call (ETC_MM_FALLBACK_CALL).
+template <int TM, int TN, int TK, bool kFallbackCall = false, class TA, class TB, class TY>
 __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, bool transpose_b,
                        const View<TY>& y, bool prefetched = false, TmaB tb = TmaB{}) {
   using T = bare_t<TA>;
@@ -1134,11 +1138,11 @@ __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, boo
       }
     if constexpr (detail::mm_has_large_m_tiling(TM))
       if (g.M > 16 * ETC_MM_LARGE_M_FM) {
-        detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, ETC_MM_LARGE_M_FM>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr,
+        detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, kFallbackCall, ETC_MM_LARGE_M_FM>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr,
                                                                               prefetched);
         return;
       }
-    detail::mm_tensor_core_fallback<T, TM, TN, TK, TY>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr, prefetched);
+    detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, kFallbackCall>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr, prefetched);
   }
 }
 
@@ -1154,8 +1158,8 @@ __host__ __device__ constexpr unsigned matmul_silu_mul_smem_bytes() {
 // product rounded to y's dtype before silu_mul, as if written to tensors of that dtype: the
 // same bits as two matmuls and a silu_mul. TN covers both products (y gets TN / 2 columns);
 // both weights stream through one pipeline. b_up must have b's extents and strides (etcc checks
-// it). prefetched: see matmul_silu_mul_prefetch.
-template <int TM, int TN, int TK, class TA, class TB, class TY>
+// it). prefetched: see matmul_silu_mul_prefetch; kFallbackCall: see matmul.
+template <int TM, int TN, int TK, bool kFallbackCall = false, class TA, class TB, class TY>
 __device__ void matmul_silu_mul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, const View<TB>& b_up,
                                 bool transpose_b, const View<TY>& y, bool prefetched = false, TmaB tb = TmaB{},
                                 TmaB tb_up = TmaB{}) {
@@ -1190,11 +1194,11 @@ __device__ void matmul_silu_mul(const Ctx& ctx, const View<TA>& a, const View<TB
       }
     if constexpr (detail::mm_has_large_m_tiling(TM))
       if (g.M > 16 * ETC_MM_LARGE_M_FM) {
-        detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, ETC_MM_LARGE_M_FM, true>(ctx, a.ptr, b.ptr, b_up.ptr,
+        detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, kFallbackCall, ETC_MM_LARGE_M_FM, true>(ctx, a.ptr, b.ptr, b_up.ptr,
                                                                                     transpose_b, g, y.ptr, prefetched);
         return;
       }
-    detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, 16, true>(ctx, a.ptr, b.ptr, b_up.ptr, transpose_b, g, y.ptr,
+    detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, kFallbackCall, 16, true>(ctx, a.ptr, b.ptr, b_up.ptr, transpose_b, g, y.ptr,
                                                                  prefetched);
   }
 }
