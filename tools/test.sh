@@ -15,16 +15,12 @@
 # cost the tests 2 (the interpreter's tests ran 1.5 times as long). Fuzzing is not part of this run (the committed corpora replay here as
 # tests): tools/fuzz.sh says how to build the libFuzzer targets and fuzz one.
 #
-# Over budget as of session 79. Session 78: a fresh clone's run on a 2-core machine took 25.9
-# minutes (7 of building, 1133 s of tests). Session 79's megakernels compile only the tile forms
-# their range of B reaches; with the mma.sync fallback also out of line (opt-in since) a run took
-# 22.7 minutes: the samples' compiles llama3_2_1b 159 s (277 before), qwen3 109 (218), llama_layer
-# 112 (169), llama_layer_paged 103 (136). Later runs on the same machine were up to 1.4x slower in
-# every test (the mlp sample's compile, which neither change touches much, 66 to 71 s against
-# 40 to 55), so their 32 minutes say more about the machine than the code. What is left: NVRTC
-# for the sm_90a megakernels without ranges (every tile form, and each form's mma.sync fallback
-# inlined), cli/etcc's many NVRTC checks, and the interpreter's checks of real-sized decode
-# layers (its matmul sums four weight rows at once since session 79).
+# Session 80: a fresh clone's run took 19.3 minutes (1160 s; tests 806 s: cli/etcc 301, the
+# samples' compiles llama3_2_1b 167 s, llama_layer 122, qwen3 113, llama_layer_paged 101), with
+# the megakernels' mma.sync fallback a call (ETC_MM_FALLBACK_OUTLINED) and the reach masks of
+# session 79. Some machines of this pool run every test up to 1.4 times as long (session 79: the
+# mlp sample's compile 66 to 71 s against 36 in this run), and there it would still be over. What is left: NVRTC for the samples' sm_90a megakernels, cli/etcc's NVRTC checks
+# (it prints its slowest runs), and the interpreter's checks of real-sized decode layers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)

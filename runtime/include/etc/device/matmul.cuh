@@ -53,7 +53,7 @@
 #define ETC_MM_KERNEL_REACH(mask) (~0ull)
 #endif
 #define ETC_MM_REACH(bit) ((bit) >= 64 || ((kReach >> ((bit) & 63)) & 1ull) != 0)
-// Bit 63 of kReach, never an instantiation's (emit_cuda.cpp: at most 4 of the 8 bits of a call),
+// Bit 63 of kReach, never an instantiation's (emit_cuda.cpp: at most 5 of the 8 bits of a call),
 // is clear only in the inlined megakernel's calls: its matmul sites call the mma.sync form
 // (ETC_MM_FALLBACK_OUTLINED) where the other calls' inline it.
 #define ETC_MM_FALLBACK_CALL(reach) (ETC_MM_FALLBACK_OUTLINED != 0 && (((reach) >> 63) & 1ull) == 0)
@@ -62,11 +62,12 @@
 #endif
 // 1 (the default): on sm_90a, an inlined megakernel's matmul sites call the mma.sync form of
 // their tile (which runs only where wgmma's conditions fail) instead of inlining it
-// (mm_tensor_core_outlined): NVRTC + nvJitLink on the one-layer Llama's sm_90a cubin 61 -> 26 s;
-// the step as fast (H200, Llama-3.2-1B B = 1: -0.2%, session 79). Only the megakernel's sites
-// call it (kFallbackCall, from the task function's kReach: ETC_MM_FALLBACK_CALL): in a function
-// that would otherwise be a leaf (the unfused kernels' `_outlined` task functions) a call makes
-// ptxas serialize the wgmma products (C7509 in nvJitLink's relocatable code). 0: never a call.
+// (mm_tensor_core_outlined): NVRTC + nvJitLink on the one-layer Llama's sm_90a cubin 66 -> 36 s,
+// the step 0.2 to 0.4% faster (H100, Llama-3.2-1B B = 1, 8, 64, bit-equal; session 80). Only
+// the megakernel's sites call it (kFallbackCall, from the task function's kReach:
+// ETC_MM_FALLBACK_CALL): in a function that would otherwise be a leaf (the unfused kernels'
+// `_outlined` task functions) a call makes ptxas serialize the wgmma products (C7509 in
+// nvJitLink's relocatable code). 0: never a call.
 #ifndef ETC_MM_FALLBACK_OUTLINED
 #define ETC_MM_FALLBACK_OUTLINED 1
 #endif
@@ -1138,11 +1139,12 @@ __device__ void matmul(const Ctx& ctx, const View<TA>& a, const View<TB>& b, boo
       }
     if constexpr (detail::mm_has_large_m_tiling(TM))
       if (g.M > 16 * ETC_MM_LARGE_M_FM) {
-        detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, kFallbackCall, ETC_MM_LARGE_M_FM>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr,
-                                                                              prefetched);
+        detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, kFallbackCall, ETC_MM_LARGE_M_FM>(
+            ctx, ap, bp, nullptr, transpose_b, g, y.ptr, prefetched);
         return;
       }
-    detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, kFallbackCall>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr, prefetched);
+    detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, kFallbackCall>(ctx, ap, bp, nullptr, transpose_b, g, y.ptr,
+                                                                     prefetched);
   }
 }
 
@@ -1194,12 +1196,12 @@ __device__ void matmul_silu_mul(const Ctx& ctx, const View<TA>& a, const View<TB
       }
     if constexpr (detail::mm_has_large_m_tiling(TM))
       if (g.M > 16 * ETC_MM_LARGE_M_FM) {
-        detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, kFallbackCall, ETC_MM_LARGE_M_FM, true>(ctx, a.ptr, b.ptr, b_up.ptr,
-                                                                                    transpose_b, g, y.ptr, prefetched);
+        detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, kFallbackCall, ETC_MM_LARGE_M_FM, true>(
+            ctx, a.ptr, b.ptr, b_up.ptr, transpose_b, g, y.ptr, prefetched);
         return;
       }
-    detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, kFallbackCall, 16, true>(ctx, a.ptr, b.ptr, b_up.ptr, transpose_b, g, y.ptr,
-                                                                 prefetched);
+    detail::mm_tensor_core_fallback<T, TM, TN, TK, TY, kFallbackCall, 16, true>(ctx, a.ptr, b.ptr, b_up.ptr,
+                                                                               transpose_b, g, y.ptr, prefetched);
   }
 }
 
