@@ -63,11 +63,19 @@ run emit-tasks 0 --emit=tasks samples/mlp.etir && stdout_has emit-tasks "task @m
 run no-gated-matmul 0 --emit=tasks --no-gated-matmul samples/mlp.etir && stdout_has no-gated-matmul "task @matmul_gate_up" &&
   stdout_has no-gated-matmul "task @silu_mul_act"
 LIMIT=120 run emit-ptx 0 --emit=ptx -arch compute_80 samples/two_stage_sum.etir && stdout_has emit-ptx ".target sm_80"
+# A small MLP (a gated matmul, then one that waits for it; B up to 8, so one tile size: NVRTC
+# takes 4 s on it where the mlp sample's tiles up to 128 rows take 12 and more).
+printf 'module @small_mlp\nsym B in [1, 8]\ntensor x : bf16[B, 256] input\ntensor wg : bf16[512, 256] param\ntensor wu : bf16[512, 256] param\ntensor wd : bf16[256, 512] param\ntensor y : bf16[B, 256] output\ngraph @main {\n  a = matmul(x, wg, wu) { transpose_b, act = "silu_mul" }\n  y = matmul(a, wd) { transpose_b }\n}\n' >"$tmp/small_mlp.etir"
 # --emit=tasks prints .etir that compiles to the byte-identical fatbin.
-run tasks-form 0 samples/mlp.etir --emit=tasks -o "$tmp/mlp_tasks.etir"
-LIMIT=300 run fatbin-from-ops 0 samples/mlp.etir -arch sm_80 -o "$tmp/ops.fatbin"
+run tasks-form 0 "$tmp/small_mlp.etir" --emit=tasks -o "$tmp/mlp_tasks.etir"
+LIMIT=300 run fatbin-from-ops 0 "$tmp/small_mlp.etir" -arch sm_80 -o "$tmp/ops.fatbin"
 LIMIT=300 run fatbin-from-tasks 0 "$tmp/mlp_tasks.etir" --arch=sm_80 -o "$tmp/tasks.fatbin"
 cmp -s "$tmp/ops.fatbin" "$tmp/tasks.fatbin" && pass || fail "tasks-roundtrip: the task-level form compiles to a different fatbin"
+# And the mlp sample's task-level form (norms, the residual's add) to the same CUDA.
+run mlp-tasks-form 0 samples/mlp.etir --emit=tasks -o "$tmp/mlp_sample_tasks.etir" &&
+  run mlp-cuda-from-ops 0 samples/mlp.etir --emit=cuda -o "$tmp/mlp_ops.cu" &&
+  run mlp-cuda-from-tasks 0 "$tmp/mlp_sample_tasks.etir" --emit=cuda -o "$tmp/mlp_tasks.cu" &&
+  { cmp -s "$tmp/mlp_ops.cu" "$tmp/mlp_tasks.cu" && pass || fail "mlp-tasks-roundtrip: the task-level form emits different CUDA"; }
 # A compile that NVRTC rejects (here: no toolkit headers) is an error with NVRTC's log, and no output.
 # Schedules: --schedule overrides the source and auto; -v says which and why.
 run schedule-auto 0 --emit=tasks -v samples/mlp.etir && stderr_has schedule-auto "etcc: graph @main: schedule static (cost model" &&
@@ -396,11 +404,8 @@ run include-dir-then-file 0 --emit=cuda -I samples samples/mlp.etir
 run device-define 0 --emit=cuda --device-define ETC_MM_RING_KIB=192 --device-define=ETC_MM_MAX_STAGES=8 samples/mlp.etir &&
   if [ "$(grep -n '^#define ETC_MM_\|^#include' "$tmp/out" | head -3 | cut -d' ' -f1-3)" != "$(printf '2:#define ETC_MM_RING_KIB 192\n3:#define ETC_MM_MAX_STAGES 8\n4:#include "etc/device/etc.cuh"')" ]; then
     fail "device-define: the defines do not come first"; head -5 "$tmp/out"; else pass; fi
-# ETC_MM_PREFETCH_STAGES (a weight prefetch, --weight-prefetch, of fewer stages than the ring's S - 1) compiles,
-# on a small MLP (a gated matmul, then one that waits for it; B up to 8, so one tile size: the
-# mlp sample's tiles up to 128 rows took NVRTC 12 s).
-printf 'module @small_mlp\nsym B in [1, 8]\ntensor x : bf16[B, 256] input\ntensor wg : bf16[512, 256] param\ntensor wu : bf16[512, 256] param\ntensor wd : bf16[256, 512] param\ntensor y : bf16[B, 256] output\ngraph @main {\n  a = matmul(x, wg, wu) { transpose_b, act = "silu_mul" }\n  y = matmul(a, wd) { transpose_b }\n}\n' >"$tmp/small_mlp.etir"
-# (NVRTC on a small MLP: 4 s, against mlp's 30.)
+# On the small MLP (above): the weight stream by TMA; ETC_MM_PREFETCH_STAGES (a weight prefetch,
+# --weight-prefetch, of fewer stages than the ring's S - 1) compiles.
 LIMIT=300 run tma-nvrtc 0 "$tmp/small_mlp.etir" -arch sm_90a --device-define ETC_MM_TMA=1 -o "$tmp/tma.fatbin" &&
   if grep -qa '"tmaps":\[1,2,3\]' "$tmp/tma.fatbin"; then pass; else fail "tma-nvrtc: the descriptor does not list wg, wu and wd"; fi
 # ETC_MM_FALLBACK_OUTLINED (matmul.cuh; default 1): on sm_90a the inlined megakernel's matmul sites
