@@ -16,11 +16,13 @@
 # tests): tools/fuzz.sh says how to build the libFuzzer targets and fuzz one.
 #
 # Session 80: a fresh clone's run took 19.3 minutes (1160 s; tests 806 s: cli/etcc 301, the
-# samples' compiles llama3_2_1b 167 s, llama_layer 122, qwen3 113, llama_layer_paged 101), with
-# the megakernels' mma.sync fallback a call (ETC_MM_FALLBACK_OUTLINED) and the reach masks of
-# session 79. Some machines of this pool run every test up to 1.4 times as long (session 79: the
-# mlp sample's compile 66 to 71 s against 36 in this run), and there it would still be over. What is left: NVRTC for the samples' sm_90a megakernels, cli/etcc's NVRTC checks
-# (it prints its slowest runs), and the interpreter's checks of real-sized decode layers.
+# samples' compiles llama3_2_1b 167 s, llama_layer 122, qwen3 113, llama_layer_paged 101) with
+# the megakernels' mma.sync fallback a call (ETC_MM_FALLBACK_OUTLINED) and session 79's reach
+# masks, and 18.2 (1091 s; cli/etcc 274) once cli/etcc's task-level fatbin check used a small
+# module. Some machines of this pool run every test up to 1.4 times as long (session 79: the mlp
+# sample's compile 66 to 71 s against 36 in these runs), and there it would still be over. What
+# is left: NVRTC for the samples' sm_90a megakernels, cli/etcc's NVRTC checks (it prints its
+# slowest runs), and the interpreter's checks of real-sized decode layers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
