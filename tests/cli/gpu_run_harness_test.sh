@@ -54,4 +54,10 @@ grep -q '^check llama3_2_1b_small_stream B=7 pos mixed *FAIL' "$tmp/table1" || f
 diff "$tmp/table1" "$tmp/table6" >"$tmp/diff" || fail "CHECK_JOBS=6 gave another table: $(cat "$tmp/diff")"
 # In parallel each row also shows as its check ends, before the table.
 [ "$(sed '/^== /,$d' "$tmp/out6" | grep -c '^check ')" = 48 ] || fail "CHECK_JOBS=6 did not show each row as it ended"
+# A partial bundle (gpu_bundle.sh ONLY=...): a fatbin it left out has no row, and no failure.
+rm "$root/gpu-bundle/llama_layer_paged_dynamic.fatbin"
+PATH="$tmp/bin:$PATH" SECTIONS=check DECODE_MODELS=llama3_2_1b OUT="$tmp/op" bash "$root/tests/gpu/run.sh" >"$tmp/outp" 2>/dev/null
+grep -qx '1 FAILED' "$tmp/outp" || fail "without llama_layer_paged_dynamic: not '1 FAILED': $(tail -1 "$tmp/outp")"
+grep -q 'llama_layer_paged_dynamic' "$tmp/outp" && fail "a row for the absent llama_layer_paged_dynamic.fatbin"
+grep -q 'llama_layer_paged_static B=8' "$tmp/outp" || fail "no row for llama_layer_paged_static, which is there"
 finish gpu_run_harness_test
