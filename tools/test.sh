@@ -19,8 +19,9 @@
 # samples' compiles llama3_2_1b 167 s, llama_layer 122, qwen3 113, llama_layer_paged 101) with
 # the megakernels' mma.sync fallback a call (ETC_MM_FALLBACK_OUTLINED) and session 79's reach
 # masks, and 18.2 (1091 s; cli/etcc 274) once cli/etcc's task-level fatbin check used a small
-# module. Some machines of this pool run every test up to 1.4 times as long (session 79: the mlp
-# sample's compile 66 to 71 s against 36 in these runs), and there it would still be over. What
+# module; a third run of the same code on a slower machine took 22.6 (1353 s; build about 8
+# minutes against 5.3, tests 873 s). Some machines of this pool run every test up to 1.4 times as
+# long (session 79: the mlp sample's compile 66 to 71 s against 36), and there it is over. What
 # is left: NVRTC for the samples' sm_90a megakernels, cli/etcc's NVRTC checks (it prints its
 # slowest runs), and the interpreter's checks of real-sized decode layers.
 set -euo pipefail
