@@ -55,7 +55,7 @@
 #define ETC_MM_REACH(bit) ((bit) >= 64 || ((kReach >> ((bit) & 63)) & 1ull) != 0)
 // Bit 63 of kReach, never an instantiation's (emit_cuda.cpp: at most 5 of the 8 bits of a call),
 // is clear only in the inlined megakernel's calls: its matmul sites call the mma.sync form
-// (ETC_MM_FALLBACK_OUTLINED) where the other calls' inline it.
+// (ETC_MM_FALLBACK_OUTLINED) where the other calls inline it.
 #define ETC_MM_FALLBACK_CALL(reach) (ETC_MM_FALLBACK_OUTLINED != 0 && (((reach) >> 63) & 1ull) == 0)
 #ifndef ETC_MM_RING_KIB
 #define ETC_MM_RING_KIB 96
