@@ -11,6 +11,24 @@ namespace etc::interp {
 
 namespace {
 
+// Element t of a row of bf16 or f32 bits, widened. Outside AddressSanitizer, as its callers
+// below are: view.h's bf16BitsToFloat and f32BitsToFloat (always_inline, a memcpy each) inlined
+// into a no_sanitize_address function crash GCC 12's sanopt pass in a build without the unity
+// build, and marking those so would drop ASan's checks from every other caller.
+template <bool kBf16>
+[[gnu::always_inline]] __attribute__((no_sanitize_address)) inline float widenedAt(const uint8_t* row, int64_t t) {
+  float f;
+  if constexpr (kBf16) {
+    uint16_t half;
+    std::memcpy(&half, row + 2 * t, 2);
+    const uint32_t bits = static_cast<uint32_t>(half) << 16;
+    std::memcpy(&f, &bits, 4);
+  } else {
+    std::memcpy(&f, row + 4 * t, 4);
+  }
+  return f;
+}
+
 // The sum of a[t] * b[t] over t < k, in order, b's elements widened from bf16 or f32 in place.
 // Outside AddressSanitizer: these loops are most of a decode step in the interpreter, where ASan's
 // check of every load made the sanitized tests' interpreter runs several times as long; opMatmul
@@ -18,25 +36,25 @@ namespace {
 template <bool kBf16>
 __attribute__((no_sanitize_address)) double dotWidened(const double* a, const uint8_t* b, int64_t k) {
   double s = 0;
-  for (int64_t t = 0; t < k; ++t) s += a[t] * (kBf16 ? bf16BitsToFloat(b + 2 * t) : f32BitsToFloat(b + 4 * t));
+  for (int64_t t = 0; t < k; ++t) s += a[t] * widenedAt<kBf16>(b, t);
   return s;
 }
 
 // Four such sums at once, of a with rows b[0..3], each summed in the same order as alone: four
 // independent chains of additions, where one chain made every step wait on the previous add
 // (the sanitized decode tests spent half their time here).
-// (No lambda for the widening: at -O1 it stayed a call, and a sanitized one.)
+// (No lambda for the widening: at -O1 it stayed a call, and a sanitized one; widenedAt is
+// always_inline.)
 template <bool kBf16>
 __attribute__((no_sanitize_address)) void dotWidened4(const double* a, const uint8_t* const* b, int64_t k, double* s) {
-  constexpr int64_t e = kBf16 ? 2 : 4;
   const uint8_t *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3];
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   for (int64_t t = 0; t < k; ++t) {
     const double x = a[t];
-    s0 += x * (kBf16 ? bf16BitsToFloat(b0 + e * t) : f32BitsToFloat(b0 + e * t));
-    s1 += x * (kBf16 ? bf16BitsToFloat(b1 + e * t) : f32BitsToFloat(b1 + e * t));
-    s2 += x * (kBf16 ? bf16BitsToFloat(b2 + e * t) : f32BitsToFloat(b2 + e * t));
-    s3 += x * (kBf16 ? bf16BitsToFloat(b3 + e * t) : f32BitsToFloat(b3 + e * t));
+    s0 += x * widenedAt<kBf16>(b0, t);
+    s1 += x * widenedAt<kBf16>(b1, t);
+    s2 += x * widenedAt<kBf16>(b2, t);
+    s3 += x * widenedAt<kBf16>(b3, t);
   }
   s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
 }
