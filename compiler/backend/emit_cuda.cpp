@@ -466,6 +466,21 @@ class Emitter {
     };
     const size_t skippable = firstSkippableWait(t);
     const CallStmt* prefetch = prefetchableMatmul(t);
+    // A row chain before the prefetched matmul: its calls see ctx past the ring of the largest
+    // instantiation that the kernel's rows reach (kReach), and the task's shared memory per
+    // instantiation is its ring and then the chain's (the chain's terms, from chain_smem on, are
+    // folded into those).
+    const std::vector<std::pair<std::string, int>> chain_rings =
+        prefetch && prefetch == rowChainMatmul(t) ? matmulSmemTerms(t, *prefetch) : std::vector<std::pair<std::string, int>>{};
+    const size_t chain_smem = smem.size();
+    std::string chain_ctx;
+    if (!chain_rings.empty()) {
+      std::string ring = "0u";
+      for (const auto& [term, bit] : chain_rings) ring = fmt::format("etc_umax({}, ETC_MM_REACH({}) ? {} : 0u)", ring, bit, term);
+      chain_ctx = fmt::format("    const etc::dev::Ctx etc_chain_ctx = etc::dev::ctx_after_ring(ctx, {});\n"
+                              "    const etc::dev::Ctx& ctx = etc_chain_ctx;\n",
+                              ring);
+    }
     const std::optional<FusedRows> fused = matchFusedRows(m_, t);
     bool describable_ok = true;
     const CallStmt* described = stream_ ? describableMatmul(t, describable_ok) : nullptr;
@@ -618,13 +633,15 @@ class Emitter {
         if (profile_ && !std::exchange(ops_begun, true)) body += "  etc::dev::profile::mark(0);\n";
         fenced = false;
         openOps();
+        const bool in_chain = !chain_rings.empty() && &c != prefetch;
         if (fused && si == fused->first) {
-          body += "  {\n" + fusedCall(t, *fused, names, views, smem) + "  }\n";
+          body += "  {\n" + (in_chain ? chain_ctx : "") + fusedCall(t, *fused, names, views, smem) + "  }\n";
           si += fused->count - 1;
           continue;
         }
         // A merged task's calls (merge-tasks): the next one reads what the last one wrote.
         body += follows_call ? "  __syncthreads();\n  {\n" : "  {\n";
+        if (in_chain) body += chain_ctx;
         std::vector<std::string> args;
         for (const Slice& s : c.call.args) {
           std::string v = fmt::format("v{}", views++);
@@ -646,6 +663,20 @@ class Emitter {
     // tensor slots, event offsets and the like (shareTaskFunctions).
     task_fns_.push_back(body.substr(fn_at));
     body.resize(fn_at);
+    if (!chain_rings.empty()) {
+      // The chain's terms (those before the matmul's) go past each instantiation's ring.
+      std::string chain = "etc::dev::kSmallOpSmem";
+      const auto matmul_at = std::find(smem.begin() + static_cast<std::ptrdiff_t>(chain_smem), smem.end(), chain_rings[0].first);
+      for (auto it = smem.begin() + static_cast<std::ptrdiff_t>(chain_smem); it != matmul_at; ++it)
+        chain = fmt::format("etc_umax({}, {})", chain, *it);
+      smem.erase(smem.begin() + static_cast<std::ptrdiff_t>(chain_smem), matmul_at);
+      for (const auto& [ring, bit] : chain_rings) {
+        const std::string both = fmt::format("etc::dev::chain_smem_offset({}) + {}", ring, chain);
+        std::replace(smem.begin(), smem.end(), ring, both);
+        for (RowSmem& r : row_smem_)
+          if (r.term == ring) r.term = both;
+      }
+    }
     std::string need = "etc::dev::kSmallOpSmem", fixed = need;
     for (const std::string& s : smem) {
       need = fmt::format("etc_umax({}, {})", need, s);
@@ -1326,15 +1357,21 @@ class Emitter {
   // By default (--weight-prefetch-after-chain), only a task whose waits are all on events that no
   // task running a matmul notifies: while its producers (norms, attention, merges) run, the memory
   // system streams no weights, so the prefetch does not queue ahead of another grid's weights.
+  // A matmul after a row chain (a norm that fold-norms put in front of it) is prefetchable too,
+  // whatever its waits are on: the chain's shared memory then lies past the ring (emitTask), and
+  // its waits and chain run while the weights stream in.
   const CallStmt* prefetchableMatmul(const Task& t) const {
     if (weight_prefetch_ == WeightPrefetch::Off || gridReadsData(t)) return nullptr;
+    const bool chain = rowChainMatmul(t) != nullptr;
     bool waited = false;
     for (const TaskStmt& st : t.body) {
       if (const auto* w = std::get_if<WaitStmt>(&st)) {
         waited = true;
-        if (weight_prefetch_ == WeightPrefetch::AfterChain && notifiedByMatmul(w->event.target)) return nullptr;
+        if (weight_prefetch_ == WeightPrefetch::AfterChain && !chain && notifiedByMatmul(w->event.target))
+          return nullptr;
       }
       if (const auto* c = std::get_if<CallStmt>(&st)) {
+        if (chain && c->call.op != "matmul") continue;
         if (!waited || c->call.op != "matmul") return nullptr;
         const DType at = m_.tensors[c->call.args[0].target].dtype;
         for (size_t k = 1; k < c->call.args.size(); ++k) {  // b, and the gated form's b_up
@@ -1345,6 +1382,43 @@ class Emitter {
       }
     }
     return nullptr;
+  }
+
+  // The matmul of a task whose waits are followed by a row chain of norms (rmsnorm, add_rmsnorm
+  // and the split-K sum before it) and then that matmul (fold-norms' tasks); null for any other.
+  const CallStmt* rowChainMatmul(const Task& t) const {
+    bool calls = false;
+    for (const TaskStmt& st : t.body) {
+      if (std::holds_alternative<WaitStmt>(st)) {
+        if (calls) return nullptr;
+        continue;
+      }
+      const auto* c = std::get_if<CallStmt>(&st);
+      if (!c) return nullptr;
+      const std::string& op = c->call.op;
+      if (op == "reduce_sum" || op == "rmsnorm" || op == "add_rmsnorm") {
+        calls = true;
+        continue;
+      }
+      return op == "matmul" && calls ? c : nullptr;
+    }
+    return nullptr;
+  }
+
+  // The shared memory of matmul c's instantiations (matmulDispatch's order: 16 rows of a, 32,
+  // ..., the largest) and their bits in kReach.
+  std::vector<std::pair<std::string, int>> matmulSmemTerms(const Task& t, const CallStmt& c) const {
+    const auto [tm, tn, tk] = matmulTile(t, c);
+    const std::string fn = c.call.args.size() == 3 ? "matmul_silu_mul" : "matmul";
+    const std::string type = cudaType(sliceType(m_, c.call.args[0]).dtype);
+    std::vector<std::pair<std::string, int>> terms;
+    for (int64_t v = 16;; v *= 2) {
+      const int64_t rows = std::min(v, tm);
+      terms.emplace_back(fmt::format("etc::dev::{}_smem_bytes<{}, {}, {}, {}>()", fn, type, rows, tn, tk),
+                         reachBit(t, c) + static_cast<int>(terms.size()));
+      if (rows == tm) break;
+    }
+    return terms;
   }
 
   // Whether a task whose ops include a matmul (of any form) notifies event `e`.

@@ -285,7 +285,16 @@ run fold-norms-cuda 0 --emit=cuda --fold-norms-below 3 tests/golden/passes/fold_
   fold_chains fold-norms-cuda 1 2 &&
   if [ "$(awk '/bool task_matmul_q_folded\(/,/^}/' "$tmp/out" | grep -cE '^    etc_op[0-9]+\(ctx, v0, v1, v2, v3, v4, v5, v6\);')" != 1 ]; then
     fail "fold-norms-cuda: task_matmul_q_folded does not call the outlined chain"; else pass; fi
-run fold-norms-cuda-off 0 --emit=cuda tests/golden/passes/fold_norms.etir && fold_chains fold-norms-cuda-off 0 2
+run fold-norms-cuda-off 0 --emit=cuda tests/golden/passes/fold_norms.etir && fold_chains fold-norms-cuda-off 0 2 &&
+  if grep -q 'ctx_after_ring' "$tmp/out"; then fail "fold-norms-cuda-off: a chain past a ring without a fold"; else pass; fi
+# A folded task prefetches its weights before its waits although it waits on a matmul (y's), as
+# every task whose matmul follows a row chain does: its chain's shared memory lies past the ring
+# that the prefetch fills, so the folded kernel reserves the ring and a block reduction's 256
+# bytes (the same task unfolded: the ring alone). Without the ring's room the chain's
+# reductions would overwrite prefetched weights.
+run fold-norms-prefetch 0 --emit=cuda --fold-norms-below 3 tests/golden/passes/fold_norms.etir &&
+  if [ "$(awk '/bool task_matmul_q_folded\(/,/^}/' "$tmp/out" | grep -cE '^    etc_prefetched = true;|^    const etc::dev::Ctx etc_chain_ctx = etc::dev::ctx_after_ring\(ctx, ')" != 2 ]; then
+    fail "fold-norms-prefetch: task_matmul_q_folded does not prefetch with its chain past the ring"; else pass; fi
 # A cut above B's range (8) folds everywhere, but only what fits the bound: @add_rmsnorm_h would
 # read 49 Ki values a task at B = 8 and stays; @add_rmsnorm_h2 (17 Ki) moves into @matmul_o.
 run fold-norms-bound 0 --emit=tasks --fold-norms-below 9 tests/golden/passes/fold_norms.etir &&
@@ -293,7 +302,8 @@ run fold-norms-bound 0 --emit=tasks --fold-norms-below 9 tests/golden/passes/fol
   if grep -q "task @add_rmsnorm_h2 " "$tmp/out" || ! grep -qF "  add_rmsnorm(q[:, :], res[:, :], nw2)" "$tmp/out"; then
     fail "fold-norms-bound: @add_rmsnorm_h2 did not fold into @matmul_o"; else pass; fi
 LIMIT=300 run fold-norms-nvrtc 0 tests/golden/passes/fold_norms.etir --fold-norms-below 3 -arch sm_90a \
-  -o "$tmp/fold_norms.fatbin"
+  --resource-usage -o "$tmp/fold_norms.fatbin" &&
+  smem_is fold-norms-nvrtc etc_main_matmul_q 16+132096 && smem_is fold-norms-nvrtc etc_main_matmul_q_folded 16+132352
 # The weight stream across tasks (ETC_MM_STREAM=1, etc/device/stream.cuh): the megakernel of
 # B <= 31 (tiles of 16 and 32 rows) streams, with its walk (etc_describe_0) and the ring before
 # ctx's share; B >= 32 (tiles up to 128 rows) does not; nor does a kernel whose matmul reads an

@@ -120,6 +120,17 @@ struct Ctx {
 // Shared memory that any op other than matmul may use (block reductions).
 constexpr unsigned kSmallOpSmem = 256;
 
+// Where the row chain before a prefetched matmul keeps its shared memory: past the matmul's
+// `ring` bytes, which the task's weight prefetch fills before the waits that the chain follows
+// (a folded norm, etcc --fold-norms-below). 128-byte aligned, as ctx.smem is.
+__host__ __device__ constexpr unsigned chain_smem_offset(unsigned ring) { return (ring + 127u) & ~127u; }
+__device__ __forceinline__ Ctx ctx_after_ring(const Ctx& ctx, unsigned ring) {
+  Ctx c = ctx;
+  c.smem += chain_smem_offset(ring);
+  c.smem_bytes -= chain_smem_offset(ring);
+  return c;
+}
+
 // ---- dtype traits and conversions --------------------------------------------------------------
 
 template <class T> struct Bare { using type = T; };
