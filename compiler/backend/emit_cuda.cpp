@@ -1246,9 +1246,14 @@ class Emitter {
     auto op = [&](int k) { return outlined ? fmt::format("a{}", k) : vars[static_cast<size_t>(k)]; };
     const std::vector<int>& o = f.operands;
     std::string fast;
+    // A folded norm (outlined): every task of the grid computes the same residual, and the
+    // grid's first task alone stores it (the readers of ro wait for every task, that one too);
+    // the calls one by one, where the fused form declines, still store it in each.
+    const bool one_store = outlined && f.kind == FusedRows::Kind::ReduceAddRmsnorm;
     if (f.kind == FusedRows::Kind::ReduceAddRmsnorm) {
-      fast = fmt::format("etc::dev::reduce_add_rmsnorm_rows<{}>(ctx, {}, {}, {}, {}, {}f, {}, {})", f.n, op(o[0]),
-                         op(o[1]), op(o[2]), op(o[3]), floatLiteral(f.eps), op(o[4]), op(o[5]));
+      fast = fmt::format("etc::dev::reduce_add_rmsnorm_rows<{}>(ctx, {}, {}, {}, {}, {}f, {}, {}{})", f.n, op(o[0]),
+                         op(o[1]), op(o[2]), op(o[3]), floatLiteral(f.eps), op(o[4]), op(o[5]),
+                         one_store ? ", etc_store_res" : "");
     } else {
       const bool norm = o[3] >= 0;
       const std::string none = "etc::dev::View<const __nv_bfloat16>{}";
@@ -1266,8 +1271,13 @@ class Emitter {
     std::string params;
     for (size_t k = 0; k < vars.size(); ++k) params += fmt::format(", a{}", k);
     const std::string fallback = sharedFunction(signature, calls);
-    const std::string chain_fn = sharedFunction(signature, fmt::format("if (!{}) {}(ctx{});", fast, fallback, params));
-    return code + fmt::format("    {}(ctx{});\n", chain_fn, args);
+    if (!one_store) {
+      const std::string chain_fn = sharedFunction(signature, fmt::format("if (!{}) {}(ctx{});", fast, fallback, params));
+      return code + fmt::format("    {}(ctx{});\n", chain_fn, args);
+    }
+    const std::string chain_fn =
+        sharedFunction(signature + ", bool etc_store_res", fmt::format("if (!{}) {}(ctx{});", fast, fallback, params));
+    return code + fmt::format("    {}(ctx{}, t == 0);\n", chain_fn, args);
   }
 
   // The row form of an op (etc/device/rows.cuh) where the tile's row length is a constant:

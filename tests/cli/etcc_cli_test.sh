@@ -271,7 +271,8 @@ run stream-taken 0 --emit=cuda --device-define ETC_MM_STREAM=1 tests/cli/resourc
 # --fold-norms-below: a cut of at least 1. The folded q and k tasks call the fused sum-and-norm
 # row chain as a function of its own before their matmuls (one, shared: inlined beside a matmul
 # it made ptxas spill), the norms' own grids (the folded one's and the output norm that stays)
-# run it inline; without the fold only those two; the generated code compiles (NVRTC).
+# run it inline; without the fold only those two; the generated code compiles (NVRTC). Every
+# folded task computes the same residual; the grid's first (t == 0) alone stores it.
 run fold-norms-zero 1 --fold-norms-below 0 tests/golden/passes/fold_norms.etir &&
   stderr_has fold-norms-zero "--fold-norms-below: Value 0 not in range"
 run unsplit-zero 1 --unsplit-below 0 tests/golden/passes/fold_norms.etir &&
@@ -283,8 +284,10 @@ fold_chains() {  # NAME OUTLINED INLINE
 }
 run fold-norms-cuda 0 --emit=cuda --fold-norms-below 3 tests/golden/passes/fold_norms.etir &&
   fold_chains fold-norms-cuda 1 2 &&
-  if [ "$(awk '/bool task_matmul_q_folded\(/,/^}/' "$tmp/out" | grep -cE '^    etc_op[0-9]+\(ctx, v0, v1, v2, v3, v4, v5, v6\);')" != 1 ]; then
-    fail "fold-norms-cuda: task_matmul_q_folded does not call the outlined chain"; else pass; fi
+  if [ "$(awk '/bool task_matmul_q_folded\(/,/^}/' "$tmp/out" | grep -cE '^    etc_op[0-9]+\(ctx, v0, v1, v2, v3, v4, v5, v6, t == 0\);')" != 1 ]; then
+    fail "fold-norms-cuda: task_matmul_q_folded does not call the outlined chain, its first task storing the residual"; else pass; fi &&
+  if ! grep -qE '^  if \(!etc::dev::reduce_add_rmsnorm_rows<1024>\(ctx, a0, a1, a3, a4, [0-9.e-]+f, a5, a6, etc_store_res\)\)' "$tmp/out"; then
+    fail "fold-norms-cuda: the outlined chain does not pass on whether its task stores the residual"; else pass; fi
 run fold-norms-cuda-off 0 --emit=cuda tests/golden/passes/fold_norms.etir && fold_chains fold-norms-cuda-off 0 2 &&
   if grep -q 'ctx_after_ring' "$tmp/out"; then fail "fold-norms-cuda-off: a chain past a ring without a fold"; else pass; fi
 # A folded task prefetches its weights before its waits although it waits on a matmul (y's), as

@@ -111,11 +111,12 @@ __device__ __forceinline__ void qkv_head(const float (&x)[PMAX][C][JP][2], int n
 
 // t = sum over p of x[p, r, :] (f32, in p order, rounded to t's dtype), then add_rmsnorm(t, r,
 // w) -> y, ro: the row forms' reduce_parts_rows and add_rmsnorm_rows without t's round trip
-// through memory (t is not written).
+// through memory (t is not written). store_ro false leaves ro unwritten: a folded norm's tasks
+// all compute the same residual, and one of them stores it (emit_cuda.cpp's fusedCall).
 template <int N, class TX, class TT, class TR, class TW, class TY, class TO>
 __device__ __forceinline__ bool reduce_add_rmsnorm_rows(const Ctx& ctx, const View<TX>& x, const View<TT>& t,
                                                         const View<TR>& r, const View<TW>& w, float eps,
-                                                        const View<TY>& y, const View<TO>& ro) {
+                                                        const View<TY>& y, const View<TO>& ro, bool store_ro = true) {
   using T = bare_t<TT>;
   using W = bare_t<TW>;
   static_assert(same_v<bare_t<TX>, float>, "reduce_add_rmsnorm_rows: f32 partials");
@@ -179,7 +180,7 @@ __device__ __forceinline__ bool reduce_add_rmsnorm_rows(const Ctx& ctx, const Vi
         f[c][j] = to_f32(s.v[j]);
         ss += f[c][j] * f[c][j];
       }
-      stv<V>(orr.ptr + row * orr.rs + e, s);
+      if (store_ro) stv<V>(orr.ptr + row * orr.rs + e, s);
     }
     ss = detail::block_sum(ss, scratch);
     rows::store_normalized<N, V>(f, wv, 1.0f / sqrtf(ss / (float)N + eps), yr.ptr + row * yr.rs);
