@@ -60,4 +60,20 @@ PATH="$tmp/bin:$PATH" SECTIONS=check DECODE_MODELS=llama3_2_1b OUT="$tmp/op" bas
 grep -qx '1 FAILED' "$tmp/outp" || fail "without llama_layer_paged_dynamic: not '1 FAILED': $(tail -1 "$tmp/outp")"
 grep -q 'llama_layer_paged_dynamic' "$tmp/outp" && fail "a row for the absent llama_layer_paged_dynamic.fatbin"
 grep -q 'llama_layer_paged_static B=8' "$tmp/outp" || fail "no row for llama_layer_paged_static, which is there"
+# A bundle of one decode variant (ONLY='..._small_foldnorms...'): its rows run without the
+# default's reduced fatbin (session 81's first call printed ALL PASS having checked nothing).
+rm "$root/gpu-bundle/llama3_2_1b_small.fatbin" "$root/gpu-bundle/llama3_2_1b_small_stream.fatbin" \
+  "$root/gpu-bundle/llama3_2_1b.fatbin"
+touch "$root/gpu-bundle/llama3_2_1b_small_foldnorms.fatbin"
+PATH="$tmp/bin:$PATH" SECTIONS=decodecheck DECODE_MODELS=llama3_2_1b OUT="$tmp/of" bash "$root/tests/gpu/run.sh" >"$tmp/outf" 2>/dev/null
+rc=$?
+[ "$rc" = 0 ] && [ "$(tail -1 "$tmp/outf")" = "ALL PASS" ] || fail "a foldnorms-only bundle: exit $rc, '$(tail -1 "$tmp/outf")'"
+[ "$(sed -n '/^== /,$p' "$tmp/outf" | grep -cE '^check llama3_2_1b_small_foldnorms B=[123] pos mixed +PASS')" = 3 ] ||
+  fail "a foldnorms-only bundle: not its 3 rows: $(sed -n '/^== /,$p' "$tmp/outf" | head -5)"
+# Nothing that the sections ask for: no row, which is not a pass.
+rm "$root/gpu-bundle/llama3_2_1b_small_foldnorms.fatbin"
+PATH="$tmp/bin:$PATH" SECTIONS=decodecheck DECODE_MODELS=llama3_2_1b OUT="$tmp/oe" bash "$root/tests/gpu/run.sh" >"$tmp/oute" 2>/dev/null
+rc=$?
+[ "$rc" = 1 ] && tail -1 "$tmp/oute" | grep -q '^NO ROWS: nothing of SECTIONS=decodecheck is in ' ||
+  fail "an empty bundle: exit $rc, '$(tail -1 "$tmp/oute")'"
 finish gpu_run_harness_test
