@@ -469,8 +469,9 @@ int main(int argc, char** argv) {
                  "it inside each task of the matmul grids that read it (the fold-norms pass; the norm's grid and its "
                  "readers stay for N rows and more): two grids less a layer, each matmul task normalizing every row "
                  "itself, so only for the smallest batches (at most 48 Ki values read a task; not into an LM head); "
-                 "for measuring (an H200, N = 3: Llama-3.2-1B decode 14.6% slower at B = 1, 17.5% at 2; Qwen3-0.6B 20.1% "
-                 "and 25.2%)")
+                 "each folded matmul prefetching its weights before its waits; for measuring (an H200, N = 3: "
+                 "Llama-3.2-1B decode 14.6% slower at B = 1, 17.5% at 2; Qwen3-0.6B 20.1% and 25.2%; an H100 with the "
+                 "prefetch, session 81: Llama 17.7% and 20.4% slower, as without it)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--unsplit-below", opt.unsplit_below,
                  "N: where a matmul's rows (a decode step's batch) are fewer than N, a projection that etcc splits "
