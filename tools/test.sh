@@ -21,7 +21,8 @@
 # masks, and 18.2 (1091 s; cli/etcc 274) once cli/etcc's task-level fatbin check used a small
 # module; a third run of the same code on a slower machine took 22.6 (1353 s; build about 8
 # minutes against 5.3, tests 873 s). Some machines of this pool run every test up to 1.4 times as
-# long (session 79: the mlp sample's compile 66 to 71 s against 36), and there it is over. What
+# long (session 79: the mlp sample's compile 66 to 71 s against 36), and there it is over
+# (session 81: 20.4 minutes, then 26.2 on a slower machine, cli/etcc 279 and 394 s). What
 # is left: NVRTC for the samples' sm_90a megakernels, cli/etcc's NVRTC checks (it prints its
 # slowest runs), and the interpreter's checks of real-sized decode layers.
 set -euo pipefail
