@@ -1059,6 +1059,7 @@ class Emitter {
     variants.push_back(tm);
     const int first_bit = reachBit(t, c);
     auto bit = [&](size_t k) { return first_bit + static_cast<int>(k); };
+    const std::vector<std::pair<std::string, int>> smem_terms = matmulSmemTerms(t, c);  // one a variant
     std::string args;  // what the task passes to each instantiation's function
     for (const std::string& x : v) args += ", " + x;
     if (!flag.empty()) args += ", " + flag;
@@ -1080,7 +1081,7 @@ class Emitter {
     const Expr rows = a.shape.size() == 2 ? a.shape[0] : intConst(1);
     for (size_t k = 0; k < variants.size(); ++k) {
       int64_t t = variants[k];
-      smem.push_back(fmt::format("etc::dev::{}_smem_bytes<{}, {}, {}, {}>()", fn, cudaType(a.dtype), t, tn, tk));
+      smem.push_back(smem_terms[k].first);
       if (!prefetch)
         row_smem_.push_back({smem.back(), k ? variants[k - 1] : 0, rows, t, bit(k), k + 1 == variants.size()});
       // The matmul itself takes kFallbackCall (matmul.cuh): true only where the task function
@@ -1415,8 +1416,9 @@ class Emitter {
     return nullptr;
   }
 
-  // The shared memory of matmul c's instantiations (matmulDispatch's order: 16 rows of a, 32,
-  // ..., the largest) and their bits in kReach.
+  // The shared memory of matmul c's instantiations (matmulDispatch's variants, in its order: 16
+  // rows of a, 32, ..., the largest) and their bits in kReach: the terms matmulDispatch reserves,
+  // which emitTask's row chain finds among a task's terms by these strings.
   std::vector<std::pair<std::string, int>> matmulSmemTerms(const Task& t, const CallStmt& c) const {
     const auto [tm, tn, tk] = matmulTile(t, c);
     const std::string fn = c.call.args.size() == 3 ? "matmul_silu_mul" : "matmul";
