@@ -1,5 +1,6 @@
 # `cmake --install` lays out
 #   bin/etcc bin/etc-run                the compiler and the runner
+#   bin/etc-nvrtc                       etcc's toolchain worker (etcc runs it from beside itself)
 #   lib/libetcrt.so*                    the runtime (C API), for programs and the Python binding
 #   include/etc/                        runtime.h, runtime.hpp, abi.h (and the device headers)
 #   lib/cmake/etc/                      find_package(etc): etc::etcc, etc::etcrt, etc_add_module()
@@ -8,9 +9,10 @@
 include(CMakePackageConfigHelpers)
 
 # etcc and etc-run find NVRTC/nvJitLink where they were linked from (the CUDA toolkit).
-set_target_properties(etcc etc-run PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+set_target_properties(etcc etc-run etc-nvrtc PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 
 install(TARGETS etcc etc-run EXPORT etcTargets RUNTIME DESTINATION bin)
+install(TARGETS etc-nvrtc RUNTIME DESTINATION bin)
 install(TARGETS etcrt EXPORT etcTargets LIBRARY DESTINATION lib)
 install(FILES runtime/include/etc/runtime.h runtime/include/etc/runtime.hpp runtime/include/etc/abi.h
         DESTINATION include/etc)

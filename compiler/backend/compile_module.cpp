@@ -7,6 +7,7 @@
 
 #include "compiler/backend/descriptor.h"
 #include "compiler/backend/emit_cuda.h"
+#include "compiler/backend/nvrtc_worker.h"
 #include "compiler/backend/profile.h"
 #include "compiler/ir/printer.h"
 
@@ -28,8 +29,12 @@ bool compileTargets(const std::string& cuda, const std::string& file_name, const
                     bool whole_program) {
   std::vector<CompileResult> results(targets.size());
   std::vector<std::thread> threads;
+  const std::optional<std::string> worker = nvrtcWorkerPath();
   for (size_t i = 0; i < targets.size(); ++i)
-    threads.emplace_back([&, i] { results[i] = compileCuda(cuda, file_name, targets[i], {}, whole_program); });
+    threads.emplace_back([&, i] {
+      results[i] = worker ? compileCudaInWorker(*worker, cuda, file_name, targets[i], {}, whole_program)
+                          : compileCuda(cuda, file_name, targets[i], {}, whole_program);
+    });
   for (std::thread& t : threads) t.join();
   bool ok = true;
   for (size_t i = 0; i < targets.size(); ++i) {

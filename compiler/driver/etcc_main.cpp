@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "compiler/backend/compile_module.h"
+#include "compiler/backend/nvrtc_worker.h"
 #include "compiler/driver/atomic_file.h"
 #include "compiler/driver/depfile.h"
 #include "compiler/backend/resource_report.h"
@@ -107,6 +108,12 @@ std::string depfileOptionProblem(const Options& opt) {
 
 double msSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Where -v says the toolchain ran: in etc-nvrtc processes, or in this one.
+std::string toolchainPlace() {
+  const std::optional<std::string> worker = etc::backend::nvrtcWorkerPath();
+  return worker ? "worker " + *worker : std::string("in this process");
 }
 
 bool useColor(const std::string& mode) {
@@ -209,9 +216,8 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   if (opt.verbose || opt.resource_usage) std::cerr << resources;
   if (!fits && !opt.no_check_resources) return false;
   if (opt.verbose)
-    std::cerr << fmt::format("etcc: NVRTC + nvJitLink for {} target{}: {:.1f} ms\n", targets.size(),
-                             targets.size() == 1 ? "" : "s",
-                             msSince(start));
+    std::cerr << fmt::format("etcc: NVRTC + nvJitLink for {} target{} ({}): {:.1f} ms\n", targets.size(),
+                             targets.size() == 1 ? "" : "s", toolchainPlace(), msSince(start));
   if (emit == "ptx" || emit == "cubin") {
     out.assign(images[0].image.begin(), images[0].image.end());
     return true;
@@ -341,6 +347,11 @@ int main(int argc, char** argv) {
       "  etcc model.etir                      check, and print the module as canonical .etir",
       "etcc"};
   app.set_version_flag("--version", std::string("etcc ") + ETC_VERSION);
+  app.footer(
+      "Environment:\n"
+      "  CUDA_HOME, CUDA_PATH   the CUDA toolkit whose headers NVRTC uses (default /usr/local/cuda)\n"
+      "  ETC_NVRTC_WORKER       the toolchain worker that compiles each target in a process of its own\n"
+      "                         (default: etc-nvrtc beside etcc, when there); empty: compile inside etcc");
   app.add_option("file", opt.input, "the .etir module to compile ('-' reads standard input)")->required();
   app.add_option("-o,--output", opt.output,
                  "write the output here (default: standard output); its extension picks --emit when that is not "

@@ -8,7 +8,7 @@ src=$(pwd)
 
 prefix="$tmp/prefix"
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; echo "FAIL: install"; exit 1; }
-for f in bin/etcc bin/etc-run lib/libetcrt.so include/etc/runtime.h include/etc/runtime.hpp include/etc/abi.h \
+for f in bin/etcc bin/etc-run bin/etc-nvrtc lib/libetcrt.so include/etc/runtime.h include/etc/runtime.hpp include/etc/abi.h \
          include/etc/device/sched.cuh lib/cmake/etc/etcConfig.cmake lib/cmake/etc/etcConfigVersion.cmake \
          lib/cmake/etc/etcTargets.cmake lib/cmake/etc/EtcAddModule.cmake lib/python/etc/__init__.py; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
@@ -18,6 +18,11 @@ if nm -D --defined-only "$prefix/lib/libetcrt.so" | awk '{print $3}' | grep -v '
   fail "libetcrt.so exports more than etc_*: $(nm -D --defined-only "$prefix/lib/libetcrt.so" | awk '{print $3}' | grep -v '^etc_' | head -5 | tr '\n' ' ')"
 fi
 "$prefix/bin/etcc" --version >/dev/null || fail "the installed etcc does not run"
+# The installed etcc compiles in the installed worker beside it.
+"$prefix/bin/etcc" "$src/samples/two_stage_sum.etir" -arch sm_80 -v -o "$tmp/tss.fatbin" 2>"$tmp/etcc.err" ||
+  { sed 's/^/  | /' "$tmp/etcc.err" | tail -5; fail "the installed etcc does not compile"; }
+grep -qF "(worker $prefix/bin/etc-nvrtc)" "$tmp/etcc.err" ||
+  fail "the installed etcc did not compile in the installed worker: $(grep NVRTC "$tmp/etcc.err")"
 find "$prefix/lib/python" -name __pycache__ | grep -q . && fail "__pycache__ was installed"
 # The installed binding finds the installed library by itself (no ETC_RUNTIME_LIB).
 env -u ETC_RUNTIME_LIB PYTHONPATH="$prefix/lib/python" python3 -c 'import etc; assert etc._capi.lib._name.endswith("lib/python/etc/../../libetcrt.so")' ||
