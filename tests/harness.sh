@@ -5,6 +5,16 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# run NAME EXPECTED_RC ARGS...: $etcc (set by the test) with ARGS, at most 120 s; stdout ->
+# $tmp/out, stderr -> $tmp/err. err_has NAME TEXT: stderr holds TEXT.
+run() {
+  local name=$1 want=$2
+  shift 2
+  timeout 120 "$etcc" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+  local rc=$?
+  [ "$rc" -eq "$want" ] || { fail "$name: exit status $rc, expected $want"; sed 's/^/  | /' "$tmp/err" | head; return 1; }
+}
+err_has() { grep -qF -- "$2" "$tmp/err" || { fail "$1: stderr lacks '$2'"; sed 's/^/  | /' "$tmp/err" | head; }; }
 finish() {
   if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
   echo "$1: all checks passed"

@@ -3,18 +3,9 @@
 # Usage: etcc_deps_cli_test.sh ETCC   (run from the repository root)
 source "$(dirname "$0")/../harness.sh"
 etcc=$(realpath "$1")
-# run NAME EXPECTED_RC ARGS...: stdout -> $tmp/out, stderr -> $tmp/err
-run() {
-  local name=$1 want=$2
-  shift 2
-  timeout 120 "$etcc" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
-  local rc=$?
-  [ "$rc" -eq "$want" ] || { fail "$name: exit status $rc, expected $want"; sed 's/^/  | /' "$tmp/err" | head; return 1; }
-}
 file_is() {  # NAME FILE EXPECTED
   [ "$(cat "$2" 2>/dev/null)" = "$3" ] || { fail "$1: $2 differs"; diff <(echo "$3") "$2" | head -20; }
 }
-err_has() { grep -qF -- "$2" "$tmp/err" || { fail "$1: stderr lacks '$2'"; sed 's/^/  | /' "$tmp/err" | head; }; }
 
 mkdir -p "$tmp/m/inc"
 cat >"$tmp/m/main.etir" <<'ETIR'
@@ -88,7 +79,7 @@ wait "$pid"
 # -v: one line per stage with its duration, front end to the written file.
 run verbose 0 "$m" -arch sm_80 -o "$tmp/k.fatbin" -MD -v &&
   for stage in "etcc: front end (read 2 files" "etcc: lower-ops: " "etcc: verify-schedule: " "etcc: emit CUDA (" \
-               "etcc: NVRTC + nvJitLink for 1 target: " "etcc: write $tmp/k.fatbin and $tmp/k.d ("; do
+               "etcc: NVRTC + nvJitLink for 1 target (worker $(dirname "$etcc")/etc-nvrtc): " "etcc: write $tmp/k.fatbin and $tmp/k.d ("; do
     err_has verbose "$stage"
   done
 # (The resource report that -v also prints is a table: its title and rows are not stages.)

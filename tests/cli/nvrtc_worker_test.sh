@@ -6,15 +6,6 @@
 # Usage: nvrtc_worker_test.sh ETCC ETC_NVRTC   (run from the repository root)
 source "$(dirname "$0")/../harness.sh"
 etcc=$(realpath "$1") worker=$(realpath "$2")
-# run NAME EXPECTED_RC ARGS...: etcc; stdout -> $tmp/out, stderr -> $tmp/err
-run() {
-  local name=$1 want=$2
-  shift 2
-  timeout 120 "$etcc" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
-  local rc=$?
-  [ "$rc" -eq "$want" ] || { fail "$name: exit status $rc, expected $want"; sed 's/^/  | /' "$tmp/err" | head; return 1; }
-}
-err_has() { grep -qF -- "$2" "$tmp/err" || { fail "$1: stderr lacks '$2'"; sed 's/^/  | /' "$tmp/err" | head; }; }
 src=samples/two_stage_sum.etir archs=(-arch sm_80 -arch compute_90)
 
 [ "$(dirname "$worker")" = "$(dirname "$etcc")" ] || fail "etc-nvrtc is not next to etcc: $worker"
