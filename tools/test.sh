@@ -24,7 +24,13 @@
 # long (session 79: the mlp sample's compile 66 to 71 s against 36), and there it is over
 # (session 81: 20.4 minutes, then 26.2 on a slower machine, cli/etcc 279 and 394 s). What
 # is left: NVRTC for the samples' sm_90a megakernels, cli/etcc's NVRTC checks (it prints its
-# slowest runs), and the interpreter's checks of real-sized decode layers.
+# slowest runs), and the interpreter's checks of real-sized decode layers. Session 82: NVRTC and
+# nvJitLink run in etc-nvrtc, the toolchain worker, which is built without the sanitizers, so
+# no longer through ASan's allocator (a one-layer Llama's sm_80 cubin: 33 to 36 s of CPU against
+# 51 to 53 s in the sanitized etcc, as fast as a Release etcc); a fresh clone's run then took
+# 23.0 minutes (1379 s: build about 8.5 minutes, tests 871 s, cli/etcc 282 s, the one-layer
+# Llama's compile 166 s) on a machine where a Release etcc took 28 to 36 s for that cubin
+# (17.5 s on the fastest of the day).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
