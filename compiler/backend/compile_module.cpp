@@ -26,10 +26,9 @@ bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::
 
 bool compileTargets(const std::string& cuda, const std::string& file_name, const std::vector<Target>& targets,
                     std::vector<FatbinEntry>& images, DiagnosticEngine& diags, std::vector<std::string>* logs,
-                    bool whole_program) {
+                    bool whole_program, const std::optional<std::string>& worker) {
   std::vector<CompileResult> results(targets.size());
   std::vector<std::thread> threads;
-  const std::optional<std::string> worker = nvrtcWorkerPath();
   for (size_t i = 0; i < targets.size(); ++i)
     threads.emplace_back([&, i] {
       results[i] = worker ? compileCudaInWorker(*worker, cuda, file_name, targets[i], {}, whole_program)

@@ -2,6 +2,7 @@
 // PTX and cubins for every target (compiled in parallel), then the fatbin.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,10 @@ bool generateCuda(const ir::Module& m, const std::vector<Target>& targets, std::
 // Compiles `cuda` for every target; on failure reports each failing target with its log. On
 // success `logs`, when given, receives each image's NVRTC / nvJitLink log (ptxas's verbose
 // report for cubins), parallel to `images`. whole_program: cubins from NVRTC (compileCuda).
-// Each target compiles in a worker process where nvrtcWorkerPath() names one, else in a thread
-// of this process.
+// worker: each target compiles in a process of that toolchain worker (compileCudaInWorker;
+// etcc passes nvrtcWorkerPath()), else in a thread of this process.
 bool compileTargets(const std::string& cuda, const std::string& file_name, const std::vector<Target>& targets,
                     std::vector<FatbinEntry>& images, DiagnosticEngine& diags, std::vector<std::string>* logs = nullptr,
-                    bool whole_program = false);
+                    bool whole_program = false, const std::optional<std::string>& worker = std::nullopt);
 
 }  // namespace etc::backend

@@ -110,12 +110,6 @@ double msSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Where -v says the toolchain ran: in etc-nvrtc processes, or in this one.
-std::string toolchainPlace() {
-  const std::optional<std::string> worker = etc::backend::nvrtcWorkerPath();
-  return worker ? "worker " + *worker : std::string("in this process");
-}
-
 bool useColor(const std::string& mode) {
   if (mode == "always") return true;
   if (mode == "never") return false;
@@ -210,14 +204,16 @@ bool generate(const etc::ir::Module& m, const Options& opt, const std::string& e
   std::vector<etc::backend::FatbinEntry> images;
   auto start = std::chrono::steady_clock::now();
   std::vector<std::string> logs;
-  if (!etc::backend::compileTargets(cuda, name, targets, images, diags, &logs, opt.whole_program)) return false;
+  const std::optional<std::string> worker = etc::backend::nvrtcWorkerPath();
+  if (!etc::backend::compileTargets(cuda, name, targets, images, diags, &logs, opt.whole_program, worker)) return false;
   std::string resources;
   const bool fits = etc::backend::checkResources(m, images, logs, diags, &resources, !opt.no_check_resources);
   if (opt.verbose || opt.resource_usage) std::cerr << resources;
   if (!fits && !opt.no_check_resources) return false;
   if (opt.verbose)
     std::cerr << fmt::format("etcc: NVRTC + nvJitLink for {} target{} ({}): {:.1f} ms\n", targets.size(),
-                             targets.size() == 1 ? "" : "s", toolchainPlace(), msSince(start));
+                             targets.size() == 1 ? "" : "s",
+                             worker ? "worker " + *worker : std::string("in this process"), msSince(start));
   if (emit == "ptx" || emit == "cubin") {
     out.assign(images[0].image.begin(), images[0].image.end());
     return true;
