@@ -1054,12 +1054,9 @@ class Emitter {
     std::vector<std::string> ops;  // the operands as the instantiation's function names them
     for (size_t i = 0; i < v.size(); ++i) ops.push_back(fmt::format("a{}", i));
     const std::string b_args = gated ? fmt::format("{}, {}", ops[1], ops[2]) : ops[1];
-    std::vector<int64_t> variants;
-    for (int64_t t = 16; t < tm; t *= 2) variants.push_back(t);
-    variants.push_back(tm);
-    const int first_bit = reachBit(t, c);
-    auto bit = [&](size_t k) { return first_bit + static_cast<int>(k); };
+    const std::vector<int64_t> variants = matmulRowVariants(tm);
     const std::vector<std::pair<std::string, int>> smem_terms = matmulSmemTerms(t, c);  // one a variant
+    auto bit = [&](size_t k) { return smem_terms[k].second; };
     std::string args;  // what the task passes to each instantiation's function
     for (const std::string& x : v) args += ", " + x;
     if (!flag.empty()) args += ", " + flag;
@@ -1424,13 +1421,19 @@ class Emitter {
     const std::string fn = c.call.args.size() == 3 ? "matmul_silu_mul" : "matmul";
     const std::string type = cudaType(sliceType(m_, c.call.args[0]).dtype);
     std::vector<std::pair<std::string, int>> terms;
-    for (int64_t v = 16;; v *= 2) {
-      const int64_t rows = std::min(v, tm);
+    for (int64_t rows : matmulRowVariants(tm))
       terms.emplace_back(fmt::format("etc::dev::{}_smem_bytes<{}, {}, {}, {}>()", fn, type, rows, tn, tk),
                          reachBit(t, c) + static_cast<int>(terms.size()));
-      if (rows == tm) break;
-    }
     return terms;
+  }
+
+  // The rows of a's tile in each instantiation of a matmul whose tile has tm rows: 16, 32, ...
+  // below tm, then tm.
+  static std::vector<int64_t> matmulRowVariants(int64_t tm) {
+    std::vector<int64_t> rows;
+    for (int64_t r = 16; r < tm; r *= 2) rows.push_back(r);
+    rows.push_back(tm);
+    return rows;
   }
 
   // Whether a task whose ops include a matmul (of any form) notifies event `e`.
