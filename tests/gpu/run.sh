@@ -221,9 +221,12 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   # empty ones (with B = 7 mixed, where session 43's tensor-core warps crashed). Below B = 16
   # the launch picks attention's form from the longest row (short_kv, 1024): one part a row at
   # B = 1 short and mixed and B = 7 short, the split parts and their merge at B = 1 long and 7 mixed.
-  for bk in 1:short 1:long 1:mixed 7:short 7:mixed 24:mixed 33:short 128:mixed; do
-    [ -f "$B/${n}_small.fatbin" ] && decode_check "${n}_small" "$B/${n}_small.fatbin" "${bk%%:*}" "${bk##*:}"
-  done
+  small="$B/${n}_small.fatbin"
+  if [ -f "$small" ]; then
+    for bk in 1:short 1:long 1:mixed 7:short 7:mixed 24:mixed 33:short 128:mixed; do
+      decode_check "${n}_small" "$small" "${bk%%:*}" "${bk##*:}"
+    done
+  fi
   [ -f "$B/${n}_small_dynamic.fatbin" ] && decode_check "${n}_small_dynamic" "$B/${n}_small_dynamic.fatbin" 7 mixed
   # The weight prefetch before the waits (by default only after the chain, which the rows above
   # check): in every matmul task, down included (etcc --weight-prefetch), mma.sync and wgmma
@@ -320,12 +323,12 @@ for n in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
     done
   done
   # Weights from a .safetensors in Hugging Face names (model.layers.0.self_attn.q_proj.weight).
-  if [ ! -f "$B/${n}_small.fatbin" ]; then
-    :
-  elif python3 tools/gen_decode_weights.py "$n" --layers 2 --vocab 2048 -o "$out/${n}_small.safetensors" 2>"$out/weights_$n.log"; then
-    decode_check "${n}_small_hf_weights" "$B/${n}_small.fatbin" 16 mixed --weights "$out/${n}_small.safetensors"
-  else
-    row "weights ${n}_small" FAIL "$(tail -1 "$out/weights_$n.log")"
+  if [ -f "$small" ]; then
+    if python3 tools/gen_decode_weights.py "$n" --layers 2 --vocab 2048 -o "$out/${n}_small.safetensors" 2>"$out/weights_$n.log"; then
+      decode_check "${n}_small_hf_weights" "$small" 16 mixed --weights "$out/${n}_small.safetensors"
+    else
+      row "weights ${n}_small" FAIL "$(tail -1 "$out/weights_$n.log")"
+    fi
   fi
   # The full model against the interpreter at B = 1 (the CPU reference of all layers and the
   # whole vocabulary takes a while).
