@@ -58,6 +58,13 @@ int runFatbin(Module& m, const RunOptions& opt) {
                                            : "no graph named @" + graph + " (the module's graphs: " + known + ")");
   }
 
+  const size_t graph_index = static_cast<size_t>(std::find(graphs.begin(), graphs.end(), graph) - graphs.begin());
+  for (etc_mode mode : opt.modes)
+    if (mode != ETC_MODE_MEGA && !etc_module_graph_has_unfused(m.handle(), graph_index))
+      throw std::runtime_error(fmt::format(
+          "--mode {}: this fatbin has no unfused kernels (etcc --megakernel-only left them out): use --mode mega",
+          modeName(mode)));
+
   if (!opt.trace.empty()) {
     if (etc_module_profile_capacity(m.handle()) == 0)
       throw std::runtime_error("--trace needs a fatbin compiled with etcc --profile (this one records no timeline)");

@@ -44,6 +44,7 @@ void printInfo(const Module& m) {
       if (k < etc_module_graph_num_megakernels(h, g)) fmt::print("    mega     {} ({} threads{})\n", name, threads, range);
       else fmt::print("    unfused  {} (task @{}, {} threads)\n", name, task, threads);
     }
+    if (!etc_module_graph_has_unfused(h, g)) fmt::print("    no unfused kernels (etcc --megakernel-only)\n");
   }
 }
 

@@ -166,7 +166,9 @@ std::string buildDescriptor(const Module& m, const std::vector<Target>& targets,
       }
     }
     gj["mega"] = ranged ? megas : megas.at(0);
-    gj["unfused"] = unfused;
+    // null, not [], under etcc --megakernel-only: the runtime then refuses an unfused launch by
+    // name, and a runtime from before the option refuses the fatbin rather than launching nothing.
+    gj["unfused"] = m.graphs[g].unfused_kernels ? unfused : json(nullptr);
     graphs.push_back(gj);
   }
   d["graphs"] = graphs;

@@ -188,6 +188,9 @@ struct Graph {
   // --fold-attention-merge asks for a fold of the split form, which its data-dependent grids
   // do not take.
   bool attention_by_length = false;
+  // Not in the source: false under etcc --megakernel-only, where fuse makes the megakernel only,
+  // not the unfused kernels (one a task grid) that the runtime's unfused modes launch.
+  bool unfused_kernels = true;
   std::vector<GraphStmt> body;
   SourceRange range;
   SourceRange name_range;  // for diagnostics; may be invalid

@@ -86,6 +86,7 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
     g.fold_norms_below = opts.fold_norms_below;
     g.unsplit_below = opts.unsplit_below;
     g.attention_by_length = !opts.fold_attention_merge;
+    g.unfused_kernels = opts.unfused_kernels;
   }
   for (const Pass& p : pipeline()) {
     const bool skipped = (!opts.verify_schedule && p.name == "verify-schedule") ||

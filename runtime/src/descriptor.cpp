@@ -302,7 +302,10 @@ Descriptor parseDescriptor(std::string_view json_text) {
     } else {
       bad(where + ": \"mega\" is neither an object nor a non-empty list");
     }
-    for (const json& k : array(g, "unfused", where)) gd.unfused.push_back(kernelOf(k, where + " unfused kernel", d.tasks.size(), true));
+    gd.has_unfused = !field(g, "unfused", where).is_null();
+    if (gd.has_unfused)
+      for (const json& k : array(g, "unfused", where))
+        gd.unfused.push_back(kernelOf(k, where + " unfused kernel", d.tasks.size(), true));
     d.graphs.push_back(std::move(gd));
   }
   if (d.graphs.empty()) bad("the module has no graphs");

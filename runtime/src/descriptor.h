@@ -57,6 +57,8 @@ struct GraphDesc {
   // covering the sym's whole range (checked when parsed).
   std::vector<KernelDesc> megas;
   std::vector<KernelDesc> unfused;
+  // false where etcc --megakernel-only left the unfused kernels out ("unfused": null).
+  bool has_unfused = true;
   // The megakernel to launch at these sym values (SymState::symValues' order).
   size_t megaFor(const std::vector<int64_t>& syms) const;
 };

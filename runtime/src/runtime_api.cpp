@@ -77,6 +77,19 @@ etc_launch_options optionsOr(const etc_launch_options* o) {
   return o ? *o : etc_launch_options{ETC_MODE_MEGA, 0, 0};
 }
 
+// The graph a launch runs, checked before the device is: a fatbin that etcc --megakernel-only
+// made has no unfused kernels, and an unfused launch of it says so, loaded or not.
+size_t launchedGraph(etc_module m, const char* graph, const etc_launch_options& o) {
+  need(m, "the module");
+  const size_t g = graphIndex(m, graph);
+  if (o.mode != ETC_MODE_MEGA && !m->desc.graphs[g].has_unfused)
+    fail(ETC_STATUS_INVALID_ARGUMENT, "graph @" + m->desc.graphs[g].name +
+                                          " has no unfused kernels (its fatbin was compiled with etcc "
+                                          "--megakernel-only): launch it with ETC_MODE_MEGA, or compile it without "
+                                          "that option");
+  return g;
+}
+
 void open(std::vector<uint8_t> bytes, etc_module* out) {
   auto m = std::make_unique<etc_module_t>();
   m->fatbin = std::move(bytes);
@@ -233,6 +246,10 @@ size_t etc_module_graph_num_megakernels(etc_module m, size_t graph) {
   return m && graph < m->desc.graphs.size() ? m->desc.graphs[graph].megas.size() : 0;
 }
 
+int etc_module_graph_has_unfused(etc_module m, size_t graph) {
+  return m && graph < m->desc.graphs.size() && m->desc.graphs[graph].has_unfused ? 1 : 0;
+}
+
 // Kernel k of a graph (its megakernels, then its unfused kernels), or an INVALID_ARGUMENT error.
 const etc::rt::KernelDesc& graphKernel(etc_module m, size_t graph, size_t k) {
   need(m, "the module");
@@ -339,8 +356,9 @@ etc_status etc_module_device_info(etc_module m, const char** name, int* major, i
 
 etc_status etc_module_launch(etc_module m, const char* graph, etc_stream stream, const etc_launch_options* options) {
   return guarded([&] {
-    auto& d = deviceOf(m);
-    d.launch(*m->syms, graphIndex(m, graph), static_cast<CUstream>(stream), optionsOr(options));
+    const etc_launch_options o = optionsOr(options);
+    const size_t g = launchedGraph(m, graph, o);
+    deviceOf(m).launch(*m->syms, g, static_cast<CUstream>(stream), o);
   });
 }
 
@@ -351,9 +369,11 @@ etc_status etc_module_check_error(etc_module m, etc_stream stream) {
 etc_status etc_module_benchmark(etc_module m, const char* graph, etc_stream stream, const etc_launch_options* options,
                                 int warmup, int iters, double* times_us) {
   return guarded([&] {
+    const etc_launch_options o = optionsOr(options);
+    const size_t g = launchedGraph(m, graph, o);
     auto& d = deviceOf(m);
     need(times_us, "times_us");
-    d.benchmark(*m->syms, graphIndex(m, graph), static_cast<CUstream>(stream), optionsOr(options), warmup, iters, times_us);
+    d.benchmark(*m->syms, g, static_cast<CUstream>(stream), o, warmup, iters, times_us);
   });
 }
 

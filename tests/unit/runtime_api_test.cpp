@@ -115,6 +115,45 @@ TEST(RuntimeApi, ListsMegakernelsOfSymRanges) {
   EXPECT_EQ(sym, nullptr);
 }
 
+// etcc --megakernel-only: "unfused": null. The graph lists its megakernel alone, and an unfused
+// launch is refused by name before the device is asked (a megakernel launch gets that far).
+TEST(RuntimeApi, AMegakernelOnlyFatbinRefusesUnfusedLaunches) {
+  std::vector<uint8_t> full = sampleFatbin();
+  Opened with;
+  ASSERT_EQ(etc_module_open_memory(full.data(), full.size(), &with.m), ETC_STATUS_OK);
+  EXPECT_EQ(etc_module_graph_has_unfused(with.m, 0), 1);
+  EXPECT_EQ(etc_module_graph_has_unfused(with.m, 1), 0);
+  EXPECT_EQ(etc_module_graph_has_unfused(nullptr, 0), 0);
+  const etc_launch_options unfused{ETC_MODE_UNFUSED, 0, 0};
+  EXPECT_EQ(etc_module_launch(with.m, nullptr, nullptr, &unfused), ETC_STATUS_NOT_LOADED);
+
+  nlohmann::json j = sampleDescriptor();
+  j["graphs"][0]["unfused"] = nullptr;
+  std::vector<uint8_t> fb = makeFatbin(j.dump());
+  Opened o;
+  ASSERT_EQ(etc_module_open_memory(fb.data(), fb.size(), &o.m), ETC_STATUS_OK) << etc_last_error_message();
+  EXPECT_EQ(etc_module_graph_has_unfused(o.m, 0), 0);
+  ASSERT_EQ(etc_module_graph_num_kernels(o.m, 0), 1u);
+  const std::string refused =
+      "graph @main has no unfused kernels (its fatbin was compiled with etcc --megakernel-only): launch it with "
+      "ETC_MODE_MEGA, or compile it without that option";
+  for (etc_mode mode : {ETC_MODE_UNFUSED, ETC_MODE_UNFUSED_GRAPH}) {
+    const etc_launch_options lo{mode, 0, 0};
+    EXPECT_EQ(etc_module_launch(o.m, "main", nullptr, &lo), ETC_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(etc_last_error_message(), refused);
+    double t = 0;
+    EXPECT_EQ(etc_module_benchmark(o.m, nullptr, nullptr, &lo, 1, 1, &t), ETC_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(etc_last_error_message(), refused);
+  }
+  EXPECT_EQ(etc_module_launch(o.m, nullptr, nullptr, nullptr), ETC_STATUS_NOT_LOADED);
+  // Anything else in "unfused" is still a damaged descriptor.
+  j["graphs"][0]["unfused"] = 3;
+  std::vector<uint8_t> bad = makeFatbin(j.dump());
+  etc_module m = nullptr;
+  EXPECT_EQ(etc_module_open_memory(bad.data(), bad.size(), &m), ETC_STATUS_BAD_DESCRIPTOR);
+  EXPECT_EQ(m, nullptr);
+}
+
 TEST(RuntimeApi, SymsShapesBindingsAndWorkspace) {
   std::vector<uint8_t> fb = sampleFatbin();
   Opened o;

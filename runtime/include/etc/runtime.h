@@ -123,6 +123,10 @@ const char* etc_module_graph_name(etc_module m, size_t i);
    --specialize made them, in the ranges' order), then the unfused ones in launch order. */
 size_t etc_module_graph_num_kernels(etc_module m, size_t graph);
 size_t etc_module_graph_num_megakernels(etc_module m, size_t graph);
+/* 1 where the graph has its unfused kernels (ETC_MODE_UNFUSED and ETC_MODE_UNFUSED_GRAPH
+   launch them), 0 where etcc --megakernel-only left them out (such a launch then fails with
+   ETC_STATUS_INVALID_ARGUMENT) or the graph does not exist. */
+int etc_module_graph_has_unfused(etc_module m, size_t graph);
 etc_status etc_module_graph_kernel(etc_module m, size_t graph, size_t k, const char** name,
                                    int* threads, const char** task /* NULL for a megakernel */);
 /* A megakernel's sym range: it runs where sym *sym is in [*lo, *hi]; *sym is NULL for a
