@@ -85,72 +85,76 @@ for n in mlp two_stage_sum moe_block llama_layer; do
 done
 # The decode models' reduced variants (2 layers, a 2048-word vocabulary) for the checks against
 # the CPU interpreter, each for the GPU's sm_90a only.
+# The variants run as megakernels only (decodecheck, trace): etcc --megakernel-only, whose
+# megakernel PTX is the default's, in about 40% less NVRTC time. The default _small.fatbin keeps
+# its unfused kernels (the san section runs them).
+mo=--megakernel-only
 for n in $decode_models; do
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 >"gpu-bundle/${n}_small.etir"
   spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a -o "gpu-bundle/${n}_small.fatbin"
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --schedule=dynamic -o "gpu-bundle/${n}_small_dynamic.fatbin"
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --weight-prefetch -o "gpu-bundle/${n}_small_prefetch.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --schedule=dynamic -o "gpu-bundle/${n}_small_dynamic.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --weight-prefetch -o "gpu-bundle/${n}_small_prefetch.fatbin"
   # Without the weight prefetch (the default from session 35 to 70; --no-weight-prefetch).
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --no-weight-prefetch -o "gpu-bundle/${n}_small_noprefetch.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --no-weight-prefetch -o "gpu-bundle/${n}_small_noprefetch.fatbin"
   # The merges, and at B = 1 the kv_appends and norms, run by their last notifier.
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --run-by-last-notifier -o "gpu-bundle/${n}_small_lastnotifier.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --run-by-last-notifier -o "gpu-bundle/${n}_small_lastnotifier.fatbin"
   # The weight stream by TMA (ETC_MM_TMA=1; the runtime makes the weights' tensor maps).
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_MM_TMA=1 -o "gpu-bundle/${n}_small_tma.fatbin"
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --profile -o "gpu-bundle/${n}_small_profile.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --device-define ETC_MM_TMA=1 -o "gpu-bundle/${n}_small_tma.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --profile -o "gpu-bundle/${n}_small_profile.fatbin"
   # Without the o and down projections' plan by range of B (etcc --no-matmul-plan-by-range; Qwen3
   # has none: its parts have no room for it).
   [ "$n" != llama3_2_1b ] ||
-    spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --no-matmul-plan-by-range -o "gpu-bundle/${n}_small_nobyrange.fatbin"
+    spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --no-matmul-plan-by-range -o "gpu-bundle/${n}_small_nobyrange.fatbin"
   # The merge inside the o projection below B = 16 (etcc --fold-attention-merge, opt-in).
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --fold-attention-merge -o "gpu-bundle/${n}_small_foldmerge.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --fold-attention-merge -o "gpu-bundle/${n}_small_foldmerge.fatbin"
   # The norms inside the matmuls that read them below B = 3 (etcc --fold-norms-below 3, opt-in).
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --fold-norms-below 3 -o "gpu-bundle/${n}_small_foldnorms.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --fold-norms-below 3 -o "gpu-bundle/${n}_small_foldnorms.fatbin"
   # The row grid (q/k/v sums, rope, kv_append) inside the attention tasks (etcc --fold-attention,
   # opt-in: every attention grid of the batch's ranges), and the 6-grid layer below B = 3 of the
   # projections without split-K parts (--unsplit) with both folds.
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --fold-attention -o "gpu-bundle/${n}_small_foldattn.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --fold-attention -o "gpu-bundle/${n}_small_foldattn.fatbin"
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --unsplit >"gpu-bundle/${n}_small_unsplit.etir"
-  spawn "$build/etcc" "gpu-bundle/${n}_small_unsplit.etir" -arch sm_90a --fold-norms-below 3 --fold-attention \
+  spawn "$build/etcc" "gpu-bundle/${n}_small_unsplit.etir" -arch sm_90a $mo --fold-norms-below 3 --fold-attention \
     -o "gpu-bundle/${n}_small_chain.fatbin"
   # Its narrow tiles on wgmma, a's padding aliased (ETC_MM_WG_NARROW, ETC_MM_WG_ALIAS_A; opt-in).
-  spawn "$build/etcc" "gpu-bundle/${n}_small_unsplit.etir" -arch sm_90a --fold-norms-below 3 --fold-attention \
+  spawn "$build/etcc" "gpu-bundle/${n}_small_unsplit.etir" -arch sm_90a $mo --fold-norms-below 3 --fold-attention \
     --device-define ETC_MM_WG_NARROW=1 --device-define ETC_MM_WG_ALIAS_A=1 -o "gpu-bundle/${n}_small_chainnarrow.fatbin"
   # The same layer below B = 3 only (etcc --unsplit-below 3), the default's grids from 3 on.
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --unsplit-below 3 --fold-norms-below 3 --fold-attention \
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --unsplit-below 3 --fold-norms-below 3 --fold-attention \
     -o "gpu-bundle/${n}_small_chaincut.fatbin"
   # Temps with disjoint lives sharing tensors (etcc --reuse-temps, opt-in).
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --reuse-temps -o "gpu-bundle/${n}_small_reuse.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --reuse-temps -o "gpu-bundle/${n}_small_reuse.fatbin"
   # The weights streamed across tasks (ETC_MM_STREAM=1, opt-in): the kernel of B <= 31 streams
   # where every matmul can (Llama's; Qwen3's 32-column gated tiles cannot, its sample with
   # 64-column ones can, in a ring of 5 units beside its larger attention blocks).
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_MM_STREAM=1 -o "gpu-bundle/${n}_small_stream.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --device-define ETC_MM_STREAM=1 -o "gpu-bundle/${n}_small_stream.fatbin"
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --gated-tile-n 64 >"gpu-bundle/${n}_small_g64.etir"
-  spawn "$build/etcc" "gpu-bundle/${n}_small_g64.etir" -arch sm_90a --device-define ETC_MM_STREAM=1 \
+  spawn "$build/etcc" "gpu-bundle/${n}_small_g64.etir" -arch sm_90a $mo --device-define ETC_MM_STREAM=1 \
     --device-define ETC_MM_STREAM_UNITS=5 -o "gpu-bundle/${n}_small_g64_stream.fatbin"
   # Attention tasks of one cache head and one megakernel (heads_per_task = 1, the samples' form
   # before session 54; the default takes the count by the batch, with a kernel per side of 32).
   python3 tools/gen_decode_sample.py "$n" --layers 2 --vocab 2048 --heads-per-task 1 >"gpu-bundle/${n}_small_heads1.etir"
-  spawn "$build/etcc" "gpu-bundle/${n}_small_heads1.etir" -arch sm_90a -o "gpu-bundle/${n}_small_heads1.fatbin"
+  spawn "$build/etcc" "gpu-bundle/${n}_small_heads1.etir" -arch sm_90a $mo -o "gpu-bundle/${n}_small_heads1.fatbin"
   # The default with more megakernels of B's ranges (etcc --specialize over the graph's cut):
   # each range's grids only.
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --specialize B=16,32,64,128 \
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --specialize B=16,32,64,128 \
     -o "gpu-bundle/${n}_small_ranges.fatbin"
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --specialize B=16,32,64,128 --schedule=dynamic \
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --specialize B=16,32,64,128 --schedule=dynamic \
     -o "gpu-bundle/${n}_small_ranges_dynamic.fatbin"
   # The default attention (tensor cores in independent warps, its call in the task) behind the
   # op function's call (ETC_INLINE_ATTENTION=0), and the forms before it (ETC_ATTN_MMA_WARPS=0:
   # the staged tensor-core form, and Qwen3's FMA warps).
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_INLINE_ATTENTION=0 \
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --device-define ETC_INLINE_ATTENTION=0 \
     -o "gpu-bundle/${n}_small_called.fatbin"
-  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_MMA_WARPS=0 \
+  spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --device-define ETC_ATTN_MMA_WARPS=0 \
     --device-define ETC_INLINE_ATTENTION=0 -o "gpu-bundle/${n}_small_nommawarps.fatbin"
   # Qwen3's attention (2 query heads a cache head) in its earlier forms (ETC_ATTN_WARPS=0): FMA
   # throughout, as before tensor cores took its calls of a block or more (ETC_ATTN_MMA_MIN_G),
   # and staged with tensor cores, as before the FMA form of independent warps became its default.
   if [ "$n" = qwen3_0_6b ]; then
-    spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_WARPS=0 \
+    spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --device-define ETC_ATTN_WARPS=0 \
       --device-define ETC_ATTN_MMA_MIN_G=4 -o "gpu-bundle/${n}_small_fma.fatbin"
-    spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a --device-define ETC_ATTN_WARPS=0 \
+    spawn "$build/etcc" "gpu-bundle/${n}_small.etir" -arch sm_90a $mo --device-define ETC_ATTN_WARPS=0 \
       --device-define ETC_ATTN_MMA_WARPS=0 -o "gpu-bundle/${n}_small_staged.fatbin"
   fi
 done
