@@ -107,8 +107,8 @@ std::vector<SliceAccess> taskAccesses(const Task& t) {
     });
   for (const TaskStmt& st : t.body)
     if (const auto* c = std::get_if<CallStmt>(&st)) {
-      for (const Slice& s : c->call.args) out.push_back({&s, false});
-      for (const Slice& s : c->dests) out.push_back({&s, true});
+      for (const Slice& s : c->call.args) out.push_back({&s, false, nullptr});
+      for (const Slice& s : c->dests) out.push_back({&s, true, nullptr});
     }
   return out;
 }

@@ -203,10 +203,11 @@ run specialize-smem 0 --emit=cuda "$tmp/mm_ranges.etir" &&
   else pass; fi
 # ... in the compiled kernels: the 128-row tile's 3 stages of 48 KiB (the large ring's 144 KiB)
 # only where B reaches 65, and 4 with ETC_MM_FULL_RING_KIB=192; B <= 31 keeps the 32-row tile's
-# 4 stages of 32 KiB either way (dynamic shared memory, from --resource-usage).
+# 4 stages of 32 KiB either way (dynamic shared memory, from --resource-usage). Only the
+# megakernels are looked at: --megakernel-only spares NVRTC the unfused kernels.
 range_smem() {  # NAME EXPECTED(B1_31/B32_128) [etcc options]: compiles mm_ranges.etir, compares
   local name=$1 want=$2 got; shift 2
-  LIMIT=120 run "$name" 0 "$tmp/mm_ranges.etir" -arch sm_90a --resource-usage "$@" -o "$tmp/mmr.fatbin" || return
+  LIMIT=120 run "$name" 0 "$tmp/mm_ranges.etir" -arch sm_90a --megakernel-only --resource-usage "$@" -o "$tmp/mmr.fatbin" || return
   got=$(for k in etc_main_mega_B1_31 etc_main_mega_B32_128; do
           cat "$tmp/out" "$tmp/err" | awk -v k="$k" '$1 == k { n = split($5, s, "+"); print s[n] }'
         done | paste -sd/)
