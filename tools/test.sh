@@ -31,7 +31,10 @@
 # 23.0 minutes (1379 s: build about 8.5 minutes, tests 871 s, cli/etcc 282 s, the one-layer
 # Llama's compile 166 s) on a machine where a Release etcc took 28 to 36 s for that cubin
 # (17.5 s on the fastest of the day); a second, of the session's last commit, 22.2 minutes (1332 s,
-# tests 857 s).
+# tests 857 s). Session 83: 22.0 minutes (1321 s: build about 8 minutes, tests 831 s, cli/etcc 260 s
+# after its megakernel-only shared-memory checks, the samples' compiles 520 s of CPU); the
+# samples' compiles keep their unfused kernels (etcc --megakernel-only would take about 40% off
+# each, but NVRTC would then never see the unfused task code of the decode models in CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
