@@ -82,7 +82,7 @@ etc_launch_options optionsOr(const etc_launch_options* o) {
 size_t launchedGraph(etc_module m, const char* graph, const etc_launch_options& o) {
   need(m, "the module");
   const size_t g = graphIndex(m, graph);
-  if (o.mode != ETC_MODE_MEGA && !m->desc.graphs[g].has_unfused)
+  if ((o.mode == ETC_MODE_UNFUSED || o.mode == ETC_MODE_UNFUSED_GRAPH) && !m->desc.graphs[g].has_unfused)
     fail(ETC_STATUS_INVALID_ARGUMENT, "graph @" + m->desc.graphs[g].name +
                                           " has no unfused kernels (its fatbin was compiled with etcc "
                                           "--megakernel-only): launch it with ETC_MODE_MEGA, or compile it without "
