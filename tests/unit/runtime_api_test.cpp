@@ -147,7 +147,7 @@ TEST(RuntimeApi, AMegakernelOnlyFatbinRefusesUnfusedLaunches) {
   }
   EXPECT_EQ(etc_module_launch(o.m, nullptr, nullptr, nullptr), ETC_STATUS_NOT_LOADED);
   // A mode that is neither is the device's to refuse as unknown, not this check's.
-  const etc_launch_options unknown{static_cast<etc_mode>(7), 0, 0};
+  const etc_launch_options unknown{static_cast<etc_mode>(3), 0, 0};  // within the enum's range (UBSan)
   EXPECT_EQ(etc_module_launch(o.m, nullptr, nullptr, &unknown), ETC_STATUS_NOT_LOADED);
   // Anything else in "unfused" is still a damaged descriptor.
   j["graphs"][0]["unfused"] = 3;
