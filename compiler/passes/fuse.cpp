@@ -10,14 +10,12 @@ ModulePtr fuse(ModulePtr m, DiagnosticEngine& diags) {
   m->kernels.clear();
   for (uint32_t g = 0; g < m->graphs.size(); ++g) {
     const ir::Graph& graph = m->graphs[g];
-    ir::Kernel mega{"etc_" + graph.name + "_mega", g, true, {}};
+    std::vector<uint32_t> tasks;
     for (const ir::GraphStmt& st : graph.body)
-      if (const auto* r = std::get_if<ir::RunStmt>(&st)) mega.tasks.push_back(r->task);
+      if (const auto* r = std::get_if<ir::RunStmt>(&st)) tasks.push_back(r->task);
+    m->kernels.push_back({"etc_" + graph.name + "_mega", g, true, tasks});
     if (graph.unfused_kernels)
-      for (uint32_t t : mega.tasks)
-        m->kernels.push_back({"etc_" + graph.name + "_" + m->tasks[t].name, g, false, {t}});
-    const size_t unfused = graph.unfused_kernels ? mega.tasks.size() : 0;
-    m->kernels.insert(m->kernels.end() - static_cast<long>(unfused), std::move(mega));
+      for (uint32_t t : tasks) m->kernels.push_back({"etc_" + graph.name + "_" + m->tasks[t].name, g, false, {t}});
   }
   return m;
 }
