@@ -52,6 +52,10 @@ decode_models="llama3_2_1b qwen3_0_6b"
 for n in $decode_models; do
   spawn "$build/etcc" "samples/$n.etir" -arch sm_90a -o "gpu-bundle/$n.fatbin"
 done
+# And as a server would ship them (etcc --megakernel-only), for run.sh's warm-up rows.
+for n in $decode_models; do
+  spawn "$build/etcc" "samples/$n.etir" -arch sm_90a --megakernel-only -o "gpu-bundle/${n}_mo.fatbin"
+done
 spawn "$build/etcc" samples/llama3_2_1b.etir --profile -arch sm_90a -o gpu-bundle/llama3_2_1b_profile.fatbin
 # Every sample as the compiler chooses, and forced to each schedule (the decode models below).
 for s in samples/*.etir; do

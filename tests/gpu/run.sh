@@ -49,7 +49,8 @@ row() {
 # with the check section before them, unless CHECK_JOBS=16 runs them and the check section's 16
 # at once), and DECODECHECK_MATCH (an extended regex: only the rows whose name matches, e.g.
 # those a call's time limit cut short); CHECK_MATCH does the same for the check and moe sections'
-# rows ("check NAME SYM", e.g. 'lastnotifier').
+# rows ("check NAME SYM", e.g. 'lastnotifier'). The warmup section times the decode models'
+# default and --megakernel-only fatbins (DECODE_MODELS; WARMUP_ROUNDS rounds, default 2).
 want() { [ -z "${SECTIONS:-}" ] || [[ ",$SECTIONS," == *",$1,"* ]]; }
 : >"$out/table.txt"
 # Log names carry sym values: keep them to letters, digits, '.', '_' and '-'.
@@ -561,14 +562,40 @@ fi
 
 # -- warm-up: process start to the first checked result --------------------------------------
 if want warmup; then
-t0=$(date +%s%N)
-"$B/etc-run" "$B/mlp.fatbin" --sym B=1 --check --seed 3 >"$out/warmup.log" 2>&1
-t1=$(date +%s%N)
-row "warm-up: start to first checked mlp result" INFO "$(((t1 - t0) / 1000000)) ms (incl. the CPU reference run)"
-t0=$(date +%s%N)
-"$B/etc-run" "$B/mlp.fatbin" --sym B=1 --seed 3 --out y="$out/y.npy" >>"$out/warmup.log" 2>&1
-t1=$(date +%s%N)
-row "warm-up: start to first mlp result (no check)" INFO "$(((t1 - t0) / 1000000)) ms"
+if [ -f "$B/mlp.fatbin" ]; then
+  t0=$(date +%s%N)
+  "$B/etc-run" "$B/mlp.fatbin" --sym B=1 --check --seed 3 >"$out/warmup.log" 2>&1
+  t1=$(date +%s%N)
+  row "warm-up: start to first checked mlp result" INFO "$(((t1 - t0) / 1000000)) ms (incl. the CPU reference run)"
+  t0=$(date +%s%N)
+  "$B/etc-run" "$B/mlp.fatbin" --sym B=1 --seed 3 --out y="$out/y.npy" >>"$out/warmup.log" 2>&1
+  t1=$(date +%s%N)
+  row "warm-up: start to first mlp result (no check)" INFO "$(((t1 - t0) / 1000000)) ms"
+fi
+# The decode models: the fatbin's load, bind and first step (tools/compare_decode.py's warm-up
+# line, then its one check at B = 1, KV 1), for the default fatbin (the decode table's, with its
+# unfused kernels) and the one a server would ship (etcc --megakernel-only: the same megakernel,
+# a smaller file for the driver to load), alternating, WARMUP_ROUNDS times (default 2).
+for model in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
+  [ -f "$B/$model.fatbin" ] || [ -f "$B/${model}_mo.fatbin" ] || continue
+  w="${TMPDIR:-/tmp}/etc_weights_$model.safetensors"  # the decode section's, GBs: not under $out
+  [ -f "$w" ] || python3 tools/gen_decode_weights.py "$model" -o "$w" >"$out/warmup_$model.log" 2>&1 ||
+    { row "warm-up decode $model" FAIL "$(tail -1 "$out/warmup_$model.log")"; continue; }
+  for round in $(seq "${WARMUP_ROUNDS:-2}"); do
+    for f in "$model" "${model}_mo"; do
+      [ -f "$B/$f.fatbin" ] || continue
+      log="$out/warmup_${f}_$round.log"
+      if ETC_RUNTIME_LIB="$B/libetcrt.so" PYTHONPATH=python python3 tools/compare_decode.py "$model" \
+           --fatbin "$B/$f.fatbin" --weights "$w" --batches 1 --kv 1 --bench-kv 0 >"$log" 2>&1 &&
+         grep -q '^check.* ok$' "$log"; then
+        row "warm-up decode $f ($(($(stat -c %s "$B/$f.fatbin") / 1000)) kB)" INFO \
+          "$(grep -m1 '^warm-up' "$log" | sed 's/^warm-up: //' | cut -c1-200)"
+      else
+        row "warm-up decode $f" FAIL "$(grep -m2 -E 'FAIL|Error|error' "$log" | tr '\n' ' ' | cut -c1-200)"
+      fi
+    done
+  done
+done
 fi
 
 # -- benchmark: mega vs unfused vs unfused-graph, and the bandwidth floor ----------------------
