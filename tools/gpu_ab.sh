@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds an A/B comparison for the GPU machine: one model compiled once per variant (etcc
-# options), with a stripped etc-run, packed into gpu-out/NAME.tar.xz beside gpu-out/NAME.sh, a
-# script that times every variant there (megakernel, etc-run --bench) at every batch size, the
+# options, always with --megakernel-only: only megakernels run there), with a stripped
+# etc-run, packed into gpu-out/NAME.tar.xz beside gpu-out/NAME.sh, a script that times every variant there (megakernel, etc-run --bench) at every batch size, the
 # variants alternating within each batch size and the whole table repeated ROUNDS times, so
 # that drift on the machine shows as disagreement between rounds rather than as a difference.
 #
@@ -120,6 +120,10 @@ for v in "$@"; do
     src=${opts%% *} opts=${opts#"$src"} src=${src#@} opts=${opts# }
     [ -f "$src" ] || die "variant '$label': cannot read '$src'"
   fi
+  # The script runs megakernels only (--mode mega, and --check's default): etcc leaves the
+  # unfused kernels out, about 40% of a decode model's NVRTC time (the megakernels' code is the
+  # same either way).
+  [[ " $opts " == *" --megakernel-only "* ]] || opts="--megakernel-only${opts:+ $opts}"
   # Options are split on spaces, as on a command line (no quoting inside them).
   # shellcheck disable=SC2086
   "$build/etcc" "$src" -arch "$arch" $opts -o "$dir/$label.fatbin" || die "variant '$label' did not compile"

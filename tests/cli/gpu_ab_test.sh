@@ -21,8 +21,13 @@ grep -qF "gpu-out/$name.tar.xz" "$tmp/out" || fail "no word of the bundle: $(cat
 list=$(tar tJf "gpu-out/$name.tar.xz" 2>/dev/null | sort | tr '\n' ' ')
 [ "$list" = "$name/ $name/base.fatbin $name/etc-run $name/ring.fatbin $name/variants.txt " ] ||
   fail "bundle lists: $list"
-tar -xJOf "gpu-out/$name.tar.xz" "$name/variants.txt" | grep -qxF "ring: etcc samples/two_stage_sum.etir -arch sm_90a --device-define ETC_MM_RING_KIB=64" ||
+tar -xJOf "gpu-out/$name.tar.xz" "$name/variants.txt" |
+  grep -qxF "ring: etcc samples/two_stage_sum.etir -arch sm_90a --megakernel-only --device-define ETC_MM_RING_KIB=64" ||
   fail "variants.txt lacks ring's etcc command"
+# Only megakernels run there, so every variant is compiled without the unfused kernels.
+tar -C "$tmp" -xJf "gpu-out/$name.tar.xz" "$name/base.fatbin"
+"$build/tools/etc-run" "$tmp/$name/base.fatbin" --info 2>&1 | grep -qF "no unfused kernels (etcc --megakernel-only)" ||
+  fail "base.fatbin has unfused kernels: $("$build/tools/etc-run" "$tmp/$name/base.fatbin" --info 2>&1 | head -5)"
 bash -n "gpu-out/$name.sh" || fail "the script is not valid bash"
 grep -qF -- "--sym N=\$b  --bench 3 --mode mega" "gpu-out/$name.sh" || fail "the script does not bench with --bench 3"
 
@@ -103,7 +108,7 @@ tools/gpu_ab.sh -b "$build" -s N -B 1 -r 1 -T -t 300 "$name" samples/two_stage_s
 list=$(tar tJf "gpu-out/$name.tar.xz" 2>/dev/null | sort | tr '\n' ' ')
 [ "$list" = "$name/ $name/base.fatbin $name/base.prof.fatbin $name/etc-run $name/given.fatbin $name/other.fatbin $name/other.prof.fatbin $name/variants.txt " ] ||
   fail "-T bundle lists: $list"
-tar -xJOf "gpu-out/$name.tar.xz" "$name/variants.txt" | grep -qxF "other: etcc $tmp/other.etir -arch sm_90a --device-define ETC_MM_RING_KIB=64" ||
+tar -xJOf "gpu-out/$name.tar.xz" "$name/variants.txt" | grep -qxF "other: etcc $tmp/other.etir -arch sm_90a --megakernel-only --device-define ETC_MM_RING_KIB=64" ||
   fail "variants.txt lacks other's etcc command: $(tar -xJOf "gpu-out/$name.tar.xz" "$name/variants.txt")"
 bash -n "gpu-out/$name.sh" || fail "-T: the script is not valid bash"
 mkdir -p "$tmp/traces"
