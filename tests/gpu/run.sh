@@ -479,7 +479,7 @@ if want ncu && [ -f "$f" ] && [ -x "$ncu" ]; then
   fi
 fi
 # The cost of profiling: the same module with and without --profile.
-if want trace && [ -f "$B/mlp_profile.fatbin" ]; then
+if want trace && [ -f "$B/mlp_profile.fatbin" ] && [ -f "$B/mlp.fatbin" ]; then
   for f in mlp mlp_profile; do
     "$B/etc-run" "$B/$f.fatbin" --sym B=16 --bench 200 --seed 5 >"$out/bench_$f.log" 2>&1
   done
