@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds an A/B comparison for the GPU machine: one model compiled once per variant (etcc
 # options, always with --megakernel-only: only megakernels run there), with a stripped
-# etc-run, packed into gpu-out/NAME.tar.xz beside gpu-out/NAME.sh, a script that times every variant there (megakernel, etc-run --bench) at every batch size, the
-# variants alternating within each batch size and the whole table repeated ROUNDS times, so
-# that drift on the machine shows as disagreement between rounds rather than as a difference.
+# etc-run, packed into gpu-out/NAME.tar.xz beside gpu-out/NAME.sh, a script that times every
+# variant there (megakernel, etc-run --bench) at every batch size, the variants alternating
+# within each batch size and the whole table repeated ROUNDS times, so that drift on the
+# machine shows as disagreement between rounds rather than as a difference.
 #
 #   tools/gpu_ab.sh [options] NAME MODEL.etir LABEL[:ETCC OPTIONS]... [LABEL=FATBIN]...
 #   then on the GPU machine (device tool): carry gpu-out/NAME.tar.xz and gpu-out/NAME.sh, run
