@@ -62,6 +62,7 @@ struct Options {
   bool fold_attention_merge = false;     // --fold-attention-merge
   bool megakernel_only = false;          // --megakernel-only
   int64_t fold_norms_below = 0;          // --fold-norms-below N
+  int64_t norm_rows = 1;                 // --norm-rows N
   int64_t unsplit_below = 0;             // --unsplit-below N
   bool reuse_temps = false;              // --reuse-temps
   bool matmul_plan_by_range = true;      // --matmul-plan-by-range (default) / --no-matmul-plan-by-range
@@ -271,6 +272,7 @@ int run(const Options& opt) {
     po.fold_into_attention = opt.fold_attention;
     po.fold_attention_merge = opt.fold_attention_merge;
     po.fold_norms_below = opt.fold_norms_below;
+    po.norm_rows = opt.norm_rows;
     po.unsplit_below = opt.unsplit_below;
     po.reuse_temps = opt.reuse_temps;
     po.matmul_plan_by_range = opt.matmul_plan_by_range;
@@ -478,6 +480,11 @@ int main(int argc, char** argv) {
                "off): one grid less a layer below B = 16, for measuring (Llama-3.2-1B decode on "
                "an H200: level at B = 1, 2.6 to 7.3% slower at B = 4 to 16; Qwen3-0.6B 0.7% slower at B = 1, 4.4% at "
                "15)");
+  app.add_option("--norm-rows", opt.norm_rows,
+                 "N: each task of a row norm (rmsnorm without head_dim, add_rmsnorm) takes N rows instead of one: "
+                 "fewer norm tasks at large batches, so that the matmul grid after a norm does not wrap onto the "
+                 "norm's CTAs (docs/benchmarks.md, session 84); for measuring")
+      ->check(CLI::Range(1, 64));
   app.add_option("--fold-norms-below", opt.fold_norms_below,
                  "N: where a decode layer's row norm (rmsnorm, or the residual's add_rmsnorm) has fewer rows than N, run "
                  "it inside each task of the matmul grids that read it (the fold-norms pass; the norm's grid and its "

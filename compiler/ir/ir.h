@@ -177,6 +177,9 @@ struct Graph {
   // --no-matmul-plan-by-range): lower-ops gives a lone split-K matmul other tiles below the
   // first cut (lower_ops.cpp, planMatmulGroup).
   bool matmul_plan_by_range = false;
+  // PipelineOptions::norm_rows (not in the source; etcc --norm-rows): the rows of each task of a
+  // row norm (rmsnorm without head_dim, add_rmsnorm), 1 by default (lower_ops.cpp, lowerRowwise).
+  int64_t norm_rows = 1;
   // PipelineOptions::fold_norms_below (not in the source): fold-norms folds a row norm into its
   // matmul readers where the norm's rows sym is below this (0: never).
   int64_t fold_norms_below = 0;

@@ -321,6 +321,9 @@ class Lowerer {
     std::vector<Expr> space = results.front().extent;
     std::vector<int64_t> tile(space.size(), 1);
     if (!tile.empty()) tile.back() = 0;
+    // etcc --norm-rows: several rows a task (not the per-head norms, which merge into a grid
+    // of one row a task).
+    if (space.size() == 2 && graph_->norm_rows > 1 && !a.call.findAttr("head_dim")) tile.front() = graph_->norm_rows;
     TilePlan p = planGrid(m_, space, tile);
     OpCall call = a.call;
     for (size_t i = 0; i + 1 < call.args.size(); ++i) call.args[i] = tileSlice(m_, mapOperand(m_, call.args[i]), p.ranges);

@@ -85,6 +85,7 @@ std::unique_ptr<ir::Module> runPipeline(std::unique_ptr<ir::Module> m, const Pip
     g.matmul_plan_by_range = opts.matmul_plan_by_range && !opts.fold_attention_merge;
     g.fold_norms_below = opts.fold_norms_below;
     g.unsplit_below = opts.unsplit_below;
+    g.norm_rows = opts.norm_rows;
     g.attention_by_length = !opts.fold_attention_merge;
     g.unfused_kernels = opts.unfused_kernels;
   }

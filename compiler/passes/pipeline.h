@@ -52,6 +52,7 @@ struct PipelineOptions {
   bool reuse_temps = false;     // true: run reuse-temps (etcc --reuse-temps)
   bool gated_matmul = true;     // false: skip the fuse-gated-matmul pass (etcc --no-gated-matmul)
   bool matmul_plan_by_range = true;  // false: etcc --no-matmul-plan-by-range; off under fold_attention_merge
+  int64_t norm_rows = 1;        // rows a task of a row norm (etcc --norm-rows)
   bool unfused_kernels = true;  // false: etcc --megakernel-only (fuse makes no unfused kernels)
   std::optional<SymCuts> specialize;  // runs the specialize step after the passes
 };

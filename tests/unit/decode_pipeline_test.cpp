@@ -1019,6 +1019,38 @@ TEST(DecodePipeline, MatmulPlanByRangeMatchesItsOpLevelRun) {
   checkAgainstOpLevel(text, {{"B", 33}}, {{"tokens", tokens}, {"pos", pos}}, 2e-2, {"next_token"}, by_range);
 }
 
+// etcc --norm-rows 4: each task of a row norm (the input and post-attention norms, the first and
+// the final one) takes 4 rows, and still sums its rows' split-K parts itself in the fused row form
+// (merge-tasks moves the parts' sum into it); the per-head q/k norms of Qwen3 keep one row a task
+// (they merge into the kv_append rows). The same sums in the same order, so the default's bits,
+// with a last task of fewer rows (B = 6) and on each side of the plan-by-range cut (B = 33).
+TEST(DecodePipeline, NormsOfSeveralRowsGiveTheBitsOfOneRowATask) {
+  PipelineOptions rows;
+  rows.norm_rows = 4;
+  for (const char* model : {"llama3_2_1b", "qwen3_0_6b"}) {
+    SCOPED_TRACE(model);
+    const std::string text = generated(model, 1, 256);
+    auto p = lowered(text, rows);
+    ASSERT_TRUE(p->module);
+    int norms = 0;
+    for (const ir::Task& t : p->module->tasks) {
+      if (t.name.rfind("add_rmsnorm", 0) != 0) continue;
+      ++norms;
+      ASSERT_EQ(t.grid.size(), 1u);
+      EXPECT_EQ(ir::toString(t.grid[0]), "cdiv(B, 4)") << t.name;
+      const std::optional<backend::FusedRows> f = backend::matchFusedRows(*p->module, t);
+      EXPECT_TRUE(f && f->kind == backend::FusedRows::Kind::ReduceAddRmsnorm) << t.name;
+    }
+    EXPECT_EQ(norms, 2);  // add_rmsnorm_h2_0 and the final norm
+    std::vector<int64_t> tokens(33), pos(33);
+    for (int i = 0; i < 33; ++i) tokens[i] = 5 * i + 3, pos[i] = 47 * i % 600;
+    expectSameBits(text, rows,
+                   {{{"tokens", {7}}, {"pos", {300}}},
+                    {{"tokens", {5, 255, 7, 1, 30, 9}}, {"pos", {0, 300, 4096, 17, 511, 2}}},
+                    {{"tokens", tokens}, {"pos", pos}}});
+  }
+}
+
 // The paged variant (--paged 16): the pool holds B * 257 pages, handed out in shuffled order.
 TEST(DecodePipeline, ReducedPagedLlamaSampleMatchesItsOpLevelRun) {
   std::vector<int64_t> pages(2 * 257);
