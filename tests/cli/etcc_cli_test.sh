@@ -278,6 +278,11 @@ run fold-norms-zero 1 --fold-norms-below 0 tests/golden/passes/fold_norms.etir &
   stderr_has fold-norms-zero "--fold-norms-below: Value 0 not in range"
 run unsplit-zero 1 --unsplit-below 0 tests/golden/passes/fold_norms.etir &&
   stderr_has unsplit-zero "--unsplit-below: Value 0 not in range"
+# --norm-rows: 1 to 64 rows a norm task; the norm grid then has cdiv(B, N) tasks.
+run norm-rows-zero 1 --norm-rows 0 tests/golden/passes/fold_norms.etir &&
+  stderr_has norm-rows-zero "--norm-rows: Value 0 not in range 1 to 64"
+run norm-rows 0 --emit=tasks --norm-rows 4 tests/golden/passes/fold_norms.etir &&
+  stdout_has norm-rows "grid [cdiv(B, 4)]"
 fold_chains() {  # NAME OUTLINED INLINE
   local got
   got="$(grep -c 'if (!etc::dev::reduce_add_rmsnorm_rows<1024>(ctx, a0' "$tmp/out")/$(grep -c 'if (!etc::dev::reduce_add_rmsnorm_rows<1024>(ctx, v0' "$tmp/out")"
