@@ -282,7 +282,7 @@ run unsplit-zero 1 --unsplit-below 0 tests/golden/passes/fold_norms.etir &&
 run norm-rows-zero 1 --norm-rows 0 tests/golden/passes/fold_norms.etir &&
   stderr_has norm-rows-zero "--norm-rows: Value 0 not in range 1 to 64"
 run norm-rows 0 --emit=tasks --norm-rows 4 tests/golden/passes/fold_norms.etir &&
-  stdout_has norm-rows "grid [cdiv(B, 4)]"
+  stdout_has norm-rows "task @add_rmsnorm_h2 grid [cdiv(B, 4)] (i) {"
 fold_chains() {  # NAME OUTLINED INLINE
   local got
   got="$(grep -c 'if (!etc::dev::reduce_add_rmsnorm_rows<1024>(ctx, a0' "$tmp/out")/$(grep -c 'if (!etc::dev::reduce_add_rmsnorm_rows<1024>(ctx, v0' "$tmp/out")"
