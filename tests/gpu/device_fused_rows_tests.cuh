@@ -71,12 +71,12 @@ __global__ void k_fused_qkv(View<const float> qp, View<const float> kp, View<con
 
 // ---- tests ----------------------------------------------------------------------------------
 
-// P split-K partials of one row of N ([P, N], or [P, 1, N] with rank3: the tile of a norm task,
-// whose sum is [1, N]), the residual in f32.
+// P split-K partials of R rows of N ([P, N] for one row, or [P, R, N] with rank3: the tile of a
+// norm task, whose sum is [R, N]; R > 1 is etcc --norm-rows's tile), the residual in f32.
 template <int N>
-static void t_fused_norm(const char* what, long long P, bool rank3, long long off, bool expect_fused) {
-  Buf<float> x(P * N + off + 8), r(N + off + 8);
-  Buf<bf16> t(N + off + 8), w(N + 8), y(N + off + 8);
+static void t_fused_norm(const char* what, long long P, bool rank3, long long off, bool expect_fused, long long R = 1) {
+  Buf<float> x(P * R * N + off + 8), r(R * N + off + 8);
+  Buf<bf16> t(R * N + off + 8), w(N + 8), y(R * N + off + 8);
   x.random(-3, 3);
   r.random(-3, 3);
   w.random(0.5, 1.5);
@@ -87,8 +87,8 @@ static void t_fused_norm(const char* what, long long P, bool rank3, long long of
   w.up();
   t.up();
   y.up();
-  HV xv = rank3 ? hv(off, {P, 1, N}, {N, N, 1}) : hv(off, {P, N}, {N, 1});
-  HV v = hv(off, {1, N}, {N, 1}), wv = hv(0, {N}, {1});
+  HV xv = rank3 ? hv(off, {P, R, N}, {R * N, N, 1}) : hv(off, {P, N}, {N, 1});
+  HV v = hv(off, {R, N}, {N, 1}), wv = hv(0, {N}, {1});
   RowsRun rr;
   rr.outs = {{y.d, y.n * sizeof(bf16)}, {r.d, r.n * sizeof(float)}};  // t: not written by the fused form
   bool ran = false;
@@ -167,6 +167,9 @@ static void run_fused_rows_tests() {
   t_fused_norm<1024>("p4_n1024", 4, true, 0, true);
   t_fused_norm<2048>("p11", 11, true, 0, true);
   t_fused_norm<2048>("unaligned", 4, true, 2, false);
+  // Tiles of several rows (etcc --norm-rows), each row summed and normalised in turn.
+  t_fused_norm<2048>("rows4_p4", 4, true, 0, true, 4);
+  t_fused_norm<2048>("rows3_p8", 8, true, 0, true, 3);
   // The q/k/v chain: Llama-3 (4 heads of 64 to a cache head, llama3 rope scaling), Qwen3 (D
   // 128, per-head norms), at the cache's first and last rows and outside it (no row written),
   // with 1 to 4 parts; declines on a q of another width.
