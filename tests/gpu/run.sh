@@ -486,15 +486,20 @@ if want trace && [ -f "$B/mlp_profile.fatbin" ] && [ -f "$B/mlp.fatbin" ]; then
   row "profiling cost, mlp B=16 mega" INFO "plain $(grep -o 'median [0-9.]* us' "$out/bench_mlp.log"), --profile $(grep -o 'median [0-9.]* us' "$out/bench_mlp_profile.log")"
 fi
 
+# The decode models' harness (the decode and warmup sections): tools/compare_decode.py with the
+# bundle's runtime library, and where a model's random weights go (GBs: not under $out).
+compare_decode() { ETC_RUNTIME_LIB="$B/libetcrt.so" PYTHONPATH=python PYTHONUNBUFFERED=1 python3 tools/compare_decode.py "$@"; }
+decode_weights() { echo "${TMPDIR:-/tmp}/etc_weights_$1.safetensors"; }
+
 # -- decode steps (issue 5): the megakernel against a float32 PyTorch model of the same weights --
 # -- for every B and KV length, then PyTorch eager / CUDA graph / etc unfused / graph / mega ------
 if want decode; then
   for model in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
     [ -f "$B/$model.fatbin" ] || continue
-    w="${TMPDIR:-/tmp}/etc_weights_$model.safetensors"  # GBs: not under $out
+    w=$(decode_weights "$model")
     log="$out/decode_$model.log"
     if python3 tools/gen_decode_weights.py "$model" -o "$w" >"$log" 2>&1 &&
-       ETC_RUNTIME_LIB="$B/libetcrt.so" PYTHONPATH=python PYTHONUNBUFFERED=1 python3 tools/compare_decode.py "$model" \
+       compare_decode "$model" \
          --fatbin "$B/$model.fatbin" --weights "$w" --batches "${DECODE_BATCHES:-1,2,4,8,16,32,64,128}" \
          --kv "${DECODE_KV:-1,511,4096}" --compile-batches "${DECODE_COMPILE_BATCHES:-}" \
          --json "$out/decode_$model.json" >>"$log" 2>&1; then
@@ -578,14 +583,14 @@ fi
 # a smaller file for the driver to load), alternating, WARMUP_ROUNDS times (default 2).
 for model in ${DECODE_MODELS:-llama3_2_1b qwen3_0_6b}; do
   [ -f "$B/$model.fatbin" ] || [ -f "$B/${model}_mo.fatbin" ] || continue
-  w="${TMPDIR:-/tmp}/etc_weights_$model.safetensors"  # the decode section's, GBs: not under $out
+  w=$(decode_weights "$model")
   [ -f "$w" ] || python3 tools/gen_decode_weights.py "$model" -o "$w" >"$out/warmup_$model.log" 2>&1 ||
     { row "warm-up decode $model" FAIL "$(tail -1 "$out/warmup_$model.log")"; continue; }
   for round in $(seq "${WARMUP_ROUNDS:-2}"); do
     for f in "$model" "${model}_mo"; do
       [ -f "$B/$f.fatbin" ] || continue
       log="$out/warmup_${f}_$round.log"
-      if ETC_RUNTIME_LIB="$B/libetcrt.so" PYTHONPATH=python python3 tools/compare_decode.py "$model" \
+      if compare_decode "$model" \
            --fatbin "$B/$f.fatbin" --weights "$w" --batches 1 --kv 1 --bench-kv 0 >"$log" 2>&1 &&
          grep -q '^check.* ok$' "$log"; then
         row "warm-up decode $f ($(($(stat -c %s "$B/$f.fatbin") / 1000)) kB)" INFO \
