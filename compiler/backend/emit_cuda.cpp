@@ -1249,7 +1249,8 @@ class Emitter {
     // the calls one by one, where the fused form declines, still store it in each.
     const bool one_store = outlined && f.kind == FusedRows::Kind::ReduceAddRmsnorm;
     if (f.kind == FusedRows::Kind::ReduceAddRmsnorm) {
-      fast = fmt::format("etc::dev::reduce_add_rmsnorm_rows<{}>(ctx, {}, {}, {}, {}, {}f, {}, {}{})", f.n, op(o[0]),
+      fast = fmt::format("etc::dev::reduce_add_rmsnorm_rows<{}, {}>(ctx, {}, {}, {}, {}, {}f, {}, {}{})", f.n,
+                         std::min<int64_t>(f.rows, 1 << 20), op(o[0]),
                          op(o[1]), op(o[2]), op(o[3]), floatLiteral(f.eps), op(o[4]), op(o[5]),
                          one_store ? ", etc_store_res" : "");
     } else {

@@ -163,6 +163,12 @@ class Matcher {
     f.count = calls_.size();
     f.operands = {arg(0, 0), dest(0, 0), arg(1, 1), arg(1, 2), dest(1, 0), dest(1, 1)};
     f.n = len;
+    const OperandType y = sliceType(m_, n.dests[0]);
+    if (y.shape.size() == 2) {
+      const Interval rows = bounds(y.shape[0], env_);
+      if (rows.hi < 1) return std::nullopt;
+      f.rows = rows.hi;
+    }
     f.eps = tiling::attrFloat(n.call, "eps");
     return f;
   }

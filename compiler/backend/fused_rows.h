@@ -27,6 +27,7 @@ struct FusedRows {
   //   v cache
   std::vector<int> operands;
   int64_t n = 0;         // ReduceAddRmsnorm: the row length; QkvRopeAppend: q's width
+  int64_t rows = 1;      // ReduceAddRmsnorm: the most rows of a task's tile (etcc --norm-rows)
   int64_t nk = 0;        // QkvRopeAppend: k's and v's width
   int64_t head_dim = 0;  // QkvRopeAppend
   int64_t parts = 0;     // QkvRopeAppend: the most split-K parts of q, k or v

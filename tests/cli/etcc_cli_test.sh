@@ -283,16 +283,22 @@ run norm-rows-zero 1 --norm-rows 0 tests/golden/passes/fold_norms.etir &&
   stderr_has norm-rows-zero "--norm-rows: Value 0 not in range 1 to 64"
 run norm-rows 0 --emit=tasks --norm-rows 4 tests/golden/passes/fold_norms.etir &&
   stdout_has norm-rows "task @add_rmsnorm_h2 grid [cdiv(B, 4)] (i) {"
+# The fused norm learns its tile's most rows (4), which keeps the form with rows in flight out
+# of the default's tasks of one row (fused_rows.cuh).
+run norm-rows-cuda 0 --emit=cuda --norm-rows 4 tests/golden/passes/fold_norms.etir &&
+  stdout_has norm-rows-cuda "if (!etc::dev::reduce_add_rmsnorm_rows<1024, 4>(ctx, v0, v1, v3, v4, "
+run norm-rows-cuda-default 0 --emit=cuda tests/golden/passes/fold_norms.etir &&
+  stdout_has norm-rows-cuda-default "if (!etc::dev::reduce_add_rmsnorm_rows<1024, 1>(ctx, v0, v1, v3, v4, "
 fold_chains() {  # NAME OUTLINED INLINE
   local got
-  got="$(grep -c 'if (!etc::dev::reduce_add_rmsnorm_rows<1024>(ctx, a0' "$tmp/out")/$(grep -c 'if (!etc::dev::reduce_add_rmsnorm_rows<1024>(ctx, v0' "$tmp/out")"
+  got="$(grep -cE 'if \(!etc::dev::reduce_add_rmsnorm_rows<1024, [0-9]+>\(ctx, a0' "$tmp/out")/$(grep -cE 'if \(!etc::dev::reduce_add_rmsnorm_rows<1024, [0-9]+>\(ctx, v0' "$tmp/out")"
   if [ "$got" != "$2/$3" ]; then fail "$1: $got fused norm chains (outlined/inline), expected $2/$3"; else pass; fi
 }
 run fold-norms-cuda 0 --emit=cuda --fold-norms-below 3 tests/golden/passes/fold_norms.etir &&
   fold_chains fold-norms-cuda 1 2 &&
   if [ "$(awk '/bool task_matmul_q_folded\(/,/^}/' "$tmp/out" | grep -cE '^    etc_op[0-9]+\(ctx, v0, v1, v2, v3, v4, v5, v6, t == 0\);')" != 1 ]; then
     fail "fold-norms-cuda: task_matmul_q_folded does not call the outlined chain, its first task storing the residual"; else pass; fi &&
-  if ! grep -qE '^  if \(!etc::dev::reduce_add_rmsnorm_rows<1024>\(ctx, a0, a1, a3, a4, [0-9.e-]+f, a5, a6, etc_store_res\)\)' "$tmp/out"; then
+  if ! grep -qE '^  if \(!etc::dev::reduce_add_rmsnorm_rows<1024, 8>\(ctx, a0, a1, a3, a4, [0-9.e-]+f, a5, a6, etc_store_res\)\)' "$tmp/out"; then
     fail "fold-norms-cuda: the outlined chain does not pass on whether its task stores the residual"; else pass; fi
 run fold-norms-cuda-off 0 --emit=cuda tests/golden/passes/fold_norms.etir && fold_chains fold-norms-cuda-off 0 2 &&
   if grep -q 'ctx_after_ring' "$tmp/out"; then fail "fold-norms-cuda-off: a chain past a ring without a fold"; else pass; fi
@@ -619,7 +625,7 @@ run row-forms 0 --emit=cuda --no-gated-matmul "$tmp/l2.etir" &&
 # --fold-attention the q/k/v chain runs in each attention task for its cache head (4 query heads
 # and 1 cache head of 64), before the attention call, and the row grid is gone.
 run fused-rows 0 --emit=cuda "$tmp/l2.etir" &&
-  stdout_has fused-rows "    if (!etc::dev::reduce_add_rmsnorm_rows<2048>(ctx, v0, v1, v3, v4, 1.0000000000000001e-05f, v5, v6)) etc_op" &&
+  stdout_has fused-rows "    if (!etc::dev::reduce_add_rmsnorm_rows<2048, 1>(ctx, v0, v1, v3, v4, 1.0000000000000001e-05f, v5, v6)) etc_op" &&
   stdout_has fused-rows "    if (!etc::dev::qkv_rope_append_row<2048, 512, 64, 2, false, __nv_bfloat16>(ctx, v2, v0, v9, etc::dev::View<const __nv_bfloat16>{}, etc::dev::View<const __nv_bfloat16>{}, 0.0f, v6, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192}, v7, v14, v15)) etc_op"
 run fused-rows-fold 0 --emit=cuda --fold-attention "$tmp/l2.etir" &&
   stdout_has fused-rows-fold "    if (!etc::dev::qkv_rope_append_row<256, 64, 64, 2, false, __nv_bfloat16>(ctx, v2, v0, v9, etc::dev::View<const __nv_bfloat16>{}, etc::dev::View<const __nv_bfloat16>{}, 0.0f, v6, etc::dev::RopeParams{64, 500000, true, 32, 1, 4, 8192}, v7, v14, v15)) etc_op" &&

@@ -107,13 +107,98 @@ __device__ __forceinline__ void qkv_head(const float (&x)[PMAX][C][JP][2], int n
   }
 }
 
+// Rows [row0, row0 + nb) (nb <= RB) of reduce_add_rmsnorm_rows with their loads in flight
+// together: PGR parts of every row a round, then one CTA-wide sum for all the rows' squares
+// (block_sum_n). Each row gets the bits of a task of that row alone: the same thread's
+// elements, its parts added in p order, the warps' sums in warp order.
+template <int N, int V, int RB, int PGR, class TX, class T, class TR, class TO, class TY, class W>
+__device__ __forceinline__ void reduce_add_rmsnorm_group(const rows::Rows<TX>& xr, long long P, long long ps,
+                                                         const rows::Rows<TR>& rr,
+                                                         const Vec<W, V> (&wv)[rows::Split<N, V>::C], float eps,
+                                                         const rows::Rows<TY>& yr, const rows::Rows<TO>& orr,
+                                                         bool store_ro, int row0, int nb, float* scratch) {
+  constexpr int C = rows::Split<N, V>::C;
+  float f[RB][C][V];
+  Vec<bare_t<TR>, V> rv[RB][C];
+#pragma unroll
+  for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int e = rows::Split<N, V>::at(c);
+      if (e >= N || rb >= nb) continue;
+      rv[rb][c] = ldv<V>(rr.ptr + (row0 + rb) * rr.rs + e);
+#pragma unroll
+      for (int j = 0; j < V; ++j) f[rb][c][j] = 0.0f;
+    }
+  for (long long p0 = 0; p0 < P; p0 += PGR) {
+    // Every part of a round in flight before the first add (with w and r above).
+    float v[RB][PGR][C][V];
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+      for (int q = 0; q < PGR; ++q)
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          const int e = rows::Split<N, V>::at(c);
+          if (rb < nb && p0 + q < P && e < N)
+            fused::ld_f32<V>(xr.ptr + (p0 + q) * ps + (row0 + rb) * xr.rs + e, v[rb][q][c]);
+        }
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+      for (int q = 0; q < PGR; ++q)
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+          if (rb < nb && p0 + q < P)
+#pragma unroll
+            for (int j = 0; j < V; ++j) f[rb][c][j] += v[rb][q][c][j];
+  }
+  float ss[RB];
+#pragma unroll
+  for (int rb = 0; rb < RB; ++rb) {
+    ss[rb] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int e = rows::Split<N, V>::at(c);
+      if (e >= N || rb >= nb) continue;
+      Vec<TO, V> s;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        // t's rounding, then add_rmsnorm's: s = t + r rounded to ro's dtype.
+        s.v[j] = from_f32<TO>(to_f32(from_f32<T>(f[rb][c][j])) + to_f32(rv[rb][c].v[j]));
+        f[rb][c][j] = to_f32(s.v[j]);
+        ss[rb] += f[rb][c][j] * f[rb][c][j];
+      }
+      if (store_ro) stv<V>(orr.ptr + (row0 + rb) * orr.rs + e, s);
+    }
+  }
+  detail::block_sum_n<RB>(ss, scratch);
+#pragma unroll
+  for (int rb = 0; rb < RB; ++rb)
+    if (rb < nb)
+      rows::store_normalized<N, V>(f[rb], wv, 1.0f / sqrtf(ss[rb] / (float)N + eps), yr.ptr + (row0 + rb) * yr.rs);
+}
+
+// The rows a task of several (etcc --norm-rows) has in flight together in
+// reduce_add_rmsnorm_rows, and the parts of each row a round: as many loads in flight as a
+// task of one row, which takes 8 parts a round. 1: one row after another (session 84's form:
+// docs/benchmarks.md).
+#ifndef ETC_NORM_ROWS_IN_FLIGHT
+#define ETC_NORM_ROWS_IN_FLIGHT 4
+#endif
+static_assert(ETC_NORM_ROWS_IN_FLIGHT == 1 || ETC_NORM_ROWS_IN_FLIGHT == 2 || ETC_NORM_ROWS_IN_FLIGHT == 4 ||
+                  ETC_NORM_ROWS_IN_FLIGHT == 8,
+              "ETC_NORM_ROWS_IN_FLIGHT: 1, 2, 4 or 8");
+
 }  // namespace fused
 
 // t = sum over p of x[p, r, :] (f32, in p order, rounded to t's dtype), then add_rmsnorm(t, r,
 // w) -> y, ro: the row forms' reduce_parts_rows and add_rmsnorm_rows without t's round trip
 // through memory (t is not written). store_ro false leaves ro unwritten: a folded norm's tasks
-// all compute the same residual, and one of them stores it (emit_cuda.cpp's fusedCall).
-template <int N, class TX, class TT, class TR, class TW, class TY, class TO>
+// all compute the same residual, and one of them stores it (emit_cuda.cpp's fusedCall). A tile
+// of several rows has ETC_NORM_ROWS_IN_FLIGHT of them in flight at a time; MAXR, the most rows
+// a task's tile has, leaves that form out of the tasks of one row.
+template <int N, int MAXR = 1 << 20, class TX, class TT, class TR, class TW, class TY, class TO>
 __device__ __forceinline__ bool reduce_add_rmsnorm_rows(const Ctx& ctx, const View<TX>& x, const View<TT>& t,
                                                         const View<TR>& r, const View<TW>& w, float eps,
                                                         const View<TY>& y, const View<TO>& ro, bool store_ro = true) {
@@ -123,6 +208,7 @@ __device__ __forceinline__ bool reduce_add_rmsnorm_rows(const Ctx& ctx, const Vi
   // The element split of add_rmsnorm_rows on t, so that the sum of squares adds the same
   // values in the same order.
   constexpr int V = detail::rms_vec_width<T, W, TY, TR, TO>(), C = rows::Split<N, V>::C, PG = 8;
+  constexpr int RB = ETC_NORM_ROWS_IN_FLIGHT < MAXR ? ETC_NORM_ROWS_IN_FLIGHT : MAXR, PGR = PG / RB > 1 ? PG / RB : 1;
   rows::Rows<TX> xr;
   rows::Rows<TT> tr;
   rows::Rows<TR> rr;
@@ -136,54 +222,19 @@ __device__ __forceinline__ bool reduce_add_rmsnorm_rows(const Ctx& ctx, const Vi
   const long long P = x.ext[0], ps = x.stride[0];
   if (P > 1 && ps % V != 0) return false;
   float* scratch = reinterpret_cast<float*>(ctx.smem);
-  for (int row = 0; row < yr.n; ++row) {
-    float f[C][V];
-    Vec<W, V> wv[C];
-    Vec<bare_t<TR>, V> rv[C];
+  Vec<W, V> wv[C];
 #pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int e = rows::Split<N, V>::at(c);
-      if (e >= N) continue;
-      wv[c] = ldv<V>(w.ptr + e);
-      rv[c] = ldv<V>(rr.ptr + row * rr.rs + e);
-#pragma unroll
-      for (int j = 0; j < V; ++j) f[c][j] = 0.0f;
-    }
-    for (long long p0 = 0; p0 < P; p0 += PG) {
-      // Every part of a group in flight before the first add (with w and r above).
-      float v[PG][C][V];
-#pragma unroll
-      for (int q = 0; q < PG; ++q)
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          const int e = rows::Split<N, V>::at(c);
-          if (p0 + q < P && e < N) fused::ld_f32<V>(xr.ptr + (p0 + q) * ps + row * xr.rs + e, v[q][c]);
-        }
-#pragma unroll
-      for (int q = 0; q < PG; ++q)
-#pragma unroll
-        for (int c = 0; c < C; ++c)
-          if (p0 + q < P)
-#pragma unroll
-            for (int j = 0; j < V; ++j) f[c][j] += v[q][c][j];
-    }
-    float ss = 0.0f;
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int e = rows::Split<N, V>::at(c);
-      if (e >= N) continue;
-      Vec<TO, V> s;
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        // t's rounding, then add_rmsnorm's: s = t + r rounded to ro's dtype.
-        s.v[j] = from_f32<TO>(to_f32(from_f32<T>(f[c][j])) + to_f32(rv[c].v[j]));
-        f[c][j] = to_f32(s.v[j]);
-        ss += f[c][j] * f[c][j];
-      }
-      if (store_ro) stv<V>(orr.ptr + row * orr.rs + e, s);
-    }
-    ss = detail::block_sum(ss, scratch);
-    rows::store_normalized<N, V>(f, wv, 1.0f / sqrtf(ss / (float)N + eps), yr.ptr + row * yr.rs);
+  for (int c = 0; c < C; ++c) {
+    const int e = rows::Split<N, V>::at(c);
+    if (e < N) wv[c] = ldv<V>(w.ptr + e);
+  }
+  if (MAXR == 1 || RB == 1 || yr.n == 1) {
+    for (int row = 0; row < yr.n; ++row)
+      fused::reduce_add_rmsnorm_group<N, V, 1, PG, TX, T>(xr, P, ps, rr, wv, eps, yr, orr, store_ro, row, 1, scratch);
+  } else if constexpr (MAXR > 1) {
+    for (int row0 = 0; row0 < yr.n; row0 += RB)
+      fused::reduce_add_rmsnorm_group<N, V, RB, PGR, TX, T>(xr, P, ps, rr, wv, eps, yr, orr, store_ro, row0,
+                                                             yr.n - row0 < RB ? yr.n - row0 : RB, scratch);
   }
   __syncthreads();
   return true;

@@ -20,6 +20,26 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return t;
 }
 
+// block_sum of K values at once: each value's sum is block_sum's (the same warp sums, the warps
+// in the same order), for one pair of barriers. scratch holds K * warps floats.
+template <int K>
+__device__ __forceinline__ void block_sum_n(float (&v)[K], float* scratch) {
+  const int w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    v[k] = warp_sum(v[k]);
+    if ((threadIdx.x & 31) == 0) scratch[k * nw + w] = v[k];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    float t = 0.0f;
+    for (int i = 0; i < nw; ++i) t += scratch[k * nw + i];
+    v[k] = t;
+  }
+  __syncthreads();
+}
+
 template <class X> struct AccOf { using type = long long; };
 template <> struct AccOf<float> { using type = float; };
 template <> struct AccOf<__half> { using type = float; };
