@@ -113,12 +113,12 @@ __device__ __forceinline__ void qkv_head(const float (&x)[PMAX][C][JP][2], int n
 // elements, its parts added in p order, the warps' sums in warp order.
 template <int N, int V, int RB, int PGR, class TX, class T, class TR, class TO, class TY, class W>
 __device__ __forceinline__ void reduce_add_rmsnorm_group(const rows::Rows<TX>& xr, long long P, long long ps,
-                                                         const rows::Rows<TR>& rr,
-                                                         const Vec<W, V> (&wv)[rows::Split<N, V>::C], float eps,
+                                                         const rows::Rows<TR>& rr, const W* wp, float eps,
                                                          const rows::Rows<TY>& yr, const rows::Rows<TO>& orr,
                                                          bool store_ro, int row0, int nb, float* scratch) {
   constexpr int C = rows::Split<N, V>::C;
   float f[RB][C][V];
+  Vec<W, V> wv[C];
   Vec<bare_t<TR>, V> rv[RB][C];
 #pragma unroll
   for (int rb = 0; rb < RB; ++rb)
@@ -126,6 +126,7 @@ __device__ __forceinline__ void reduce_add_rmsnorm_group(const rows::Rows<TX>& x
     for (int c = 0; c < C; ++c) {
       const int e = rows::Split<N, V>::at(c);
       if (e >= N || rb >= nb) continue;
+      if (rb == 0) wv[c] = ldv<V>(wp + e);
       rv[rb][c] = ldv<V>(rr.ptr + (row0 + rb) * rr.rs + e);
 #pragma unroll
       for (int j = 0; j < V; ++j) f[rb][c][j] = 0.0f;
@@ -207,7 +208,7 @@ __device__ __forceinline__ bool reduce_add_rmsnorm_rows(const Ctx& ctx, const Vi
   static_assert(same_v<bare_t<TX>, float>, "reduce_add_rmsnorm_rows: f32 partials");
   // The element split of add_rmsnorm_rows on t, so that the sum of squares adds the same
   // values in the same order.
-  constexpr int V = detail::rms_vec_width<T, W, TY, TR, TO>(), C = rows::Split<N, V>::C, PG = 8;
+  constexpr int V = detail::rms_vec_width<T, W, TY, TR, TO>(), PG = 8;
   constexpr int RB = ETC_NORM_ROWS_IN_FLIGHT < MAXR ? ETC_NORM_ROWS_IN_FLIGHT : MAXR, PGR = PG / RB > 1 ? PG / RB : 1;
   rows::Rows<TX> xr;
   rows::Rows<TT> tr;
@@ -222,18 +223,12 @@ __device__ __forceinline__ bool reduce_add_rmsnorm_rows(const Ctx& ctx, const Vi
   const long long P = x.ext[0], ps = x.stride[0];
   if (P > 1 && ps % V != 0) return false;
   float* scratch = reinterpret_cast<float*>(ctx.smem);
-  Vec<W, V> wv[C];
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const int e = rows::Split<N, V>::at(c);
-    if (e < N) wv[c] = ldv<V>(w.ptr + e);
-  }
   if (MAXR == 1 || RB == 1 || yr.n == 1) {
     for (int row = 0; row < yr.n; ++row)
-      fused::reduce_add_rmsnorm_group<N, V, 1, PG, TX, T>(xr, P, ps, rr, wv, eps, yr, orr, store_ro, row, 1, scratch);
+      fused::reduce_add_rmsnorm_group<N, V, 1, PG, TX, T>(xr, P, ps, rr, w.ptr, eps, yr, orr, store_ro, row, 1, scratch);
   } else if constexpr (MAXR > 1) {
     for (int row0 = 0; row0 < yr.n; row0 += RB)
-      fused::reduce_add_rmsnorm_group<N, V, RB, PGR, TX, T>(xr, P, ps, rr, wv, eps, yr, orr, store_ro, row0,
+      fused::reduce_add_rmsnorm_group<N, V, RB, PGR, TX, T>(xr, P, ps, rr, w.ptr, eps, yr, orr, store_ro, row0,
                                                              yr.n - row0 < RB ? yr.n - row0 : RB, scratch);
   }
   __syncthreads();
