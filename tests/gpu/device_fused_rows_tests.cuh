@@ -7,7 +7,7 @@
 
 // ---- kernels: the fused form (FUSED) or the op sequence; *took = whether the fused form ran ----
 
-template <bool FUSED, int N>
+template <bool FUSED, int N, int MAXR>
 __global__ void k_fused_norm(View<const float> x, View<bf16> t, View<float> r, View<const bf16> w, float eps, View<bf16> y,
                              int* took) {
   SMEM_DECL; Ctx c{smem_, kSmemSmall};
@@ -17,7 +17,7 @@ __global__ void k_fused_norm(View<const float> x, View<bf16> t, View<float> r, V
   memcpy(&rc, &r, sizeof(rc));
   memcpy(&tc, &t, sizeof(tc));
   if constexpr (FUSED) {
-    ran = reduce_add_rmsnorm_rows<N>(c, x, t, rc, w, eps, y, r);
+    ran = reduce_add_rmsnorm_rows<N, MAXR>(c, x, t, rc, w, eps, y, r);
   } else {
     reduce_sum(c, x, 0, t);
     __syncthreads();
@@ -72,8 +72,10 @@ __global__ void k_fused_qkv(View<const float> qp, View<const float> kp, View<con
 // ---- tests ----------------------------------------------------------------------------------
 
 // P split-K partials of R rows of N ([P, N] for one row, or [P, R, N] with rank3: the tile of a
-// norm task, whose sum is [R, N]; R > 1 is etcc --norm-rows's tile), the residual in f32.
-template <int N>
+// norm task, whose sum is [R, N]; R > 1 is etcc --norm-rows's tile), the residual in f32. MAXR:
+// the tile's most rows as etcc passes it (1 << 20: not known; the form of rows in flight takes
+// min(MAXR, ETC_NORM_ROWS_IN_FLIGHT) rows at a time).
+template <int N, int MAXR = (1 << 20)>
 static void t_fused_norm(const char* what, long long P, bool rank3, long long off, bool expect_fused, long long R = 1) {
   Buf<float> x(P * R * N + off + 8), r(R * N + off + 8);
   Buf<bf16> t(R * N + off + 8), w(N + 8), y(R * N + off + 8);
@@ -96,10 +98,10 @@ static void t_fused_norm(const char* what, long long P, bool rank3, long long of
   bool same = rr.run(
       [&](bool fused, int* took) {
         if (fused)
-          k_fused_norm<true, N><<<1, 256, kSmemSmall>>>(dv<const float>(x, xv), dv<bf16>(t, v), dv<float>(r, v),
+          k_fused_norm<true, N, MAXR><<<1, 256, kSmemSmall>>>(dv<const float>(x, xv), dv<bf16>(t, v), dv<float>(r, v),
                                                         dv<const bf16>(w, wv), eps, dv<bf16>(y, v), took);
         else
-          k_fused_norm<false, N><<<1, 256, kSmemSmall>>>(dv<const float>(x, xv), dv<bf16>(t, v), dv<float>(r, v),
+          k_fused_norm<false, N, MAXR><<<1, 256, kSmemSmall>>>(dv<const float>(x, xv), dv<bf16>(t, v), dv<float>(r, v),
                                                          dv<const bf16>(w, wv), eps, dv<bf16>(y, v), took);
       },
       ran);
@@ -167,9 +169,14 @@ static void run_fused_rows_tests() {
   t_fused_norm<1024>("p4_n1024", 4, true, 0, true);
   t_fused_norm<2048>("p11", 11, true, 0, true);
   t_fused_norm<2048>("unaligned", 4, true, 2, false);
-  // Tiles of several rows (etcc --norm-rows), each row summed and normalised in turn.
+  // Tiles of several rows (etcc --norm-rows): rows in flight together (4 at a time, or the
+  // tile's most rows where etcc passes fewer), each with the bits of the op sequence.
   t_fused_norm<2048>("rows4_p4", 4, true, 0, true, 4);
   t_fused_norm<2048>("rows3_p8", 8, true, 0, true, 3);
+  t_fused_norm<2048>("rows9_p4", 4, true, 0, true, 9);
+  t_fused_norm<2048, 2>("rows2_maxr2_p4", 4, true, 0, true, 2);
+  t_fused_norm<2048, 4>("rows4_maxr4_p8", 8, true, 0, true, 4);
+  t_fused_norm<2048, 1>("rows1_maxr1_p4", 4, true, 0, true, 1);
   // The q/k/v chain: Llama-3 (4 heads of 64 to a cache head, llama3 rope scaling), Qwen3 (D
   // 128, per-head norms), at the cache's first and last rows and outside it (no row written),
   // with 1 to 4 parts; declines on a q of another width.
