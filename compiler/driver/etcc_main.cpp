@@ -483,8 +483,9 @@ int main(int argc, char** argv) {
   app.add_option("--norm-rows", opt.norm_rows,
                  "N: each task of a row norm (rmsnorm without head_dim, add_rmsnorm) takes N rows instead of one: "
                  "fewer norm tasks at large batches, so that the matmul grid after a norm does not wrap onto the "
-                 "norm's CTAs; for measuring (Llama-3.2-1B decode on an H100, session 84: N = 2 0.7% slower at B = 64 and 2.9% at "
-                 "8, N = 4 4.4% and 8.9%: a task's rows run one after another)")
+                 "norm's CTAs; for measuring (Llama-3.2-1B decode on an H100, session 84, a task's rows one after another: N = 2 "
+                 "0.7% slower at B = 64 and 2.9% at 8, N = 4 4.4% and 8.9%; since session 85 up to 4 rows in flight "
+                 "together, ETC_NORM_ROWS_IN_FLIGHT, not yet timed)")
       ->check(CLI::Range(1, 64));
   app.add_option("--fold-norms-below", opt.fold_norms_below,
                  "N: where a decode layer's row norm (rmsnorm, or the residual's add_rmsnorm) has fewer rows than N, run "
