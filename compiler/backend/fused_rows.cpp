@@ -164,11 +164,7 @@ class Matcher {
     f.operands = {arg(0, 0), dest(0, 0), arg(1, 1), arg(1, 2), dest(1, 0), dest(1, 1)};
     f.n = len;
     const OperandType y = sliceType(m_, n.dests[0]);
-    if (y.shape.size() == 2) {
-      const Interval rows = bounds(y.shape[0], env_);
-      if (rows.hi < 1) return std::nullopt;
-      f.rows = rows.hi;
-    }
+    if (y.shape.size() == 2) f.rows = std::max<int64_t>(1, bounds(y.shape[0], env_).hi);
     f.eps = tiling::attrFloat(n.call, "eps");
     return f;
   }

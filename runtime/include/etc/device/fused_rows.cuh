@@ -223,10 +223,10 @@ __device__ __forceinline__ bool reduce_add_rmsnorm_rows(const Ctx& ctx, const Vi
   const long long P = x.ext[0], ps = x.stride[0];
   if (P > 1 && ps % V != 0) return false;
   float* scratch = reinterpret_cast<float*>(ctx.smem);
-  if (MAXR == 1 || RB == 1 || yr.n == 1) {
+  if (RB == 1 || yr.n == 1) {
     for (int row = 0; row < yr.n; ++row)
       fused::reduce_add_rmsnorm_group<N, V, 1, PG, TX, T>(xr, P, ps, rr, w.ptr, eps, yr, orr, store_ro, row, 1, scratch);
-  } else if constexpr (MAXR > 1) {
+  } else if constexpr (RB > 1) {
     for (int row0 = 0; row0 < yr.n; row0 += RB)
       fused::reduce_add_rmsnorm_group<N, V, RB, PGR, TX, T>(xr, P, ps, rr, w.ptr, eps, yr, orr, store_ro, row0,
                                                              yr.n - row0 < RB ? yr.n - row0 : RB, scratch);

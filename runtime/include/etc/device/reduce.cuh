@@ -8,20 +8,9 @@ namespace etc {
 namespace dev {
 namespace detail {
 
-// Sum over the CTA, the same value returned to every thread; scratch holds one float per warp.
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
-  v = warp_sum(v);
-  const int w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  if ((threadIdx.x & 31) == 0) scratch[w] = v;
-  __syncthreads();
-  float t = 0.0f;
-  for (int i = 0; i < nw; ++i) t += scratch[i];  // same order in every thread: same result
-  __syncthreads();                                // scratch is free again
-  return t;
-}
-
-// block_sum of K values at once: each value's sum is block_sum's (the same warp sums, the warps
-// in the same order), for one pair of barriers. scratch holds K * warps floats.
+// Sums over the CTA of K values at once, each returned to every thread in v (the warps' sums
+// added in warp order in every thread: the same result everywhere), for one pair of barriers.
+// scratch holds K floats per warp.
 template <int K>
 __device__ __forceinline__ void block_sum_n(float (&v)[K], float* scratch) {
   const int w = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -37,7 +26,14 @@ __device__ __forceinline__ void block_sum_n(float (&v)[K], float* scratch) {
     for (int i = 0; i < nw; ++i) t += scratch[k * nw + i];
     v[k] = t;
   }
-  __syncthreads();
+  __syncthreads();  // scratch is free again
+}
+
+// Sum over the CTA, the same value returned to every thread; scratch holds one float per warp.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  float one[1] = {v};
+  block_sum_n<1>(one, scratch);
+  return one[0];
 }
 
 template <class X> struct AccOf { using type = long long; };
